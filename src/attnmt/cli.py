@@ -1,0 +1,121 @@
+"""The `attnmt` command line: one sub-command per job.
+
+    attnmt data stats      corpus statistics (sentences, tokens, vocab, OOV, lengths)
+    attnmt train           train a model from a YAML config
+    attnmt evaluate        BLEU / chrF / perplexity of a run on a split
+    attnmt translate       translate stdin (or a file) line by line
+    attnmt attention       draw an attention heatmap for one sentence
+    attnmt average         average the weights of checkpoints
+    attnmt demo            the README's main job
+
+Each sub-command's work lives with the concept it serves; this module only parses arguments
+and turns user errors (`AttnmtError`) into one clear line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from attnmt.errors import AttnmtError
+
+# sub-command -> "module:function"; the function takes the parsed argparse.Namespace and
+# returns an exit code. Imported lazily so that `attnmt --help` does not load torch.
+COMMANDS = {
+    "data stats": "attnmt.data.stats:stats_command",
+    "train": "attnmt.training:train_command",
+    "evaluate": "attnmt.evaluation:evaluate_command",
+    "translate": "attnmt.translator:translate_command",
+    "attention": "attnmt.plotting:attention_command",
+    "average": "attnmt.checkpoint:average_command",
+    "demo": "attnmt.demo:demo_command",
+}
+
+
+def _add_data_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--corpus", default="multi30k", help="'multi30k' or a path prefix / TSV file of your own data")
+    p.add_argument("--src-lang", default="de")
+    p.add_argument("--tgt-lang", default="en")
+    p.add_argument("--tokenizer", choices=["moses", "sentencepiece"], default="moses")
+    p.add_argument("--lowercase", action="store_true", help="lowercase (moses tokenizer)")
+    p.add_argument("--vocab-size", type=int, default=8000, help="sentencepiece vocabulary size")
+    p.add_argument("--min-freq", type=int, default=2, help="minimum token frequency in the vocabulary")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="attnmt", description="Attention-based neural machine translation.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    data = sub.add_parser("data", help="inspect corpora").add_subparsers(dest="data_command", required=True)
+    stats = data.add_parser("stats", help="corpus statistics per split")
+    _add_data_args(stats)
+    stats.add_argument("--splits", nargs="+", default=None, help="splits to show (default: train val test)")
+
+    train = sub.add_parser("train", help="train a model from a YAML config")
+    train.add_argument("config", help="YAML config file")
+    train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a config value, e.g. --set train.lr=3e-4 (repeatable)")
+    train.add_argument("--run-dir", default=None, help="where to write the run (default: runs/<config name>)")
+    train.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue an interrupted run exactly")
+
+    evaluate = sub.add_parser("evaluate", help="score a trained run on a split")
+    evaluate.add_argument("run_dir")
+    evaluate.add_argument("--split", default="test_2016_flickr")
+    evaluate.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy)")
+    evaluate.add_argument("--length-penalty", type=float, default=None)
+    evaluate.add_argument("--batch-size", type=int, default=128)
+    evaluate.add_argument("--checkpoint", default="best", help="'best', 'last' or a checkpoint file")
+    evaluate.add_argument("--device", default=None)
+
+    translate = sub.add_parser("translate", help="translate lines from stdin (or -i) to stdout (or -o)")
+    translate.add_argument("run_dir")
+    translate.add_argument("-i", "--input", default=None)
+    translate.add_argument("-o", "--output", default=None)
+    translate.add_argument("--beam", type=int, default=5)
+    translate.add_argument("--length-penalty", type=float, default=None)
+    translate.add_argument("--batch-size", type=int, default=64)
+    translate.add_argument("--checkpoint", default="best")
+    translate.add_argument("--device", default=None)
+
+    attention = sub.add_parser("attention", help="draw the attention heatmap of one translation")
+    attention.add_argument("run_dir")
+    attention.add_argument("sentence")
+    attention.add_argument("-o", "--output", default="attention.png")
+    attention.add_argument("--beam", type=int, default=5)
+    attention.add_argument("--checkpoint", default="best")
+    attention.add_argument("--layer", default=None, help="Transformer: layer index (default: average)")
+    attention.add_argument("--head", default=None, help="Transformer: head index (default: average)")
+
+    average = sub.add_parser("average", help="average the weights of several checkpoints of one run")
+    average.add_argument("run_dir")
+    average.add_argument("--last", type=int, default=5, help="average the last N epoch checkpoints")
+    average.add_argument("-o", "--output", default=None)
+
+    demo = sub.add_parser("demo", help="the README's main job: train, evaluate, translate, draw")
+    demo.add_argument("--config", default=None, help="config (default: full on GPU, quickstart on CPU)")
+    demo.add_argument("--run-dir", default="runs/demo")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    name = "data stats" if args.command == "data" else args.command
+    module_name, func_name = COMMANDS[name].split(":")
+    try:
+        func = getattr(importlib.import_module(module_name), func_name)
+        return int(func(args) or 0)
+    except AttnmtError as err:
+        print(f"attnmt {name}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"attnmt {name}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The data path: corpus -> tokenizer -> vocab -> batches."""

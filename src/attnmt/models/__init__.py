@@ -1,0 +1,1 @@
+"""Sequence-to-sequence models: the Bahdanau RNN (rnn.py) and the Transformer (transformer.py)."""
