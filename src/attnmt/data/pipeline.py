@@ -1,0 +1,105 @@
+"""The text <-> ids pipeline of one run: tokenizers and vocabularies, built once, saved with the run.
+
+`TextPipeline.build` trains whatever needs training (sentencepiece models, vocabularies) on the
+training split; `save` / `load` keep it in the run directory as JSON plus sentencepiece model
+files, so that a trained model translates with exactly the tokenization it was trained with.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnmt.checkpoint import read_json, write_json
+from attnmt.data.corpus import ParallelCorpus, filter_by_length
+from attnmt.data.tokenizers import (
+    MosesTokenizer,
+    SentencePieceTokenizer,
+    Tokenizer,
+    tokenizer_from_dict,
+    train_sentencepiece,
+)
+from attnmt.data.vocab import Vocab
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TextPipeline:
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def build(cls, data_cfg, train: ParallelCorpus, *, cache_dir: Path) -> TextPipeline:
+        """Train tokenizers (sentencepiece) and build vocabularies on the training corpus."""
+        if data_cfg.tokenizer == "moses":
+            src_tok: Tokenizer = MosesTokenizer(data_cfg.src_lang, lowercase=data_cfg.lowercase)
+            tgt_tok: Tokenizer = MosesTokenizer(data_cfg.tgt_lang, lowercase=data_cfg.lowercase)
+        else:
+            settings = dict(vocab_size=data_cfg.spm_vocab_size, model_type=data_cfg.spm_model_type,
+                            cache_dir=Path(cache_dir))
+            if data_cfg.spm_joint:
+                model = train_sentencepiece(list(train.src) + list(train.tgt), **settings)
+                src_tok = tgt_tok = SentencePieceTokenizer(model)
+            else:
+                src_tok = SentencePieceTokenizer(train_sentencepiece(list(train.src), **settings))
+                tgt_tok = SentencePieceTokenizer(train_sentencepiece(list(train.tgt), **settings))
+        src_tokens = [src_tok.tokenize(s) for s in train.src]
+        tgt_tokens = [tgt_tok.tokenize(t) for t in train.tgt]
+        kwargs = dict(min_freq=data_cfg.min_freq, max_size=data_cfg.max_vocab)
+        if data_cfg.tokenizer == "sentencepiece" and data_cfg.spm_joint:
+            src_vocab = tgt_vocab = Vocab.build(src_tokens + tgt_tokens, **kwargs)
+        else:
+            src_vocab = Vocab.build(src_tokens, **kwargs)
+            tgt_vocab = Vocab.build(tgt_tokens, **kwargs)
+        log.info("vocabularies: %s %d types, %s %d types", data_cfg.src_lang, len(src_vocab),
+                 data_cfg.tgt_lang, len(tgt_vocab))
+        return cls(src_tok, tgt_tok, src_vocab, tgt_vocab)
+
+    # ------------------------------------------------------------------ use
+    def encode_source(self, text: str) -> list[int]:
+        return self.src_vocab.encode(self.src_tokenizer.tokenize(text))
+
+    def encode_target(self, text: str) -> list[int]:
+        return self.tgt_vocab.encode(self.tgt_tokenizer.tokenize(text))
+
+    def decode_target(self, ids: list[int]) -> tuple[list[str], str]:
+        """Target ids -> (tokens, detokenized text)."""
+        tokens = self.tgt_vocab.decode(ids)
+        return tokens, self.tgt_tokenizer.detokenize(tokens)
+
+    def encode_corpus(self, corpus: ParallelCorpus, *, max_len: int | None = None) -> list[tuple[list[int], list[int]]]:
+        """Encode every pair; with `max_len`, drop (and count) pairs longer than that in tokens."""
+        src = [self.encode_source(s) for s in corpus.src]
+        tgt = [self.encode_target(t) for t in corpus.tgt]
+        if max_len is not None:
+            keep, _dropped = filter_by_length(src, tgt, max_len)
+            src, tgt = [src[i] for i in keep], [tgt[i] for i in keep]
+        return list(zip(src, tgt))
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, run_dir: Path) -> None:
+        run_dir = Path(run_dir)
+        settings = {}
+        for side, tok in (("src", self.src_tokenizer), ("tgt", self.tgt_tokenizer)):
+            if isinstance(tok, SentencePieceTokenizer):
+                tok = tok.copy_model_to(run_dir)
+            settings[side] = tok.to_dict()
+        write_json(run_dir / "tokenizers.json", settings)
+        self.src_vocab.save(run_dir / "vocab.src.json")
+        self.tgt_vocab.save(run_dir / "vocab.tgt.json")
+
+    @classmethod
+    def load(cls, run_dir: Path) -> TextPipeline:
+        run_dir = Path(run_dir)
+        settings = read_json(run_dir / "tokenizers.json")
+        return cls(
+            tokenizer_from_dict(settings["src"], run_dir),
+            tokenizer_from_dict(settings["tgt"], run_dir),
+            Vocab.load(run_dir / "vocab.src.json"),
+            Vocab.load(run_dir / "vocab.tgt.json"),
+        )

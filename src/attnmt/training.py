@@ -1,0 +1,351 @@
+"""The training loop: one place for loss, optimizer, schedule, AMP, clipping, validation,
+early stopping, checkpoints and logs. Driven by a `Config`; shared by every model.
+
+Shapes:
+    batch    sentences in a batch
+    tgt_len  padded target length
+    vocab    target vocabulary size
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnmt.checkpoint import (
+    epoch_checkpoints,
+    load_train_state,
+    load_weights,
+    save_train_state,
+    save_weights,
+    write_json,
+)
+from attnmt.config import Config, load_config, load_saved_config, save_config
+from attnmt.data.batching import Batch, make_batches
+from attnmt.data.corpus import CorpusSpec, ParallelCorpus, load_corpus
+from attnmt.data.pipeline import TextPipeline
+from attnmt.errors import AttnmtError
+from attnmt.evaluation import perplexity, score_translations
+from attnmt.models import build_model, count_parameters
+
+log = logging.getLogger(__name__)
+
+
+# ----------------------------------------------------------------------------- setup helpers
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise AttnmtError(f"train.device={name!r} but no CUDA device is available")
+    return torch.device(name)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+def corpus_spec(data_cfg) -> CorpusSpec:
+    return CorpusSpec(name=data_cfg.corpus, src_lang=data_cfg.src_lang, tgt_lang=data_cfg.tgt_lang,
+                      train=data_cfg.train, valid=data_cfg.valid, test=data_cfg.test)
+
+
+def sequence_loss(logits: torch.Tensor, tgt_out: torch.Tensor, *, pad_id: int,
+                  label_smoothing: float = 0.0) -> torch.Tensor:
+    """Summed cross-entropy over real target tokens (padding ignored).
+
+    Args:
+        logits: (batch, tgt_len, vocab)
+        tgt_out: (batch, tgt_len) gold next tokens, `pad_id` where padded.
+    """
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), tgt_out.reshape(-1),
+                           ignore_index=pad_id, label_smoothing=label_smoothing, reduction="sum")
+
+
+def make_optimizer(model: nn.Module, cfg) -> torch.optim.Optimizer:
+    fused = next(model.parameters()).is_cuda  # fused Adam/AdamW kernels exist only on CUDA
+    cls = torch.optim.AdamW if cfg.optimizer == "adamw" else torch.optim.Adam
+    return cls(model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay,
+               **({"fused": True} if fused else {}))
+
+
+def make_step_schedule(optimizer: torch.optim.Optimizer, cfg) -> torch.optim.lr_scheduler.LambdaLR:
+    """Per-step learning-rate factor: constant, or linear warmup then inverse square root
+    (Vaswani et al. 2017, eq. 3, with the peak at `lr`)."""
+    if cfg.schedule == "inverse_sqrt":
+        warmup = cfg.warmup_steps
+
+        def factor(step: int) -> float:
+            step = max(step, 1)
+            return min(step / warmup, math.sqrt(warmup / step))
+    else:
+        def factor(step: int) -> float:
+            return 1.0
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+@torch.inference_mode()
+def corpus_loss(model: nn.Module, batches: list[Batch], device: torch.device, *, pad_id: int) -> tuple[float, int]:
+    """Teacher-forced summed NLL and number of target tokens over `batches` (eval mode)."""
+    was_training = model.training
+    model.eval()
+    total, tokens = torch.zeros((), dtype=torch.float64, device=device), 0
+    for batch in batches:
+        batch = batch.to(device)
+        logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in).logits
+        total += sequence_loss(logits, batch.tgt_out, pad_id=pad_id).double()
+        tokens += batch.num_tgt_tokens
+    model.train(was_training)
+    return float(total), tokens
+
+
+# ----------------------------------------------------------------------------- the loop
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    epochs: int
+    best: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class MetricsLog:
+    """Append-only JSONL log (one object per event), mirrored to TensorBoard when asked."""
+
+    def __init__(self, path: Path, tensorboard: bool = False):
+        self.path = path
+        self.writer = None
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self.writer = SummaryWriter(str(path.parent / "tensorboard"))
+            except ImportError:
+                log.warning("train.tensorboard is on but tensorboard is not installed (pip install tensorboard)")
+
+    def write(self, **record) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        if self.writer is not None and "step" in record:
+            for key, value in record.items():
+                if isinstance(value, (int, float)) and key not in ("step", "epoch"):
+                    self.writer.add_scalar(f"{record.get('event', 'train')}/{key}", value, record["step"])
+
+
+def train(cfg: Config, run_dir: str | Path, *, resume: bool = False) -> TrainResult:
+    """Train `cfg`'s model, writing everything to `run_dir`; with `resume`, continue from its state."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    t, d = cfg.train, cfg.data
+    if t.num_threads:
+        torch.set_num_threads(t.num_threads)
+    seed_everything(t.seed)
+    device = resolve_device(t.device)
+
+    # ---- data
+    spec = corpus_spec(d)
+    train_corpus = load_corpus(spec, "train")
+    if d.train_subset:
+        train_corpus = ParallelCorpus(train_corpus.src[: d.train_subset], train_corpus.tgt[: d.train_subset],
+                                      f"{train_corpus.name}[:{d.train_subset}]")
+    val_corpus = load_corpus(spec, "val")
+    if resume:
+        pipeline = TextPipeline.load(run_dir)
+    else:
+        pipeline = TextPipeline.build(d, train_corpus, cache_dir=run_dir / "cache")
+        pipeline.save(run_dir)
+        save_config(cfg, run_dir / "config.json")
+    vocab = pipeline.tgt_vocab
+    pad_id, bos_id, eos_id = vocab.pad_id, vocab.bos_id, vocab.eos_id
+    train_examples = pipeline.encode_corpus(train_corpus, max_len=d.max_len)
+    val_examples = pipeline.encode_corpus(val_corpus)
+    batch_args = dict(batch_size=t.batch_size, batch_by=t.batch_by, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
+    val_batches = make_batches(val_examples, shuffle=False, **batch_args)
+    n_val_bleu = min(len(val_corpus.src), t.eval_max_sentences or len(val_corpus.src))
+
+    # ---- model and optimizer
+    model = build_model(cfg.model, len(pipeline.src_vocab), len(vocab), pad_id=pad_id, bos_id=bos_id,
+                        eos_id=eos_id).to(device)
+    optimizer = make_optimizer(model, t)
+    step_schedule = make_step_schedule(optimizer, t)
+    plateau = (torch.optim.lr_scheduler.ReduceLROnPlateau(
+        optimizer, mode="max" if t.early_stopping_metric == "bleu" else "min",
+        factor=t.plateau_factor, patience=t.plateau_patience, min_lr=t.min_lr)
+        if t.schedule == "plateau" else None)
+    use_amp = device.type == "cuda" and t.amp in ("auto", "bf16")
+    log.info("model: %s, %.1fM parameters, device %s%s", cfg.model.arch, count_parameters(model) / 1e6,
+             device, ", bf16 autocast" if use_amp else "")
+
+    state = {"epoch": 0, "step": 0, "best_score": None, "best_epoch": None, "bad_epochs": 0, "seconds": 0.0}
+    if resume:
+        saved = load_train_state(run_dir / "train_state.pt")
+        load_weights(model, run_dir / saved["weights"])
+        optimizer.load_state_dict(saved["optimizer"])
+        step_schedule.load_state_dict(saved["schedule"])
+        if plateau is not None:
+            plateau.load_state_dict(saved["plateau"])
+        state.update(saved["counters"])
+        torch.set_rng_state(saved["rng_cpu"])
+        if device.type == "cuda" and "rng_cuda" in saved:
+            torch.cuda.set_rng_state(saved["rng_cuda"])
+        log.info("resuming %s after epoch %d (step %d)", run_dir, state["epoch"], state["step"])
+
+    metrics = MetricsLog(run_dir / "metrics.jsonl", tensorboard=t.tensorboard)
+    if not resume:
+        metrics.write(event="start", params=count_parameters(model), device=str(device),
+                      train_pairs=len(train_examples), val_pairs=len(val_examples))
+    from tqdm.auto import tqdm
+
+    start_time = time.perf_counter() - state["seconds"]
+    out_of_time = False
+    while state["epoch"] < t.epochs and not out_of_time:
+        epoch = state["epoch"] + 1
+        model.train()
+        batches = make_batches(train_examples, shuffle=True, seed=t.seed, epoch=epoch, **batch_args)
+        bar = tqdm(batches, desc=f"epoch {epoch}", leave=False, disable=None, mininterval=1.0)
+        loss_sum = torch.zeros((), device=device)
+        tokens_seen, bad_steps, window_start, window_tokens = 0, 0, time.perf_counter(), 0
+        for batch in bar:
+            batch = batch.to(device)
+            ntok = batch.num_tgt_tokens
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
+                logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in,
+                               teacher_forcing=t.teacher_forcing).logits
+            loss = sequence_loss(logits, batch.tgt_out, pad_id=pad_id, label_smoothing=t.label_smoothing)
+            (loss / ntok).backward()
+            grad_norm = nn.utils.clip_grad_norm_(model.parameters(), t.clip if t.clip > 0 else float("inf"))
+            if not (torch.isfinite(grad_norm) and torch.isfinite(loss)):
+                bad_steps += 1
+                optimizer.zero_grad(set_to_none=True)
+                log.warning("epoch %d step %d: non-finite loss or gradient; step skipped (%d in a row)",
+                            epoch, state["step"] + 1, bad_steps)
+                metrics.write(event="bad_step", epoch=epoch, step=state["step"] + 1,
+                              batch_index=batch.index[:8].tolist())
+                if bad_steps >= t.max_bad_steps:
+                    raise AttnmtError(f"{bad_steps} consecutive non-finite steps (train.max_bad_steps="
+                                      f"{t.max_bad_steps}); lower train.lr or check the data")
+                continue
+            bad_steps = 0
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            step_schedule.step()
+            state["step"] += 1
+            loss_sum += loss.detach()
+            tokens_seen += ntok
+            window_tokens += ntok
+            if state["step"] % t.log_every == 0:
+                elapsed = time.perf_counter() - window_start
+                train_loss = float(loss_sum) / max(tokens_seen, 1)
+                rate = window_tokens / max(elapsed, 1e-9)
+                bar.set_postfix(loss=f"{train_loss:.3f}", tok_s=f"{rate:,.0f}")
+                metrics.write(event="train", epoch=epoch, step=state["step"], loss=round(train_loss, 4),
+                              tokens_per_s=round(rate), lr=optimizer.param_groups[0]["lr"])
+                window_start, window_tokens = time.perf_counter(), 0
+            if t.max_minutes and time.perf_counter() - start_time > 60 * t.max_minutes:
+                out_of_time = True
+                log.info("train.max_minutes=%s reached in epoch %d: validating and stopping", t.max_minutes, epoch)
+                break
+        bar.close()
+        train_loss = float(loss_sum) / max(tokens_seen, 1)
+
+        # ---- validation
+        val_nll, val_tokens = corpus_loss(model, val_batches, device, pad_id=pad_id)
+        from attnmt.translator import decode_sources
+
+        hyps = decode_sources(model, pipeline, val_corpus.src[:n_val_bleu], beam_size=t.eval_beam,
+                              search_cfg=cfg.search, device=device)
+        scores = score_translations([h.text for h in hyps], val_corpus.tgt[:n_val_bleu], tgt_lang=d.tgt_lang)
+        val_loss = val_nll / max(val_tokens, 1)
+        state["epoch"] = epoch
+        state["seconds"] = time.perf_counter() - start_time
+        record = dict(event="epoch", epoch=epoch, step=state["step"], train_loss=round(train_loss, 4),
+                      val_loss=round(val_loss, 4), val_ppl=round(perplexity(val_nll, val_tokens), 2),
+                      val_bleu=scores["bleu"], val_chrf=scores["chrf"], lr=optimizer.param_groups[0]["lr"],
+                      seconds=round(state["seconds"], 1))
+        log.info("epoch %d: train loss %.3f | val loss %.3f ppl %.2f BLEU %.2f chrF %.2f | %.0f s", epoch,
+                 train_loss, val_loss, record["val_ppl"], scores["bleu"], scores["chrf"], state["seconds"])
+        score = scores["bleu"] if t.early_stopping_metric == "bleu" else -val_loss
+        if plateau is not None:
+            plateau.step(score if t.early_stopping_metric == "bleu" else val_loss)
+
+        # ---- checkpoints: weights first, then the pointers that name them
+        weights = Path("checkpoints") / f"epoch_{epoch:03d}.safetensors"
+        save_weights(model, run_dir / weights, metadata={"epoch": str(epoch), "step": str(state["step"])})
+        improved = state["best_score"] is None or score > state["best_score"]
+        if improved:
+            state.update(best_score=score, best_epoch=epoch, bad_epochs=0)
+            write_json(run_dir / "best.json", {"file": str(weights), "epoch": epoch, **_public(record)})
+        else:
+            state["bad_epochs"] += 1
+        write_json(run_dir / "last.json", {"file": str(weights), "epoch": epoch, **_public(record)})
+        record["best"] = improved
+        metrics.write(**record)
+        _save_resume_state(run_dir, weights, model, optimizer, step_schedule, plateau, state, device)
+        _prune_checkpoints(run_dir, keep=t.keep_last)
+        if t.early_stopping_patience and state["bad_epochs"] >= t.early_stopping_patience:
+            log.info("early stopping: no improvement in %d epochs", state["bad_epochs"])
+            break
+
+    best = json.loads((run_dir / "best.json").read_text()) if (run_dir / "best.json").exists() else {}
+    metrics.write(event="end", epochs=state["epoch"], seconds=round(state["seconds"], 1), best_epoch=state["best_epoch"])
+    return TrainResult(run_dir=run_dir, epochs=state["epoch"], best=best, seconds=state["seconds"])
+
+
+def _public(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k not in ("event", "epoch")}
+
+
+def _save_resume_state(run_dir, weights, model, optimizer, step_schedule, plateau, state, device) -> None:
+    saved = {
+        "weights": str(weights),
+        "optimizer": optimizer.state_dict(),
+        "schedule": step_schedule.state_dict(),
+        "counters": dict(state),
+        "rng_cpu": torch.get_rng_state(),
+    }
+    if plateau is not None:
+        saved["plateau"] = plateau.state_dict()
+    if device.type == "cuda":
+        saved["rng_cuda"] = torch.cuda.get_rng_state(device)
+    save_train_state(run_dir / "train_state.pt", saved)
+
+
+def _prune_checkpoints(run_dir: Path, keep: int) -> None:
+    """Delete old epoch checkpoints, never the ones that best/last/train_state point to."""
+    pinned = set()
+    for name in ("best.json", "last.json"):
+        path = run_dir / name
+        if path.exists():
+            pinned.add(json.loads(path.read_text())["file"])
+    files = epoch_checkpoints(run_dir)
+    for path in files[: max(0, len(files) - keep)]:
+        if str(path.relative_to(run_dir)) not in pinned:
+            path.unlink(missing_ok=True)
+
+
+def train_command(args) -> int:
+    """`attnmt train CONFIG [--set k=v ...] [--run-dir DIR] [--resume RUN_DIR]`."""
+    if args.resume:
+        if args.overrides:
+            raise AttnmtError("--set cannot change a run that is being resumed")
+        run_dir = Path(args.resume)
+        cfg = load_saved_config(run_dir / "config.json")
+    else:
+        cfg = load_config(args.config, args.overrides)
+        run_dir = Path(args.run_dir or Path("runs") / Path(args.config).stem)
+        if (run_dir / "train_state.pt").exists():
+            raise AttnmtError(f"{run_dir} already holds a run: use --resume {run_dir}, or another --run-dir")
+    result = train(cfg, run_dir, resume=bool(args.resume))
+    print(json.dumps({"run_dir": str(result.run_dir), "epochs": result.epochs,
+                      "seconds": round(result.seconds, 1), "best": result.best}, indent=2))
+    return 0
