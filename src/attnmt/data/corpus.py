@@ -1,0 +1,376 @@
+"""Parallel corpora: Multi30k task 1 (verified, cached download) or the user's own files.
+
+Every reader returns a `ParallelCorpus` of raw, untokenized sentence pairs. Input is validated
+with messages that name the file and line: different line counts, invalid UTF-8 and NUL bytes
+are errors (`DataError`); pairs with an empty or whitespace-only side are skipped and counted in
+one warning; Windows line endings (`\\r\\n`) are accepted.
+
+Multi30k files come from `ATTNMT_DATA=<folder>` when it is set (nothing is downloaded), else
+from the cache (`ATTNMT_CACHE`, else `$XDG_CACHE_HOME/attnmt`, else `~/.cache/attnmt`), else
+they are downloaded with urllib from `MULTI30K_URL` (override: `ATTNMT_MULTI30K_URL`), checked
+against `MULTI30K_SHA256` and moved into the cache atomically.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import http.client
+import logging
+import os
+import tempfile
+import urllib.error
+import urllib.request
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from attnmt.errors import DataError
+
+logger = logging.getLogger(__name__)
+
+MULTI30K_LANGS = ("de", "en", "fr", "cs")
+MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
+DOWNLOAD_TIMEOUT_S = 60.0
+
+# split -> languages the official repository has for it.
+MULTI30K_SPLITS: dict[str, tuple[str, ...]] = {
+    "train": MULTI30K_LANGS,
+    "val": MULTI30K_LANGS,
+    "test_2016_flickr": MULTI30K_LANGS,
+    "test_2017_flickr": MULTI30K_LANGS,
+    "test_2017_mscoco": ("de", "en", "fr"),
+    "test_2018_flickr": MULTI30K_LANGS,
+}
+SPLIT_ALIASES = {"valid": "val", "dev": "val", "test": "test_2016_flickr"}
+
+# sha256 of the official `<split>.<lang>.gz` files; other splits download unverified.
+MULTI30K_SHA256 = {
+    "test_2016_flickr.cs.gz": "200a4a74cc9560f051924abb9803be008d1908d77f747e9141aeb86dfd2797f1",
+    "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+    "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+    "test_2016_flickr.fr.gz": "6d326e188d259fb1d04ac19eae3af956559b3a0b93d7635e56c90987c40c8b90",
+    "train.cs.gz": "a65adb8b32e3bc664f21ecba7a6e7f6950fd1f405e135f7c312faabdb6255077",
+    "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+    "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+    "train.fr.gz": "622e75069e9f4c577425c4f277116ce66e63a2401c0a2312d90073cb12379a3c",
+    "val.cs.gz": "b63226e05c4bd5dd6a42897d74b86a1b9d2c31498252c572b1ea7f7996927fcc",
+    "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+    "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+    "val.fr.gz": "ca3106f1a72390591d25f6c45cb4cd39dec4cd3f123e099748a3ce5256c160e9",
+}
+
+
+@dataclass
+class ParallelCorpus:
+    """Aligned raw sentence pairs: `src[i]` translates to `tgt[i]`."""
+
+    src: list[str]
+    tgt: list[str]
+    name: str
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """Which corpus to read. `load_corpus` also accepts any object with these attributes.
+
+    Args:
+        name: "multi30k", or anything else for the user's own files below.
+        src_lang: source language code (also the file suffix of own text files).
+        tgt_lang: target language code.
+        train, valid, test: own data only: a path prefix (`data/train` reads `data/train.<src_lang>`
+            and `data/train.<tgt_lang>`, each plain or `.gz`) or a `.tsv` file (source TAB target).
+    """
+
+    name: str = "multi30k"
+    src_lang: str = "de"
+    tgt_lang: str = "en"
+    train: str | None = None
+    valid: str | None = None
+    test: str | None = None
+
+
+# --------------------------------------------------------------------------- reading files
+
+
+def _read_bytes(path: Path) -> bytes:
+    """Read a file, gunzipping it when it starts with the gzip magic bytes."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except OSError as err:
+        raise DataError(f"{path}: cannot read ({err.strerror or err})") from None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as err:
+            raise DataError(f"{path}: corrupt or truncated gzip file ({err})") from None
+    return data
+
+
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """Read the lines of a UTF-8 file (plain or gzip), without their `\\n` or `\\r\\n`.
+
+    Raises:
+        DataError: `file:line: NUL byte` or `file:line: invalid UTF-8`.
+    """
+    path = Path(path)
+    data = _read_bytes(path)
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise DataError(f"{path}:{line}: NUL byte (is this a binary file?)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise DataError(f"{path}:{line}: invalid UTF-8 ({err.reason} at byte {err.start})") from None
+    text = text.removeprefix("\ufeff")
+    lines = text.split("\n")  # not splitlines(): it also splits on \x1c, \x85, \u2028 ...
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def _drop_empty(src: list[str], tgt: list[str], name: str) -> tuple[list[str], list[str]]:
+    """Skip pairs whose source or target is empty, with one warning for all of them."""
+    keep = [i for i, (s, t) in enumerate(zip(src, tgt)) if s and t]
+    skipped = len(src) - len(keep)
+    if skipped:
+        first = next(i for i, (s, t) in enumerate(zip(src, tgt)) if not (s and t))
+        logger.warning("%s: skipped %d pair(s) with an empty source or target line (first at line %d)",
+                       name, skipped, first + 1)
+        src, tgt = [src[i] for i in keep], [tgt[i] for i in keep]
+    return src, tgt
+
+
+def read_parallel(src_path: str | os.PathLike, tgt_path: str | os.PathLike) -> ParallelCorpus:
+    """Read two aligned text files (plain or .gz), line i of one translating line i of the other.
+
+    Raises:
+        DataError: different line counts (naming both files and counts), bad bytes (file:line).
+    """
+    src_lines = [line.strip() for line in read_lines(src_path)]
+    tgt_lines = [line.strip() for line in read_lines(tgt_path)]
+    if len(src_lines) != len(tgt_lines):
+        raise DataError(f"{src_path} has {len(src_lines)} lines, {tgt_path} has {len(tgt_lines)}; "
+                        "parallel files must have one line per sentence pair")
+    name = f"{src_path} + {tgt_path}"
+    src, tgt = _drop_empty(src_lines, tgt_lines, name)
+    return ParallelCorpus(src, tgt, name)
+
+
+def read_tsv(path: str | os.PathLike) -> ParallelCorpus:
+    """Read a TSV file (plain or .gz) with one `source<TAB>target` pair a line.
+
+    Raises:
+        DataError: `file:line: expected 2 tab-separated columns, found N`, or bad bytes.
+    """
+    src, tgt = [], []
+    for number, line in enumerate(read_lines(path), start=1):
+        if not line.strip():
+            src.append("")
+            tgt.append("")
+            continue
+        columns = line.split("\t")
+        if len(columns) != 2:
+            raise DataError(f"{path}:{number}: expected 2 tab-separated columns, found {len(columns)}")
+        src.append(columns[0].strip())
+        tgt.append(columns[1].strip())
+    src, tgt = _drop_empty(src, tgt, str(path))
+    return ParallelCorpus(src, tgt, str(path))
+
+
+# --------------------------------------------------------------------------- Multi30k
+
+
+def cache_dir() -> Path:
+    """The user cache: `$ATTNMT_CACHE`, else `$XDG_CACHE_HOME/attnmt`, else `~/.cache/attnmt`."""
+    if os.environ.get("ATTNMT_CACHE"):
+        return Path(os.environ["ATTNMT_CACHE"]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "attnmt"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _offline_hint(filename: str) -> str:
+    return (f"If you are offline, get the Multi30k task 1 files elsewhere and point attnmt at them: "
+            f"export ATTNMT_DATA=/path/to/folder/with/{filename} (files named <split>.<lang>.gz, "
+            f"e.g. train.de.gz, val.de.gz, test_2016_flickr.de.gz)")
+
+
+def _download(url: str, dest: Path, sha256: str | None) -> None:
+    """Download `url` to `dest` atomically: temp file in the same folder, verify, fsync, replace.
+
+    A partial or corrupt download is deleted and never appears under `dest`.
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    tmp = Path(tmp_name)
+    try:
+        digest, size = hashlib.sha256(), 0
+        with os.fdopen(fd, "wb") as f:
+            try:
+                with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response:
+                    expected = response.headers.get("Content-Length")
+                    for chunk in iter(lambda: response.read(1 << 16), b""):
+                        f.write(chunk)
+                        digest.update(chunk)
+                        size += len(chunk)
+            except urllib.error.HTTPError as err:
+                raise DataError(f"could not download {url}: HTTP {err.code} {err.reason}. "
+                                + _offline_hint(dest.name)) from None
+            except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
+                reason = getattr(err, "reason", None) or err
+                raise DataError(f"could not download {url}: {reason}. " + _offline_hint(dest.name)) from None
+            if expected is not None and size != int(expected):
+                raise DataError(f"could not download {url}: transfer cut short after {size} of "
+                                f"{expected} bytes; try again. " + _offline_hint(dest.name))
+            f.flush()
+            os.fsync(f.fileno())
+        if sha256 is not None and digest.hexdigest() != sha256:
+            raise DataError(f"checksum mismatch for {url}: sha256 {digest.hexdigest()}, expected {sha256}; "
+                            "the file was not cached")
+        if sha256 is None:
+            _read_bytes(tmp)  # unverified: at least make sure the gzip stream is complete
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    try:  # make the rename itself durable; not possible on every platform
+        dir_fd = os.open(dest.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass
+
+
+def _check_split_lang(split: str, lang: str) -> str:
+    split = SPLIT_ALIASES.get(split, split)
+    if split not in MULTI30K_SPLITS:
+        raise DataError(f"unknown Multi30k split {split!r}; choose from {', '.join(MULTI30K_SPLITS)}")
+    if lang not in MULTI30K_SPLITS[split]:
+        raise DataError(f"Multi30k {split} has no language {lang!r}; it has "
+                        f"{', '.join(MULTI30K_SPLITS[split])}")
+    return split
+
+
+def multi30k_path(split: str, lang: str) -> Path:
+    """Local path of the Multi30k task 1 file `<split>.<lang>.gz`, downloading it if needed.
+
+    Reads from `$ATTNMT_DATA` when set (never downloads then), else the verified cache.
+
+    Raises:
+        DataError: unknown split/language, missing file, checksum mismatch, failed download.
+    """
+    split = _check_split_lang(split, lang)
+    filename = f"{split}.{lang}.gz"
+    expected = MULTI30K_SHA256.get(filename)
+    data_dir = os.environ.get("ATTNMT_DATA")
+    if data_dir:
+        path = Path(data_dir).expanduser() / filename
+        if not path.is_file():
+            plain = path.with_suffix("")
+            if plain.is_file():
+                return plain
+            raise DataError(f"{path}: file not found (ATTNMT_DATA={data_dir} is set, so nothing is "
+                            f"downloaded; put {filename} there or unset ATTNMT_DATA)")
+        if expected is not None and (actual := _sha256(path)) != expected:
+            raise DataError(f"{path}: sha256 {actual}, expected {expected}; "
+                            "is this the Multi30k task 1 raw file?")
+        return path
+
+    path = cache_dir() / "multi30k" / filename
+    if path.is_file():
+        if expected is None or _sha256(path) == expected:
+            return path
+        logger.warning("%s: cached file fails its checksum; downloading it again", path)
+    base = os.environ.get("ATTNMT_MULTI30K_URL") or MULTI30K_URL
+    url = f"{base.rstrip('/')}/{filename}"
+    if expected is None:
+        logger.warning("%s has no known checksum: downloading it unverified", url)
+    logger.info("downloading %s -> %s", url, path)
+    _download(url, path, expected)
+    return path
+
+
+def load_multi30k(split: str, src_lang: str, tgt_lang: str) -> ParallelCorpus:
+    """Sentence pairs of one Multi30k task 1 split (`train`, `val`, `test_2016_flickr`, ...)."""
+    if src_lang == tgt_lang:
+        raise DataError(f"source and target language are both {src_lang!r}")
+    corpus = read_parallel(multi30k_path(split, src_lang), multi30k_path(split, tgt_lang))
+    corpus.name = f"multi30k/{SPLIT_ALIASES.get(split, split)}.{src_lang}-{tgt_lang}"
+    return corpus
+
+
+# --------------------------------------------------------------------------- config entry points
+
+
+def _resolve_files(spec: str, src_lang: str, tgt_lang: str) -> ParallelCorpus:
+    """Read own data given as a `.tsv` file or a prefix of `<prefix>.<lang>[.gz]` files."""
+    if spec.endswith((".tsv", ".tsv.gz")):
+        return read_tsv(spec)
+    paths = []
+    for lang in (src_lang, tgt_lang):
+        candidates = [Path(f"{spec}.{lang}"), Path(f"{spec}.{lang}.gz")]
+        found = next((p for p in candidates if p.is_file()), None)
+        if found is None:
+            raise DataError(f"{candidates[0]}: file not found (nor {candidates[1].name})")
+        paths.append(found)
+    return read_parallel(*paths)
+
+
+def load_corpus(data_cfg: Any, split: str) -> ParallelCorpus:
+    """Sentence pairs of `split` for a `CorpusSpec` (or a config with the same attributes).
+
+    Args:
+        data_cfg: has `src_lang`, `tgt_lang`, the corpus name as `name` or `corpus`, and for own
+            data `train`, `valid` (or `val`) and `test` paths.
+        split: "train", "val"/"valid", "test", or a Multi30k split name like "test_2017_flickr".
+    """
+    name = getattr(data_cfg, "corpus", None) or getattr(data_cfg, "name", "multi30k")
+    src_lang, tgt_lang = data_cfg.src_lang, data_cfg.tgt_lang
+    if name == "multi30k":
+        return load_multi30k(split, src_lang, tgt_lang)
+    # test_2016_flickr is the CLI's default test split: for own data it means the test files.
+    field = {"val": "valid", "dev": "valid", "test_2016_flickr": "test"}.get(split, split)
+    if field not in ("train", "valid", "test"):
+        raise DataError(f"unknown split {split!r} for own data; use train, valid or test")
+    spec = getattr(data_cfg, field, None) or (getattr(data_cfg, "val", None) if field == "valid" else None)
+    if not spec:
+        raise DataError(f"no {field} files configured for corpus {name!r} (data.{field})")
+    return _resolve_files(str(spec), src_lang, tgt_lang)
+
+
+def filter_by_length(src_tokens_list: Sequence[Sequence[str]], tgt_tokens_list: Sequence[Sequence[str]],
+                     max_len: int) -> tuple[list[int], int]:
+    """Indices of the pairs whose sides both have at most `max_len` tokens (before <bos>/<eos>).
+
+    Longer pairs are dropped, never truncated, and counted in one warning.
+
+    Returns:
+        (kept indices in order, number of dropped pairs)
+    """
+    if len(src_tokens_list) != len(tgt_tokens_list):
+        raise ValueError(f"{len(src_tokens_list)} source vs {len(tgt_tokens_list)} target token lists")
+    kept = [i for i, (s, t) in enumerate(zip(src_tokens_list, tgt_tokens_list))
+            if len(s) <= max_len and len(t) <= max_len]
+    dropped = len(src_tokens_list) - len(kept)
+    if dropped:
+        logger.warning("dropped %d of %d pairs longer than max_len=%d tokens",
+                       dropped, len(src_tokens_list), max_len)
+    return kept, dropped

@@ -1,0 +1,149 @@
+"""Token <-> id vocabulary with the specials `<pad>`=0 `<unk>`=1 `<bos>`=2 `<eos>`=3.
+
+Regular tokens follow the specials by descending frequency, ties broken by the token string, so
+the same data always gives the same ids. Saved as JSON (the token list, in id order).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from itertools import chain
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from attnmt.errors import DataError
+
+
+class Vocab:
+    """A fixed token list; a token's id is its position.
+
+    Args:
+        tokens: every token in id order, starting with `Vocab.SPECIALS`.
+
+    Raises:
+        ValueError: the specials are not first, or a token appears twice.
+    """
+
+    PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
+    SPECIALS = (PAD, UNK, BOS, EOS)
+    pad_id, unk_id, bos_id, eos_id = 0, 1, 2, 3
+
+    def __init__(self, tokens: Sequence[str]):
+        tokens = list(tokens)
+        if tuple(tokens[:len(self.SPECIALS)]) != self.SPECIALS:
+            raise ValueError(f"a vocabulary starts with {self.SPECIALS}, got {tuple(tokens[:4])}")
+        self.itos: list[str] = tokens
+        self.stoi: dict[str, int] = {token: i for i, token in enumerate(tokens)}
+        if len(self.stoi) != len(tokens):
+            duplicates = [t for t, n in Counter(tokens).items() if n > 1]
+            raise ValueError(f"duplicate tokens in vocabulary: {duplicates[:5]}")
+
+    @classmethod
+    def build(cls, token_lists: Iterable[Iterable[str]], *, min_freq: int = 1,
+              max_size: int | None = None) -> Vocab:
+        """Count tokens and keep the frequent ones.
+
+        Args:
+            token_lists: tokenized sentences.
+            min_freq: keep tokens seen at least this often.
+            max_size: keep at most this many regular tokens (the 4 specials come on top);
+                None keeps all.
+        """
+        if min_freq < 1:
+            raise ValueError(f"min_freq={min_freq} must be >= 1")
+        if max_size is not None and max_size < 0:
+            raise ValueError(f"max_size={max_size} must be >= 0")
+        counts = Counter(chain.from_iterable(token_lists))
+        specials = set(cls.SPECIALS)
+        kept = sorted((t for t, n in counts.items() if n >= min_freq and t not in specials),
+                      key=lambda t: (-counts[t], t))
+        if max_size is not None:
+            kept = kept[:max_size]
+        return cls([*cls.SPECIALS, *kept])
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, token: object) -> bool:
+        return token in self.stoi
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Vocab) and self.itos == other.itos
+
+    def __repr__(self) -> str:
+        return f"Vocab({len(self)} tokens)"
+
+    def encode(self, tokens: Iterable[str], *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
+        """Ids of `tokens`; unknown tokens map to `unk_id`."""
+        unk = self.unk_id
+        ids = [self.stoi.get(token, unk) for token in tokens]
+        if add_bos:
+            ids.insert(0, self.bos_id)
+        if add_eos:
+            ids.append(self.eos_id)
+        return ids
+
+    def decode(self, ids: Iterable[int], *, strip_special: bool = True) -> list[str]:
+        """Tokens of `ids` (a list or a 1-d tensor).
+
+        With `strip_special`, decoding stops at the first `<eos>` and drops `<pad>` and `<bos>`;
+        `<unk>` is kept because it stands for a real word.
+
+        Raises:
+            ValueError: an id outside the vocabulary.
+        """
+        if hasattr(ids, "tolist"):
+            ids = ids.tolist()
+        tokens = []
+        for i in ids:
+            if not 0 <= i < len(self.itos):
+                raise ValueError(f"id {i} outside the vocabulary of {len(self.itos)} tokens")
+            if strip_special:
+                if i == self.eos_id:
+                    break
+                if i in (self.pad_id, self.bos_id):
+                    continue
+            tokens.append(self.itos[i])
+        return tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form: `{"tokens": [...]}` in id order."""
+        return {"tokens": list(self.itos)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Vocab:
+        """Inverse of `to_dict`."""
+        return cls(d["tokens"])
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the vocabulary as JSON, atomically (temp file, fsync, replace)."""
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.tmp")
+        with tmp.open("w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, ensure_ascii=False, indent=0)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Vocab:
+        """Read a vocabulary written by `save`.
+
+        Raises:
+            DataError: missing file, invalid JSON, or not a vocabulary.
+        """
+        path = Path(path)
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise DataError(f"{path}: vocabulary file not found") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise DataError(f"{path}: not a JSON vocabulary ({err})") from None
+        if not isinstance(d, dict) or not isinstance(d.get("tokens"), list):
+            raise DataError(f"{path}: not a vocabulary (expected {{\"tokens\": [...]}})")
+        try:
+            return cls.from_dict(d)
+        except ValueError as err:
+            raise DataError(f"{path}: {err}") from None
