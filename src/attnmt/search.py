@@ -1,0 +1,264 @@
+"""Batched greedy and beam search for any model with encode / init_state / decode_step / reorder_state.
+
+Shapes:
+    batch: sentences; beam: hypotheses kept per sentence; rows = active sentences * beam.
+    src_len: source positions (padded); t: steps decoded so far.
+    vocab: target vocabulary size.
+
+The model interface (docs/architecture.md): ``encode(src_ids, src_mask, src_lengths)``,
+``init_state(enc) -> dict`` (batch on dim 0), ``decode_step(prev_ids, state) -> (logits, state,
+attn)`` and ``reorder_state(state, index)``. Search never looks inside the state.
+
+Conventions of both searches:
+    * A sentence may produce at most ``floor(max_len_ratio * src_len + max_len_offset)`` tokens
+      (eos included); a hypothesis that reaches this length ends there, without eos.
+    * ``tokens`` exclude bos and eos. ``attention`` has one row per produced token, eos included
+      when produced, and one column per real source token: (len(tokens) [+ 1], src_length).
+    * Search runs under ``torch.inference_mode`` with the model in eval mode (restored after).
+    * Padding does not change results: each sentence decodes as it would alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["Hypothesis", "SearchResult", "greedy_search", "beam_search", "gnmt_penalty",
+           "tile_index"]
+
+
+class Hypothesis(NamedTuple):
+    """One finished translation.
+
+    Attributes:
+        tokens: target ids without bos / eos.
+        score: ``log_prob / gnmt_penalty(len, alpha)`` (beam search); greedy: ``log_prob``.
+        log_prob: sum of the token log-probabilities, eos included.
+        attention: (len(tokens) [+ 1 for eos], src_length) on the CPU.
+    """
+
+    tokens: list[int]
+    score: float
+    log_prob: float
+    attention: Tensor
+
+
+class SearchResult(NamedTuple):
+    """Best translation per sentence (in input order) and the n-best lists, best first."""
+
+    tokens: list[list[int]]
+    scores: list[float]
+    log_probs: list[float]
+    attention: list[Tensor]
+    nbest: list[list[Hypothesis]]
+
+    @classmethod
+    def from_nbest(cls, nbest: list[list[Hypothesis]]) -> SearchResult:
+        best = [hyps[0] for hyps in nbest]
+        return cls([h.tokens for h in best], [h.score for h in best], [h.log_prob for h in best],
+                   [h.attention for h in best], nbest)
+
+
+def gnmt_penalty(length: int, alpha: float) -> float:
+    """GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al. 2016, eq. 14); alpha=0 -> 1."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def tile_index(batch: int, beam: int, device: torch.device | str | None = None) -> Tensor:
+    """Row index that repeats each sentence beam times: (batch * beam,) = [0]*beam + [1]*beam ..."""
+    return torch.arange(batch, device=device).repeat_interleave(beam)
+
+
+@contextlib.contextmanager
+def _eval_mode(model: nn.Module) -> Iterator[None]:
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+def _check_args(src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, max_len_ratio: float,
+                max_len_offset: int) -> None:
+    if src_ids.dim() != 2 or src_mask.shape != src_ids.shape or src_lengths.shape != src_ids.shape[:1]:
+        raise ValueError(f"expected src_ids, src_mask (batch, src_len) and src_lengths (batch,); got "
+                         f"{tuple(src_ids.shape)}, {tuple(src_mask.shape)}, {tuple(src_lengths.shape)}")
+    if max_len_ratio < 0 or max_len_offset < 0:
+        raise ValueError(f"max_len_ratio and max_len_offset must be >= 0; got {max_len_ratio}, "
+                         f"{max_len_offset}")
+
+
+def _max_lengths(src_lengths: Tensor, ratio: float, offset: int) -> Tensor:
+    """Per-sentence output budget, eos included: (batch,) long, at least 1."""
+    return (src_lengths.double() * ratio + offset).floor().long().clamp(min=1)
+
+
+def _log_softmax(logits: Tensor) -> Tensor:
+    """Log-probabilities in at least float32 (half-precision logits are upcast)."""
+    return logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(dim=-1)
+
+
+@torch.inference_mode()
+def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, *,
+                  max_len_ratio: float = 2.0, max_len_offset: int = 10, bos_id: int = 2,
+                  eos_id: int = 3, check_every: int = 8) -> SearchResult:
+    """Pick the most probable token at every step, for the whole batch at once.
+
+    The step loop does no host synchronisation except ``finished.all()`` every ``check_every``
+    steps, to leave early once every sentence has ended. Finished sentences keep being computed
+    (their outputs are ignored) until then.
+
+    Args:
+        model: encoder-decoder with the search interface.
+        src_ids: (batch, src_len) long. src_mask: (batch, src_len) bool. src_lengths: (batch,).
+        max_len_ratio, max_len_offset: output budget per sentence (module docstring).
+        bos_id, eos_id: special token ids.
+        check_every: steps between checks that all sentences are finished.
+
+    Returns:
+        SearchResult; ``scores`` equal ``log_probs`` (no length penalty); n-best lists of one.
+
+    Raises:
+        ValueError: bad shapes or budget.
+    """
+    _check_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
+    batch, device = src_ids.shape[0], src_ids.device
+    if batch == 0:
+        return SearchResult([], [], [], [], [])
+    with _eval_mode(model):
+        state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
+        max_lens = _max_lengths(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
+        prev_ids = torch.full((batch,), bos_id, dtype=torch.long, device=device)
+        finished = torch.zeros(batch, dtype=torch.bool, device=device)
+        lengths = torch.zeros(batch, dtype=torch.long, device=device)
+        log_probs = torch.zeros(batch, device=device)
+        tokens, weights = [], []
+        for t in range(int(max_lens.max())):
+            logits, state, attn = model.decode_step(prev_ids, state)
+            best_logp, prev_ids = _log_softmax(logits).max(dim=-1)  # (batch,)
+            alive = finished.logical_not()
+            lengths += alive
+            log_probs = log_probs + torch.where(alive, best_logp, 0.0)
+            tokens.append(prev_ids)
+            weights.append(attn)
+            finished |= (prev_ids == eos_id) | (t + 1 >= max_lens)
+            if (t + 1) % check_every == 0 and bool(finished.all()):
+                break
+        token_rows = torch.stack(tokens, dim=1).tolist()  # (batch, t)
+        attention = torch.stack(weights, dim=1).cpu()  # (batch, t, src_len)
+    nbest = []
+    for row, n, src_n, logp, attn in zip(token_rows, lengths.tolist(), src_lengths.tolist(),
+                                         log_probs.tolist(), attention):
+        out = row[:n - 1] if row[n - 1] == eos_id else row[:n]
+        nbest.append([Hypothesis(out, logp, logp, attn[:n, :src_n])])
+    return SearchResult.from_nbest(nbest)
+
+
+@torch.inference_mode()
+def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, *,
+                beam_size: int = 5, length_penalty: float = 1.0, max_len_ratio: float = 2.0,
+                max_len_offset: int = 10, bos_id: int = 2, eos_id: int = 3) -> SearchResult:
+    """Beam search over all sentences at once (rows = active sentences x beam).
+
+    Each step scores every hypothesis extension, ``topk`` over beam*vocab keeps 2*beam
+    candidates per sentence; eos candidates ranked within the best ``beam`` are finished
+    (as in fairseq), the best ``beam`` others stay live. Finished hypotheses are scored
+    ``log_prob / lp`` with the GNMT penalty lp = ((5 + len) / 6)^alpha, alpha = ``length_penalty``
+    (0 = plain sum of log-probs). A sentence leaves the active batch (its rows are dropped with
+    ``model.reorder_state``) once it has ``beam_size`` finished hypotheses and the best of them
+    scores at least as well as its best live hypothesis would, ended now (exact for alpha=0,
+    since log-probs only fall; the usual heuristic for alpha>0), or at its length budget.
+    ``beam_size=1`` gives exactly the greedy result. The host reads the finished candidates
+    and the sentences that are done once per step.
+
+    Args:
+        model: encoder-decoder with the search interface.
+        src_ids: (batch, src_len) long. src_mask: (batch, src_len) bool. src_lengths: (batch,).
+        beam_size: hypotheses kept per sentence; also the n-best list size.
+        length_penalty: GNMT alpha >= 0.
+        max_len_ratio, max_len_offset: output budget per sentence (module docstring).
+        bos_id, eos_id: special token ids.
+
+    Returns:
+        SearchResult with n-best lists sorted by score, best first.
+
+    Raises:
+        ValueError: bad shapes, beam_size < 1 or length_penalty < 0.
+    """
+    _check_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
+    if beam_size < 1 or length_penalty < 0:
+        raise ValueError(f"need beam_size >= 1 and length_penalty >= 0; got {beam_size}, "
+                         f"{length_penalty}")
+    batch, device, beam = src_ids.shape[0], src_ids.device, beam_size
+    if batch == 0:
+        return SearchResult([], [], [], [], [])
+    alpha, neg_inf = length_penalty, float("-inf")
+    src_lens = src_lengths.tolist()
+    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    with _eval_mode(model):
+        state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
+        state = model.reorder_state(state, tile_index(batch, beam, device))  # rows = batch*beam
+        max_lens = _max_lengths(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
+        active = torch.arange(batch, device=device)  # sentence ids still searched: (n,)
+        beam_scores = torch.zeros(batch, beam, device=device)  # (n, beam) sum of log-probs
+        beam_scores[:, 1:] = neg_inf  # all beams start equal: expand only the first
+        n_finished = torch.zeros(batch, dtype=torch.long, device=device)  # (n,)
+        best_finished = torch.full((batch,), neg_inf, device=device)  # (n,)
+        prev_ids = torch.full((batch * beam,), bos_id, dtype=torch.long, device=device)
+        history = prev_ids.new_zeros(batch * beam, 0)  # (rows, t) tokens so far
+        attn_history = None  # (rows, t, src_len)
+        for t in range(int(max_lens.max())):
+            logits, state, attn = model.decode_step(prev_ids, state)
+            attn = attn.unsqueeze(1)  # (rows, 1, src_len)
+            attn_history = attn if attn_history is None else torch.cat([attn_history, attn], 1)
+            logp = _log_softmax(logits)  # (rows, vocab)
+            n, vocab = active.shape[0], logp.shape[-1]
+            candidates = (beam_scores.view(-1, 1) + logp).view(n, beam * vocab)
+            top_scores, top_index = candidates.topk(min(2 * beam, beam * vocab), dim=1)  # (n, 2*beam)
+            top_rows = top_index // vocab + torch.arange(n, device=device).unsqueeze(1) * beam
+            top_tokens = top_index % vocab
+            is_eos = top_tokens == eos_id
+            at_max = t + 1 >= max_lens[active]  # (n,)
+            lp = gnmt_penalty(t + 1, alpha)  # every candidate has t+1 tokens
+            in_beam = torch.arange(top_scores.shape[1], device=device) < beam
+            finalize = (is_eos | at_max.unsqueeze(1)) & in_beam & top_scores.isfinite()
+            live_scores, live_pos = top_scores.masked_fill(is_eos, neg_inf).topk(beam, dim=1)
+            n_finished += finalize.sum(dim=1)
+            best_finished = torch.maximum(
+                best_finished, torch.where(finalize, top_scores / lp, neg_inf).max(dim=1).values)
+            done = at_max | ((n_finished >= beam) & (best_finished >= live_scores[:, 0] / lp))
+
+            sent_idx, cand_idx = finalize.nonzero(as_tuple=True)  # host sync
+            if sent_idx.numel():
+                rows = top_rows[sent_idx, cand_idx]
+                _collect(finished, active[sent_idx].tolist(), history[rows].tolist(),
+                         top_tokens[sent_idx, cand_idx].tolist(),
+                         top_scores[sent_idx, cand_idx].tolist(), attn_history[rows].cpu(),
+                         src_lens, eos_id, lp)
+
+            keep = done.logical_not().nonzero().squeeze(1)  # (n_keep,) host sync
+            if keep.numel() == 0:
+                break
+            live_rows = top_rows.gather(1, live_pos)[keep].view(-1)  # (n_keep*beam,)
+            live_tokens = top_tokens.gather(1, live_pos)[keep].view(-1)  # (n_keep*beam,)
+            state = model.reorder_state(state, live_rows)
+            history = torch.cat([history[live_rows], live_tokens.unsqueeze(1)], dim=1)  # (rows, t+1)
+            attn_history = attn_history[live_rows]
+            beam_scores, prev_ids = live_scores[keep], live_tokens
+            active, n_finished, best_finished = active[keep], n_finished[keep], best_finished[keep]
+    nbest = [sorted(hyps, key=lambda h: h.score, reverse=True)[:beam] for hyps in finished]
+    return SearchResult.from_nbest(nbest)
+
+
+
+def _collect(finished: list[list[Hypothesis]], sentences: list[int], histories: list[list[int]],
+             last_tokens: list[int], log_probs: list[float], attention: Tensor,
+             src_lens: list[int], eos_id: int, lp: float) -> None:
+    """Store finished hypotheses (host side): attention (m, t+1, src_len) for m hypotheses."""
+    for i, (sent, prefix, last, logp) in enumerate(zip(sentences, histories, last_tokens, log_probs)):
+        tokens = prefix if last == eos_id else prefix + [last]
+        finished[sent].append(Hypothesis(tokens, logp / lp, logp, attention[i, :, :src_lens[sent]]))

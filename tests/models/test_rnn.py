@@ -1,0 +1,213 @@
+"""Tests for attnmt.models.rnn: shapes, padding invariance, cached keys, fast path, teacher forcing."""
+
+import pytest
+import torch
+from torch import nn
+
+from attnmt.attention import AdditiveAttention
+from attnmt.models.rnn import ATTENTION_TYPES, GRUEncoder, RNNSeq2Seq
+
+torch.set_num_threads(2)
+
+SRC_VOCAB, TGT_VOCAB, PAD = 11, 13, 0
+
+
+def tiny_model(attention="bahdanau", *, tie=False, dropout=0.0, layers=1, dtype=torch.float64):
+    torch.manual_seed(0)
+    model = RNNSeq2Seq(SRC_VOCAB, TGT_VOCAB, emb_dim=8, enc_hidden=8, dec_hidden=16, attn_dim=12,
+                       layers=layers, dropout=dropout, attention=attention, tie_embeddings=tie)
+    return model.to(dtype).eval()
+
+
+def padded_batch(lengths, *, extra_pad=0, seed=1):
+    """Random source ids (batch, max_len + extra_pad) padded with PAD, mask, lengths."""
+    gen = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor(lengths)
+    src_len = int(lengths.max()) + extra_pad
+    mask = torch.arange(src_len) < lengths[:, None]  # (batch, src_len)
+    src_ids = torch.randint(4, SRC_VOCAB, (len(lengths), src_len), generator=gen)
+    return src_ids.masked_fill(mask.logical_not(), PAD), mask, lengths
+
+
+def target(batch, tgt_len, seed=2):
+    gen = torch.Generator().manual_seed(seed)
+    tgt_in = torch.randint(4, TGT_VOCAB, (batch, tgt_len), generator=gen)
+    tgt_in[:, 0] = 2  # bos
+    return tgt_in
+
+
+@pytest.mark.parametrize("attention", ATTENTION_TYPES)
+@pytest.mark.parametrize("tie", [False, True])
+def test_forward_shapes_and_attention_weights(attention, tie):
+    model = tiny_model(attention, tie=tie)
+    src_ids, src_mask, lengths = padded_batch([5, 2, 4], extra_pad=1)
+    out = model(src_ids, src_mask, lengths, target(3, 7))
+    assert out.logits.shape == (3, 7, TGT_VOCAB)
+    assert out.attention.shape == (3, 7, 6)
+    torch.testing.assert_close(out.attention.sum(-1), torch.ones(3, 7, dtype=torch.float64))
+    assert (out.attention.masked_select(src_mask.logical_not()[:, None, :]) == 0).all()
+
+
+def test_encoder_states_match_unpacked_gru_on_real_tokens():
+    torch.manual_seed(0)
+    encoder = GRUEncoder(SRC_VOCAB, 8, 6, dec_hidden=10, layers=2).double().eval()
+    src_ids, src_mask, lengths = padded_batch([5, 2, 4], extra_pad=2)
+    enc = encoder(src_ids, src_mask, lengths)
+    assert enc.states.shape == (3, 7, 12) and enc.final.shape == (3, 10)
+    for i, n in enumerate(lengths.tolist()):  # reference: the GRU on the real tokens only
+        states, final = encoder.rnn(encoder.src_embed(src_ids[i:i + 1, :n]))
+        torch.testing.assert_close(enc.states[i, :n], states[0])
+        assert (enc.states[i, n:] == 0).all()
+        fwd_last, bwd_first = final[-2, 0], final[-1, 0]  # top layer, forward / backward
+        torch.testing.assert_close(fwd_last, states[0, -1, :6])
+        torch.testing.assert_close(bwd_first, states[0, 0, 6:])
+        expected = torch.tanh(encoder.bridge(torch.cat([fwd_last, bwd_first])))
+        torch.testing.assert_close(enc.final[i], expected)
+
+
+@pytest.mark.parametrize("attention", ATTENTION_TYPES)
+def test_padding_does_not_change_logits(attention):
+    model = tiny_model(attention)
+    src_ids, src_mask, lengths = padded_batch([3, 6, 2], extra_pad=3)
+    tgt_in = target(3, 5)
+    batched = model(src_ids, src_mask, lengths, tgt_in)
+    for i, n in enumerate(lengths.tolist()):
+        alone = model(src_ids[i:i + 1, :n], src_mask[i:i + 1, :n], lengths[i:i + 1], tgt_in[i:i + 1])
+        torch.testing.assert_close(batched.logits[i], alone.logits[0], atol=1e-10, rtol=0)
+        torch.testing.assert_close(batched.attention[i, :, :n], alone.attention[0], atol=1e-10, rtol=0)
+
+
+def test_padding_invariance_float32():
+    model = tiny_model(dtype=torch.float32)
+    src_ids, src_mask, lengths = padded_batch([3, 6, 2], extra_pad=3)
+    tgt_in = target(3, 5)
+    batched = model(src_ids, src_mask, lengths, tgt_in).logits
+    alone = model(src_ids[2:, :2], src_mask[2:, :2], lengths[2:], tgt_in[2:]).logits
+    torch.testing.assert_close(batched[2], alone[0], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("attention", ["bahdanau", "luong-general"])
+def test_keys_projected_once_and_equal_to_recomputation(attention, monkeypatch):
+    model = tiny_model(attention)
+    src_ids, src_mask, lengths = padded_batch([4, 2])
+    calls = []
+    project = type(model.decoder.attention).project_keys
+    monkeypatch.setattr(type(model.decoder.attention), "project_keys",
+                        lambda self, keys: calls.append(keys.shape) or project(self, keys))
+    model(src_ids, src_mask, lengths, target(2, 6))
+    assert len(calls) == 1
+    state = model.init_state(model.encode(src_ids, src_mask, src_lengths=lengths))
+    torch.testing.assert_close(state["proj_keys"], project(model.decoder.attention, state["enc_states"]))
+    prev_ids = torch.tensor([2, 2])
+    cached = model.decode_step(prev_ids, state)
+    without = {name: value for name, value in state.items() if name != "proj_keys"}
+    recomputed = model.decode_step(prev_ids, without)  # the attention projects the keys itself
+    torch.testing.assert_close(cached[0], recomputed[0])
+    torch.testing.assert_close(cached[2], recomputed[2])
+
+
+@pytest.mark.parametrize("attention", ATTENTION_TYPES)
+@pytest.mark.parametrize("tie", [False, True])
+def test_teacher_forced_fast_path_equals_stepping(attention, tie):
+    model = tiny_model(attention, tie=tie)
+    src_ids, src_mask, lengths = padded_batch([5, 3], extra_pad=1)
+    tgt_in = target(2, 6)
+    out = model(src_ids, src_mask, lengths, tgt_in)
+    state = model.init_state(model.encode(src_ids, src_mask, lengths))
+    for t in range(tgt_in.shape[1]):
+        logits, state, attn = model.decode_step(tgt_in[:, t], state)
+        torch.testing.assert_close(out.logits[:, t], logits)
+        torch.testing.assert_close(out.attention[:, t], attn)
+
+
+@pytest.mark.parametrize("attention", ATTENTION_TYPES)
+def test_teacher_forcing_zero_feeds_own_argmax(attention):
+    model = tiny_model(attention)
+    src_ids, src_mask, lengths = padded_batch([5, 3, 4])
+    tgt_in = target(3, 6)
+    free = model(src_ids, src_mask, lengths, tgt_in, teacher_forcing=0.0)
+    state = model.init_state(model.encode(src_ids, src_mask, lengths))
+    prev_ids = tgt_in[:, 0]
+    for t in range(tgt_in.shape[1]):
+        logits, state, _ = model.decode_step(prev_ids, state)
+        torch.testing.assert_close(free.logits[:, t], logits)
+        prev_ids = logits.argmax(-1)
+    forced = model(src_ids, src_mask, lengths, tgt_in, teacher_forcing=1.0)
+    torch.testing.assert_close(forced.logits[:, 0], free.logits[:, 0])
+    assert not torch.allclose(forced.logits, free.logits)
+
+
+def test_teacher_forcing_mix_is_reproducible_with_seed():
+    model = tiny_model()
+    src_ids, src_mask, lengths = padded_batch([5, 3, 4])
+    tgt_in = target(3, 8)
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(7)
+        runs.append(model(src_ids, src_mask, lengths, tgt_in, teacher_forcing=0.5).logits)
+    torch.testing.assert_close(runs[0], runs[1], atol=0, rtol=0)
+
+
+def test_tied_embeddings_share_one_parameter():
+    model = tiny_model(tie=True)
+    assert model.decoder.generator.weight is model.decoder.tgt_embed.weight
+    n_params = sum(p.numel() for p in model.parameters())
+    untied = sum(p.numel() for p in tiny_model(tie=False).parameters())
+    assert n_params < untied
+
+
+@pytest.mark.parametrize("attention", ATTENTION_TYPES)
+@pytest.mark.parametrize("tie", [False, True])
+def test_every_parameter_gets_a_gradient(attention, tie):
+    model = tiny_model(attention, tie=tie, dropout=0.3, layers=2).train()
+    src_ids, src_mask, lengths = padded_batch([5, 3, 4])
+    tgt_in = target(3, 6)
+    for ratio in (1.0, 0.5):
+        model.zero_grad()
+        logits = model(src_ids, src_mask, lengths, tgt_in, teacher_forcing=ratio).logits
+        nn.functional.cross_entropy(logits.flatten(0, 1), tgt_in.flatten()).backward()
+        for name, param in model.named_parameters():
+            assert param.grad is not None and param.grad.isfinite().all(), name
+            assert param.grad.abs().sum() > 0, name
+
+
+def test_reorder_state_selects_rows():
+    model = tiny_model()
+    src_ids, src_mask, lengths = padded_batch([5, 3, 4])
+    state = model.init_state(model.encode(src_ids, src_mask, lengths))
+    assert all(value.shape[0] == 3 for value in state.values())
+    index = torch.tensor([2, 2, 0])
+    reordered = model.reorder_state(state, index)
+    for name, value in state.items():
+        torch.testing.assert_close(reordered[name], value[index])
+
+
+def test_bahdanau_query_is_the_previous_state():
+    model = tiny_model()
+    src_ids, src_mask, lengths = padded_batch([5, 3])
+    enc = model.encode(src_ids, src_mask, lengths)
+    state = model.init_state(enc)
+    attn = model.decoder.attention
+    assert isinstance(attn, AdditiveAttention)
+    expected = attn(enc.final, enc.states, enc.states, src_mask).weights
+    _, _, weights = model.decode_step(torch.tensor([2, 2]), state)
+    torch.testing.assert_close(weights, expected)
+
+
+def test_misuse_raises_value_error():
+    with pytest.raises(ValueError, match="attention must be one of"):
+        RNNSeq2Seq(5, 5, attention="luong-concat")
+    with pytest.raises(ValueError, match="luong-dot.*hidden=16, enc_dim=20"):
+        RNNSeq2Seq(5, 5, enc_hidden=10, dec_hidden=16, attention="luong-dot")
+    model = tiny_model()
+    src_ids, src_mask, lengths = padded_batch([5, 3])
+    with pytest.raises(ValueError, match="tgt_in must be"):
+        model(src_ids, src_mask, lengths, target(3, 4))
+    with pytest.raises(ValueError, match="teacher_forcing must be in"):
+        model(src_ids, src_mask, lengths, target(2, 4), teacher_forcing=1.5)
+    with pytest.raises(ValueError, match="src_lengths must lie in"):
+        model(src_ids, src_mask, torch.tensor([6, 3]), target(2, 4))
+    with pytest.raises(ValueError, match="src_mask"):
+        model(src_ids, src_mask[:, :3], lengths, target(2, 4))
+    with pytest.raises(ValueError, match="prev_ids must be"):
+        model.decode_step(torch.tensor([2]), model.init_state(model.encode(src_ids, src_mask, lengths)))
