@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--splits", nargs="+", default=None, help="splits to show (default: train val test)")
 
     train = sub.add_parser("train", help="train a model from a YAML config")
-    train.add_argument("config", help="YAML config file")
+    train.add_argument("config", nargs="?", help="YAML config file (not needed with --resume)")
     train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config value, e.g. --set train.lr=3e-4 (repeatable)")
     train.add_argument("--run-dir", default=None, help="where to write the run (default: runs/<config name>)")

@@ -100,6 +100,7 @@ class TrainConfig:
     eval_beam: int = 1                       # beam for the per-epoch validation BLEU (1 = greedy)
     eval_max_sentences: int | None = None    # validate BLEU on the first N val sentences
     keep_last: int = 5                       # epoch checkpoints kept (for averaging)
+    save_every_steps: int | None = 500       # also save a resumable state every N steps mid-epoch
     max_bad_steps: int = 10                  # consecutive non-finite steps before stopping
     log_every: int = 50
     tensorboard: bool = False
@@ -271,6 +272,7 @@ def _check_values(cfg: Config, source: str) -> None:
         "data.max_vocab": d.max_vocab, "data.train_subset": d.train_subset, "train.max_minutes": t.max_minutes,
         "train.early_stopping_patience": t.early_stopping_patience,
         "train.eval_max_sentences": t.eval_max_sentences, "train.num_threads": t.num_threads,
+        "train.save_every_steps": t.save_every_steps,
     }
     for key, value in optional_positive.items():
         if value is not None and value <= 0:

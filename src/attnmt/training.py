@@ -186,7 +186,9 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False) -> TrainRes
     log.info("model: %s, %.1fM parameters, device %s%s", cfg.model.arch, count_parameters(model) / 1e6,
              device, ", bf16 autocast" if use_amp else "")
 
-    state = {"epoch": 0, "step": 0, "best_score": None, "best_epoch": None, "bad_epochs": 0, "seconds": 0.0}
+    state = {"epoch": 0, "step": 0, "best_score": None, "best_epoch": None, "bad_epochs": 0, "seconds": 0.0,
+             "batch_in_epoch": 0, "epoch_loss": 0.0, "epoch_tokens": 0, "metrics_bytes": 0}
+    metrics_path = run_dir / "metrics.jsonl"
     if resume:
         saved = load_train_state(run_dir / "train_state.pt")
         load_weights(model, run_dir / saved["weights"])
@@ -198,24 +200,36 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False) -> TrainRes
         torch.set_rng_state(saved["rng_cpu"])
         if device.type == "cuda" and "rng_cuda" in saved:
             torch.cuda.set_rng_state(saved["rng_cuda"])
-        log.info("resuming %s after epoch %d (step %d)", run_dir, state["epoch"], state["step"])
+        # The log continues from where the saved state was taken, as if the run had never stopped.
+        with open(metrics_path, "ab") as handle:
+            handle.truncate(state["metrics_bytes"])
+        log.info("resuming %s in epoch %d after batch %d (step %d)", run_dir, state["epoch"] + 1,
+                 state["batch_in_epoch"], state["step"])
 
-    metrics = MetricsLog(run_dir / "metrics.jsonl", tensorboard=t.tensorboard)
+    metrics = MetricsLog(metrics_path, tensorboard=t.tensorboard)
     if not resume:
         metrics.write(event="start", params=count_parameters(model), device=str(device),
                       train_pairs=len(train_examples), val_pairs=len(val_examples))
     from tqdm.auto import tqdm
+
+    def save_progress(weights_file: Path) -> None:
+        state["seconds"] = time.perf_counter() - start_time
+        state["metrics_bytes"] = metrics_path.stat().st_size
+        _save_resume_state(run_dir, weights_file, model, optimizer, step_schedule, plateau, state, device)
 
     start_time = time.perf_counter() - state["seconds"]
     out_of_time = False
     while state["epoch"] < t.epochs and not out_of_time:
         epoch = state["epoch"] + 1
         model.train()
+        # Batches depend only on (seed, epoch): a resumed run skips the ones already trained on.
         batches = make_batches(train_examples, shuffle=True, seed=t.seed, epoch=epoch, **batch_args)
-        bar = tqdm(batches, desc=f"epoch {epoch}", leave=False, disable=None, mininterval=1.0)
-        loss_sum = torch.zeros((), device=device)
-        tokens_seen, bad_steps, window_start, window_tokens = 0, 0, time.perf_counter(), 0
+        skip = state["batch_in_epoch"]
+        bar = tqdm(batches[skip:], desc=f"epoch {epoch}", leave=False, disable=None, mininterval=1.0)
+        loss_sum = torch.full((), state["epoch_loss"], dtype=torch.float64, device=device)
+        tokens_seen, bad_steps, window_start, window_tokens = state["epoch_tokens"], 0, time.perf_counter(), 0
         for batch in bar:
+            state["batch_in_epoch"] += 1
             batch = batch.to(device)
             ntok = batch.num_tgt_tokens
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
@@ -225,12 +239,13 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False) -> TrainRes
             (loss / ntok).backward()
             grad_norm = nn.utils.clip_grad_norm_(model.parameters(), t.clip if t.clip > 0 else float("inf"))
             if not (torch.isfinite(grad_norm) and torch.isfinite(loss)):
+                # A bad step never reaches the weights: its gradients are dropped.
                 bad_steps += 1
                 optimizer.zero_grad(set_to_none=True)
-                log.warning("epoch %d step %d: non-finite loss or gradient; step skipped (%d in a row)",
-                            epoch, state["step"] + 1, bad_steps)
-                metrics.write(event="bad_step", epoch=epoch, step=state["step"] + 1,
-                              batch_index=batch.index[:8].tolist())
+                log.warning("epoch %d batch %d (examples %s...): non-finite loss or gradient; step skipped "
+                            "(%d in a row)", epoch, state["batch_in_epoch"], batch.index[:4].tolist(), bad_steps)
+                metrics.write(event="bad_step", epoch=epoch, batch=state["batch_in_epoch"], step=state["step"],
+                              examples=batch.index[:8].tolist())
                 if bad_steps >= t.max_bad_steps:
                     raise AttnmtError(f"{bad_steps} consecutive non-finite steps (train.max_bad_steps="
                                       f"{t.max_bad_steps}); lower train.lr or check the data")
@@ -240,7 +255,7 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False) -> TrainRes
             optimizer.zero_grad(set_to_none=True)
             step_schedule.step()
             state["step"] += 1
-            loss_sum += loss.detach()
+            loss_sum += loss.detach().double()
             tokens_seen += ntok
             window_tokens += ntok
             if state["step"] % t.log_every == 0:
@@ -251,6 +266,11 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False) -> TrainRes
                 metrics.write(event="train", epoch=epoch, step=state["step"], loss=round(train_loss, 4),
                               tokens_per_s=round(rate), lr=optimizer.param_groups[0]["lr"])
                 window_start, window_tokens = time.perf_counter(), 0
+            if t.save_every_steps and state["step"] % t.save_every_steps == 0 and state["batch_in_epoch"] < len(batches):
+                state["epoch_loss"], state["epoch_tokens"] = float(loss_sum), tokens_seen
+                weights_file = Path("checkpoints") / f"resume_step{state['step']:07d}.safetensors"
+                save_weights(model, run_dir / weights_file)
+                save_progress(weights_file)
             if t.max_minutes and time.perf_counter() - start_time > 60 * t.max_minutes:
                 out_of_time = True
                 log.info("train.max_minutes=%s reached in epoch %d: validating and stopping", t.max_minutes, epoch)
@@ -266,7 +286,7 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False) -> TrainRes
                               search_cfg=cfg.search, device=device)
         scores = score_translations([h.text for h in hyps], val_corpus.tgt[:n_val_bleu], tgt_lang=d.tgt_lang)
         val_loss = val_nll / max(val_tokens, 1)
-        state["epoch"] = epoch
+        state.update(epoch=epoch, batch_in_epoch=0, epoch_loss=0.0, epoch_tokens=0)
         state["seconds"] = time.perf_counter() - start_time
         record = dict(event="epoch", epoch=epoch, step=state["step"], train_loss=round(train_loss, 4),
                       val_loss=round(val_loss, 4), val_ppl=round(perplexity(val_nll, val_tokens), 2),
@@ -290,7 +310,7 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False) -> TrainRes
         write_json(run_dir / "last.json", {"file": str(weights), "epoch": epoch, **_public(record)})
         record["best"] = improved
         metrics.write(**record)
-        _save_resume_state(run_dir, weights, model, optimizer, step_schedule, plateau, state, device)
+        save_progress(weights)
         _prune_checkpoints(run_dir, keep=t.keep_last)
         if t.early_stopping_patience and state["bad_epochs"] >= t.early_stopping_patience:
             log.info("early stopping: no improvement in %d epochs", state["bad_epochs"])
@@ -318,6 +338,10 @@ def _save_resume_state(run_dir, weights, model, optimizer, step_schedule, platea
     if device.type == "cuda":
         saved["rng_cuda"] = torch.cuda.get_rng_state(device)
     save_train_state(run_dir / "train_state.pt", saved)
+    # Mid-epoch weights are needed only until the next state is safely written.
+    for old in (run_dir / "checkpoints").glob("resume_step*.safetensors"):
+        if old.name != Path(weights).name:
+            old.unlink(missing_ok=True)
 
 
 def _prune_checkpoints(run_dir: Path, keep: int) -> None:
@@ -341,6 +365,8 @@ def train_command(args) -> int:
         run_dir = Path(args.resume)
         cfg = load_saved_config(run_dir / "config.json")
     else:
+        if not args.config:
+            raise AttnmtError("train needs a CONFIG file (or --resume RUN_DIR)")
         cfg = load_config(args.config, args.overrides)
         run_dir = Path(args.run_dir or Path("runs") / Path(args.config).stem)
         if (run_dir / "train_state.pt").exists():
