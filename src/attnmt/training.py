@@ -85,11 +85,11 @@ def make_step_schedule(optimizer: torch.optim.Optimizer, cfg) -> torch.optim.lr_
     if cfg.schedule == "inverse_sqrt":
         warmup = cfg.warmup_steps
 
-        def factor(step: int) -> float:
-            step = max(step, 1)
-            return min(step / warmup, math.sqrt(warmup / step))
+        def factor(done: int) -> float:  # `done` updates so far; this is the rate of update n = done + 1
+            n = done + 1
+            return min(n / warmup, math.sqrt(warmup / n))
     else:
-        def factor(step: int) -> float:
+        def factor(done: int) -> float:
             return 1.0
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 

@@ -1,0 +1,70 @@
+"""The training loop's guards: non-finite steps are skipped without touching the weights, and
+too many in a row stop training with a clear error."""
+
+import json
+
+import pytest
+import torch
+
+from attnmt.config import TrainConfig, load_config
+from attnmt.errors import AttnmtError
+from attnmt.models.rnn import RNNSeq2Seq
+from attnmt.training import make_step_schedule, sequence_loss, train
+
+
+def poison_every(monkeypatch, predicate):
+    """Make the model's logits NaN on the calls for which predicate(call_number) is true."""
+    original = RNNSeq2Seq.forward
+    calls = {"n": 0}
+
+    def forward(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        if self.training:
+            calls["n"] += 1
+            if predicate(calls["n"]):
+                return out._replace(logits=out.logits * float("nan"))
+        return out
+
+    monkeypatch.setattr(RNNSeq2Seq, "forward", forward)
+
+
+def test_bad_steps_are_skipped_and_logged(tmp_path, toy_config, monkeypatch):
+    poison_every(monkeypatch, lambda n: n in (3, 4, 10))
+    cfg = load_config(toy_config, ["train.epochs=1"])
+    train(cfg, tmp_path / "run")
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    bad = [r for r in rows if r["event"] == "bad_step"]
+    assert [r["batch"] for r in bad] == [3, 4, 10] and all(r["examples"] for r in bad)
+    epoch = [r for r in rows if r["event"] == "epoch"][0]
+    assert epoch["val_loss"] == epoch["val_loss"]  # finite: the NaN steps never reached the weights
+    from attnmt.checkpoint import load_weights_file
+
+    weights = load_weights_file(tmp_path / "run" / json.loads((tmp_path / "run" / "last.json").read_text())["file"])
+    assert all(torch.isfinite(t).all() for t in weights.values())
+
+
+def test_too_many_bad_steps_stop_training(tmp_path, toy_config, monkeypatch):
+    poison_every(monkeypatch, lambda n: n >= 2)
+    cfg = load_config(toy_config, ["train.epochs=1", "train.max_bad_steps=3"])
+    with pytest.raises(AttnmtError, match=r"3 consecutive non-finite steps \(train.max_bad_steps=3\)"):
+        train(cfg, tmp_path / "run")
+
+
+def test_sequence_loss_ignores_padding():
+    logits = torch.randn(2, 3, 5)
+    gold = torch.tensor([[1, 2, 0], [3, 0, 0]])
+    expected = sum(-torch.log_softmax(logits[b, t], -1)[gold[b, t]] for b, t in [(0, 0), (0, 1), (1, 0)])
+    torch.testing.assert_close(sequence_loss(logits, gold, pad_id=0), expected)
+
+
+def test_inverse_sqrt_schedule_peaks_at_warmup():
+    cfg = TrainConfig(schedule="inverse_sqrt", warmup_steps=10, lr=1.0)
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.lr)
+    sched = make_step_schedule(opt, cfg)
+    used = []  # the rate of update n is used[n - 1]
+    for _ in range(40):
+        used.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert used[0] == pytest.approx(0.1) and used[4] == pytest.approx(0.5) and used[9] == pytest.approx(1.0)
+    assert used[39] == pytest.approx((10 / 40) ** 0.5) and max(used) == pytest.approx(1.0)
