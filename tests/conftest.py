@@ -11,42 +11,14 @@ SRC_WORDS = "hund katze haus baum auto mann frau kind ball wasser rot blau groß
 TGT_WORDS = "dog cat house tree car man woman child ball water red blue big small".split()
 
 
-def make_pairs(n: int, seed: int) -> list[tuple[str, str]]:
-    """Word-for-word 'translations' of random sentences (a task a tiny model learns fast)."""
-    rng = random.Random(seed)
-    pairs = []
-    for _ in range(n):
-        idx = [rng.randrange(len(SRC_WORDS)) for _ in range(rng.randint(2, 6))]
-        src = " ".join(SRC_WORDS[i] for i in idx).capitalize() + " ."
-        tgt = " ".join(TGT_WORDS[i] for i in idx).capitalize() + " ."
-        pairs.append((src, tgt))
-    return pairs
-
-
-@pytest.fixture
-def toy_corpus(tmp_path):
-    """Files toy/{train,valid,test}.{de,en} in tmp_path; returns the folder."""
-    folder = tmp_path / "toy"
-    folder.mkdir()
-    for split, n, seed in (("train", 600, 1), ("valid", 40, 2), ("test", 40, 3)):
-        pairs = make_pairs(n, seed)
-        (folder / f"{split}.de").write_text("\n".join(s for s, _ in pairs) + "\n", encoding="utf-8")
-        (folder / f"{split}.en").write_text("\n".join(t for _, t in pairs) + "\n", encoding="utf-8")
-    return folder
-
-
-@pytest.fixture
-def toy_config(tmp_path, toy_corpus):
-    """A tiny RNN config over the toy corpus."""
-    path = tmp_path / "toy.yaml"
-    path.write_text(f"""
+TOY_CONFIG = """
 data:
   corpus: files
   src_lang: de
   tgt_lang: en
-  train: {toy_corpus}/train
-  valid: {toy_corpus}/valid
-  test: {toy_corpus}/test
+  train: {folder}/train
+  valid: {folder}/valid
+  test: {folder}/test
 model:
   arch: rnn
   emb_dim: 16
@@ -61,5 +33,54 @@ train:
   log_every: 10
 search:
   beam_size: 3
-""")
+"""
+
+
+def make_pairs(n: int, seed: int) -> list[tuple[str, str]]:
+    """Word-for-word 'translations' of random sentences (a task a tiny model learns fast)."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        idx = [rng.randrange(len(SRC_WORDS)) for _ in range(rng.randint(2, 6))]
+        src = " ".join(SRC_WORDS[i] for i in idx).capitalize() + " ."
+        tgt = " ".join(TGT_WORDS[i] for i in idx).capitalize() + " ."
+        pairs.append((src, tgt))
+    return pairs
+
+
+def write_toy_corpus(folder):
+    """Write {train,valid,test}.{de,en} of the word-for-word task into `folder`."""
+    folder.mkdir(parents=True)
+    for split, n, seed in (("train", 600, 1), ("valid", 40, 2), ("test", 40, 3)):
+        pairs = make_pairs(n, seed)
+        (folder / f"{split}.de").write_text("\n".join(s for s, _ in pairs) + "\n", encoding="utf-8")
+        (folder / f"{split}.en").write_text("\n".join(t for _, t in pairs) + "\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def toy_corpus(tmp_path):
+    """Files toy/{train,valid,test}.{de,en} in tmp_path; returns the folder."""
+    return write_toy_corpus(tmp_path / "toy")
+
+
+@pytest.fixture
+def toy_config(tmp_path, toy_corpus):
+    """A tiny RNN config over the toy corpus."""
+    path = tmp_path / "toy.yaml"
+    path.write_text(TOY_CONFIG.format(folder=toy_corpus))
     return path
+
+
+@pytest.fixture(scope="session")
+def toy_run(tmp_path_factory):
+    """A tiny RNN trained once per test session on the toy corpus; returns its run directory."""
+    from attnmt.cli import main
+
+    base = tmp_path_factory.mktemp("toy_run")
+    folder = write_toy_corpus(base / "toy")
+    config = base / "toy.yaml"
+    config.write_text(TOY_CONFIG.format(folder=folder))
+    run_dir = base / "run"
+    assert main(["train", str(config), "--run-dir", str(run_dir), "--set", "train.epochs=5"]) == 0
+    return run_dir

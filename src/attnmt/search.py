@@ -1,7 +1,8 @@
-"""Batched greedy and beam search for any model with encode / init_state / decode_step / reorder_state.
+"""Batched greedy and beam search for any model with the encode / decode_step interface.
 
 Shapes:
-    batch: sentences; beam: hypotheses kept per sentence; rows = active sentences * beam.
+    batch: sentences; beam: hypotheses kept per sentence.
+    n: sentences still searched (beam search drops finished ones); rows = n * beam.
     src_len: source positions (padded); t: steps decoded so far.
     vocab: target vocabulary size.
 
@@ -84,9 +85,10 @@ def _eval_mode(model: nn.Module) -> Iterator[None]:
 
 def _check_args(src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, max_len_ratio: float,
                 max_len_offset: int) -> None:
-    if src_ids.dim() != 2 or src_mask.shape != src_ids.shape or src_lengths.shape != src_ids.shape[:1]:
-        raise ValueError(f"expected src_ids, src_mask (batch, src_len) and src_lengths (batch,); got "
-                         f"{tuple(src_ids.shape)}, {tuple(src_mask.shape)}, {tuple(src_lengths.shape)}")
+    shapes = src_ids.shape, src_mask.shape, src_lengths.shape
+    if src_ids.dim() != 2 or shapes[1] != shapes[0] or shapes[2] != shapes[0][:1]:
+        raise ValueError(f"expected src_ids, src_mask (batch, src_len) and src_lengths (batch,); "
+                         f"got {', '.join(str(tuple(shape)) for shape in shapes)}")
     if max_len_ratio < 0 or max_len_offset < 0:
         raise ValueError(f"max_len_ratio and max_len_offset must be >= 0; got {max_len_ratio}, "
                          f"{max_len_offset}")
@@ -109,8 +111,8 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
     """Pick the most probable token at every step, for the whole batch at once.
 
     The step loop does no host synchronisation except ``finished.all()`` every ``check_every``
-    steps, to leave early once every sentence has ended. Finished sentences keep being computed
-    (their outputs are ignored) until then.
+    steps, to leave early once every sentence has ended (plus one before the loop, to size it).
+    Finished sentences keep being computed (their outputs are ignored) until then.
 
     Args:
         model: encoder-decoder with the search interface.
@@ -123,9 +125,11 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         SearchResult; ``scores`` equal ``log_probs`` (no length penalty); n-best lists of one.
 
     Raises:
-        ValueError: bad shapes or budget.
+        ValueError: bad shapes, budget or check_every.
     """
     _check_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
+    if check_every < 1:
+        raise ValueError(f"check_every must be >= 1; got {check_every}")
     batch, device = src_ids.shape[0], src_ids.device
     if batch == 0:
         return SearchResult([], [], [], [], [])
@@ -218,7 +222,8 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
             logp = _log_softmax(logits)  # (rows, vocab)
             n, vocab = active.shape[0], logp.shape[-1]
             candidates = (beam_scores.view(-1, 1) + logp).view(n, beam * vocab)
-            top_scores, top_index = candidates.topk(min(2 * beam, beam * vocab), dim=1)  # (n, 2*beam)
+            # the 2*beam best extensions per sentence, sorted: (n, 2*beam)
+            top_scores, top_index = candidates.topk(min(2 * beam, beam * vocab), dim=1)
             top_rows = top_index // vocab + torch.arange(n, device=device).unsqueeze(1) * beam
             top_tokens = top_index % vocab
             is_eos = top_tokens == eos_id
@@ -246,7 +251,7 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
             live_rows = top_rows.gather(1, live_pos)[keep].view(-1)  # (n_keep*beam,)
             live_tokens = top_tokens.gather(1, live_pos)[keep].view(-1)  # (n_keep*beam,)
             state = model.reorder_state(state, live_rows)
-            history = torch.cat([history[live_rows], live_tokens.unsqueeze(1)], dim=1)  # (rows, t+1)
+            history = torch.cat([history[live_rows], live_tokens.unsqueeze(1)], 1)  # (rows, t+1)
             attn_history = attn_history[live_rows]
             beam_scores, prev_ids = live_scores[keep], live_tokens
             active, n_finished, best_finished = active[keep], n_finished[keep], best_finished[keep]
@@ -254,11 +259,12 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
     return SearchResult.from_nbest(nbest)
 
 
-
 def _collect(finished: list[list[Hypothesis]], sentences: list[int], histories: list[list[int]],
              last_tokens: list[int], log_probs: list[float], attention: Tensor,
              src_lens: list[int], eos_id: int, lp: float) -> None:
-    """Store finished hypotheses (host side): attention (m, t+1, src_len) for m hypotheses."""
-    for i, (sent, prefix, last, logp) in enumerate(zip(sentences, histories, last_tokens, log_probs)):
+    """Append m finished hypotheses to their sentences' lists; attention is (m, t+1, src_len)."""
+    for i, (sent, prefix, last, logp) in enumerate(
+            zip(sentences, histories, last_tokens, log_probs)):
         tokens = prefix if last == eos_id else prefix + [last]
-        finished[sent].append(Hypothesis(tokens, logp / lp, logp, attention[i, :, :src_lens[sent]]))
+        attn = attention[i, :, :src_lens[sent]]  # (t+1, src_length)
+        finished[sent].append(Hypothesis(tokens, logp / lp, logp, attn))

@@ -6,8 +6,8 @@
     result.text, result.tokens, result.source_tokens, result.attention  # (tgt_len, src_len)
 
 Any input is accepted: empty or whitespace-only lines give an empty translation, words unknown
-to the vocabulary become <unk>, and inputs longer than `search.max_input_tokens` tokens are cut
-there with a warning.
+to the vocabulary become <unk>, and inputs longer than `search.max_input_tokens` tokens (default
+250) are cut there with a warning (and at 20 characters per allowed token before tokenizing).
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ from attnmt.data.batching import make_batches, make_source_batch
 from attnmt.data.pipeline import TextPipeline
 
 log = logging.getLogger(__name__)
+
+# Inputs are cut at search.max_input_tokens tokens; before tokenizing, at this many characters
+# per allowed token, so that a megabyte on one line costs no more than a long sentence.
+MAX_CHARS_PER_TOKEN = 20
 
 
 @dataclass
@@ -54,6 +58,10 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
     model.eval()
     src_tokens, src_ids = [], []
     for i, sentence in enumerate(sentences):
+        max_chars = MAX_CHARS_PER_TOKEN * search_cfg.max_input_tokens
+        if sentence and len(sentence) > max_chars:  # bound the tokenizer's work on absurd inputs
+            log.warning("input %d has %d characters: cut to %d before tokenizing", i, len(sentence), max_chars)
+            sentence = sentence[:max_chars]
         tokens = pipeline.src_tokenizer.tokenize(sentence) if sentence and sentence.strip() else []
         if len(tokens) > search_cfg.max_input_tokens:
             log.warning("input %d has %d tokens: cut to search.max_input_tokens=%d", i, len(tokens),

@@ -1,4 +1,4 @@
-"""Tests for attnmt.models.rnn: shapes, padding invariance, cached keys, fast path, teacher forcing."""
+"""Tests for attnmt.models.rnn: shapes, padding, cached keys, fast path, teacher forcing."""
 
 import pytest
 import torch
@@ -7,9 +7,16 @@ from torch import nn
 from attnmt.attention import AdditiveAttention
 from attnmt.models.rnn import ATTENTION_TYPES, GRUEncoder, RNNSeq2Seq
 
-torch.set_num_threads(2)
-
 SRC_VOCAB, TGT_VOCAB, PAD = 11, 13, 0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors run fastest on one thread (see tests/test_search.py)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def tiny_model(attention="bahdanau", *, tie=False, dropout=0.0, layers=1, dtype=torch.float64):
@@ -72,9 +79,11 @@ def test_padding_does_not_change_logits(attention):
     tgt_in = target(3, 5)
     batched = model(src_ids, src_mask, lengths, tgt_in)
     for i, n in enumerate(lengths.tolist()):
-        alone = model(src_ids[i:i + 1, :n], src_mask[i:i + 1, :n], lengths[i:i + 1], tgt_in[i:i + 1])
+        one = slice(i, i + 1)
+        alone = model(src_ids[one, :n], src_mask[one, :n], lengths[one], tgt_in[one])
         torch.testing.assert_close(batched.logits[i], alone.logits[0], atol=1e-10, rtol=0)
-        torch.testing.assert_close(batched.attention[i, :, :n], alone.attention[0], atol=1e-10, rtol=0)
+        torch.testing.assert_close(batched.attention[i, :, :n], alone.attention[0],
+                                   atol=1e-10, rtol=0)
 
 
 def test_padding_invariance_float32():
@@ -97,7 +106,8 @@ def test_keys_projected_once_and_equal_to_recomputation(attention, monkeypatch):
     model(src_ids, src_mask, lengths, target(2, 6))
     assert len(calls) == 1
     state = model.init_state(model.encode(src_ids, src_mask, src_lengths=lengths))
-    torch.testing.assert_close(state["proj_keys"], project(model.decoder.attention, state["enc_states"]))
+    recomputed_keys = project(model.decoder.attention, state["enc_states"])
+    torch.testing.assert_close(state["proj_keys"], recomputed_keys)
     prev_ids = torch.tensor([2, 2])
     cached = model.decode_step(prev_ids, state)
     without = {name: value for name, value in state.items() if name != "proj_keys"}
@@ -209,5 +219,6 @@ def test_misuse_raises_value_error():
         model(src_ids, src_mask, torch.tensor([6, 3]), target(2, 4))
     with pytest.raises(ValueError, match="src_mask"):
         model(src_ids, src_mask[:, :3], lengths, target(2, 4))
+    state = model.init_state(model.encode(src_ids, src_mask, lengths))
     with pytest.raises(ValueError, match="prev_ids must be"):
-        model.decode_step(torch.tensor([2]), model.init_state(model.encode(src_ids, src_mask, lengths)))
+        model.decode_step(torch.tensor([2]), state)

@@ -24,6 +24,8 @@ from attnmt.data.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
+MAX_CHARS_PER_TOKEN = 20  # see encode_corpus
+
 
 @dataclass
 class TextPipeline:
@@ -73,9 +75,22 @@ class TextPipeline:
         return tokens, self.tgt_tokenizer.detokenize(tokens)
 
     def encode_corpus(self, corpus: ParallelCorpus, *, max_len: int | None = None) -> list[tuple[list[int], list[int]]]:
-        """Encode every pair; with `max_len`, drop (and count) pairs longer than that in tokens."""
-        src = [self.encode_source(s) for s in corpus.src]
-        tgt = [self.encode_target(t) for t in corpus.tgt]
+        """Encode every pair; with `max_len`, drop (and count) pairs longer than that in tokens.
+
+        Pairs with more than `MAX_CHARS_PER_TOKEN * max_len` characters on a side cannot pass the
+        token limit in any realistic tokenization; they are dropped before tokenizing (and counted),
+        so that a megabyte-long line does not stall the tokenizer.
+        """
+        pairs = list(zip(corpus.src, corpus.tgt))
+        if max_len is not None:
+            limit = MAX_CHARS_PER_TOKEN * max_len
+            kept = [(s, t) for s, t in pairs if len(s) <= limit and len(t) <= limit]
+            if len(kept) < len(pairs):
+                log.warning("%s: dropped %d pairs longer than %d characters (data.max_len=%d tokens)",
+                            corpus.name, len(pairs) - len(kept), limit, max_len)
+            pairs = kept
+        src = [self.encode_source(s) for s, _ in pairs]
+        tgt = [self.encode_target(t) for _, t in pairs]
         if max_len is not None:
             keep, _dropped = filter_by_length(src, tgt, max_len)
             src, tgt = [src[i] for i in keep], [tgt[i] for i in keep]

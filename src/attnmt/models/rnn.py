@@ -1,9 +1,11 @@
-"""The RNN translator: bi-GRU encoder, attentive GRU decoder (Bahdanau et al. 2015; Luong et al. 2015).
+"""The RNN translator: bi-GRU encoder and attentive GRU decoder (Bahdanau 2015; Luong 2015).
 
 Shapes:
     batch: sentences in the batch.
     src_len, tgt_len: source / target positions (padded).
     hidden: decoder state size; enc_dim = 2 * encoder hidden (both directions).
+    emb_dim, attn_dim: embedding and attention sizes.
+    readout_dim: input size of the output layer (``AttentiveGRUDecoder.readout_dim``).
     vocab: target vocabulary size.
 
 The decoder runs one step at a time (``decode_step``, used by search.py) or over a whole
@@ -43,7 +45,7 @@ class EncoderOutput(NamedTuple):
 
 
 class ModelOutput(NamedTuple):
-    """Teacher-forced forward pass: logits (batch, tgt_len, vocab), attention (batch, tgt_len, src_len)."""
+    """Teacher-forced pass: logits (batch, tgt_len, vocab), attention (batch, tgt_len, src_len)."""
 
     logits: Tensor
     attention: Tensor
@@ -108,13 +110,14 @@ class GRUEncoder(nn.Module):
         batch, src_len = src_ids.shape
         lengths = src_lengths.detach().to("cpu", torch.int64)  # packing needs lengths on the CPU
         if batch and (int(lengths.min()) < 1 or int(lengths.max()) > src_len):
-            raise ValueError(f"src_lengths must lie in [1, src_len={src_len}]; got {lengths.tolist()}")
+            raise ValueError(
+                f"src_lengths must lie in [1, src_len={src_len}]; got {lengths.tolist()}")
         embedded = self.dropout(self.src_embed(src_ids))  # (batch, src_len, emb_dim)
         packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
         packed_states, final = self.rnn(packed)
         states, _ = pad_packed_sequence(packed_states, batch_first=True, total_length=src_len)
         # states: (batch, src_len, 2*hidden), zero on padding
-        # cuDNN's (layers*2, batch, hidden) -> top layer's [h_fwd_last; h_bwd_first]: (batch, 2*hidden)
+        # cuDNN's (layers*2, batch, hidden) -> top layer [h_fwd_last; h_bwd_first] (batch, 2*hidden)
         last = final.view(self.layers, 2, batch, self.hidden)[-1].transpose(0, 1).reshape(batch, -1)
         return EncoderOutput(states, src_mask, torch.tanh(self.bridge(last)))
 
@@ -177,7 +180,8 @@ class AttentiveGRUDecoder(nn.Module):
         if self.luong:
             state["feed"] = enc.final.new_zeros(enc.final.shape[0], self.readout_dim)
         if self.kind != "luong-dot":  # W_k h_j (additive) or W_a h_s (general), reused each step
-            state["proj_keys"] = self.attention.project_keys(enc.states)  # (batch, src_len, attn_dim)
+            # (batch, src_len, attn_dim); hidden for general attention
+            state["proj_keys"] = self.attention.project_keys(enc.states)
         return state
 
     def embed(self, ids: Tensor) -> Tensor:
