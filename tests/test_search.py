@@ -2,6 +2,7 @@
 
 import copy
 import itertools
+import logging
 import math
 import time
 
@@ -187,7 +188,8 @@ def reverser():
             if accuracy >= 0.99:
                 break
     elapsed = time.monotonic() - start
-    print(f"reverser: {step} steps, {elapsed:.1f} s, val exact match {accuracy:.3f}")
+    logging.getLogger(__name__).info("reverser: %d steps, %.1f s, val exact match %.3f",
+                                     step, elapsed, accuracy)
     return model.eval()
 
 

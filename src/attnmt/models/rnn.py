@@ -175,7 +175,7 @@ class AttentiveGRUDecoder(nn.Module):
         return self.kind != "bahdanau"
 
     def init_state(self, enc: EncoderOutput) -> State:
-        """State before the first step; the additive key projection is computed here, once."""
+        """State before the first step; the key projection is computed here, once per batch."""
         state = {"hidden": enc.final, "enc_states": enc.states, "src_mask": enc.mask}
         if self.luong:
             state["feed"] = enc.final.new_zeros(enc.final.shape[0], self.readout_dim)
@@ -248,7 +248,8 @@ class RNNSeq2Seq(nn.Module):
         return self.encoder(src_ids, src_mask, src_lengths)
 
     def init_state(self, enc: EncoderOutput) -> State:
-        """Decoder state with batch on dim 0: hidden, enc_states, src_mask, proj_keys or feed."""
+        """Decoder state, batch on dim 0: hidden, enc_states, src_mask; proj_keys (additive and
+        general attention); feed (Luong's input feeding, h~_{t-1})."""
         return self.decoder.init_state(enc)
 
     def decode_step(self, prev_ids: Tensor, state: State) -> tuple[Tensor, State, Tensor]:
