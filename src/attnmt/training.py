@@ -144,11 +144,18 @@ class MetricsLog:
 
 def train(cfg: Config, run_dir: str | Path, *, resume: bool = False) -> TrainResult:
     """Train `cfg`'s model, writing everything to `run_dir`; with `resume`, continue from its state."""
-    run_dir = Path(run_dir)
+    threads = torch.get_num_threads()
+    if cfg.train.num_threads:
+        torch.set_num_threads(cfg.train.num_threads)
+    try:
+        return _train(cfg, Path(run_dir), resume=resume)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(cfg: Config, run_dir: Path, *, resume: bool) -> TrainResult:
     run_dir.mkdir(parents=True, exist_ok=True)
     t, d = cfg.train, cfg.data
-    if t.num_threads:
-        torch.set_num_threads(t.num_threads)
     seed_everything(t.seed)
     device = resolve_device(t.device)
 

@@ -3,6 +3,7 @@
 Shapes:
     batch: sentences in the batch (rows: sentences x beam in beam search).
     src_len, tgt_len: source / target positions (padded); t: target steps decoded so far.
+    len: src_len or tgt_len, where a function serves both.
     hidden: d_model, the residual stream size; ff_dim: the feed-forward inner size.
     heads: attention heads; head_dim = d_model // heads.
     layers: decoder layers whose cross-attention is reported.
@@ -245,7 +246,10 @@ class TransformerSeq2Seq(nn.Module):
         self.attention_head = None if head is None else head % self.heads
 
     def _embed(self, embedding: nn.Embedding, ids: Tensor, offset: int = 0) -> Tensor:
-        """Scaled token embeddings plus positions offset..offset+len-1: (batch, len) -> (batch, len, hidden)."""
+        """Scaled token embeddings plus the positions offset .. offset+len-1 (sec. 3.4, 3.5).
+
+        (batch, len) ids -> (batch, len, hidden). Raises ValueError past ``max_positions``.
+        """
         end = offset + ids.shape[1]
         if end > self.max_positions:
             raise ValueError(f"position {end - 1} is beyond max_positions={self.max_positions}")
