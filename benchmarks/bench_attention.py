@@ -1,0 +1,186 @@
+"""Time attention: a per-example Python loop vs the batched bmm path vs SDPA.
+
+Shapes: batch, src_len, tgt_len, hidden as in attnmt.attention. Two settings:
+    multi30k: batch 128, src_len 30, tgt_len 30, hidden 512
+    long:     batch 128, src_len 512, tgt_len 30, hidden 512
+Additive attention is timed for one decoder step (query (batch, hidden)); scaled dot-product and
+multi-head attention (8 heads) for all tgt_len queries at once. Source lengths are drawn between
+half and all of src_len, so the batched paths carry padding and a mask while the loop does not.
+
+    python benchmarks/bench_attention.py [--device cuda] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from datetime import date
+
+import torch
+
+from attnmt.attention import (
+    AdditiveAttention,
+    MultiHeadAttention,
+    ScaledDotProductAttention,
+    lengths_to_mask,
+)
+
+SETTINGS = {
+    "multi30k": dict(batch=128, src_len=30, tgt_len=30, hidden=512),
+    "long": dict(batch=128, src_len=512, tgt_len=30, hidden=512),
+}
+
+
+def time_call(fn: Callable[[], object], device: torch.device, warmup: int, repeats: int) -> float:
+    """Median seconds per call after warm-up (CUDA events on GPU, perf_counter on CPU)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize(device)
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize(device)
+            times.append(start.elapsed_time(end) / 1e3)
+        else:
+            begin = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - begin)
+    return statistics.median(times)
+
+
+def cpu_busy_seconds() -> float | None:
+    """CPU seconds all processes spent busy so far (Linux /proc/stat), to spot a shared machine."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return None
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def cases(setting: str, device: torch.device):
+    """Yield (attention, path, fn, is_loop) for one shape setting."""
+    s = SETTINGS[setting]
+    batch, src_len, tgt_len, hidden = s["batch"], s["src_len"], s["tgt_len"], s["hidden"]
+    gen = torch.Generator().manual_seed(0)
+    lengths = torch.randint(src_len // 2, src_len + 1, (batch,), generator=gen)
+    lengths[0] = src_len
+    keys = torch.randn(batch, src_len, hidden, generator=gen).to(device)  # (batch, src_len, hidden)
+    step_query = torch.randn(batch, hidden, generator=gen).to(device)  # (batch, hidden)
+    queries = torch.randn(batch, tgt_len, hidden, generator=gen).to(device)
+    # queries: (batch, tgt_len, hidden)
+    mask = lengths_to_mask(lengths.to(device), src_len)  # (batch, src_len)
+    n = lengths.tolist()
+
+    additive = AdditiveAttention(hidden, hidden, hidden).to(device).eval()
+    proj = additive.project_keys(keys)  # (batch, src_len, hidden), once per batch
+    name = "additive (1 step)"
+    yield name, "loop", lambda: [
+        additive(step_query[b : b + 1], keys[b : b + 1, : n[b]], projected_keys=proj[b : b + 1, : n[b]])
+        for b in range(batch)
+    ], True
+    yield name, "batched", lambda: additive(step_query, keys, mask=mask, projected_keys=proj), False
+    yield name, "batched, keys re-projected", lambda: additive(step_query, keys, mask=mask), False
+
+    sdp = ScaledDotProductAttention()
+    yield "scaled dot-product", "loop", lambda: [
+        sdp(queries[b : b + 1], keys[b : b + 1, : n[b]]) for b in range(batch)
+    ], True
+    yield "scaled dot-product", "batched", lambda: sdp(queries, keys, mask=mask), False
+    yield "scaled dot-product", "sdpa", lambda: sdp(
+        queries, keys, mask=mask, need_weights=False
+    ), False
+
+    mha = MultiHeadAttention(hidden, 8).to(device).eval()
+    yield "multi-head (8)", "loop", lambda: [
+        mha(queries[b : b + 1], keys[b : b + 1, : n[b]]) for b in range(batch)
+    ], True
+    yield "multi-head (8)", "batched", lambda: mha(queries, keys, mask=mask), False
+    yield "multi-head (8)", "sdpa", lambda: mha(queries, keys, mask=mask, need_weights=False), False
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=10, help="repeats for the batched paths")
+    parser.add_argument("--loop-repeats", type=int, default=3, help="repeats for the slow loop")
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
+    parser.add_argument("--json", help="also write the results to this JSON file")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device is available")
+
+    rows = []
+    busy_start, own_start, wall_start = cpu_busy_seconds(), os.times(), time.perf_counter()
+    with torch.inference_mode():
+        for setting in args.settings:
+            loop_time = batched_time = None
+            for attention, path, fn, is_loop in cases(setting, device):
+                repeats = args.loop_repeats if is_loop else args.repeats
+                seconds = time_call(fn, device, min(args.warmup, repeats), repeats)
+                if path == "loop":
+                    loop_time, batched_time = seconds, None
+                elif path == "batched":
+                    batched_time = seconds
+                rows.append(dict(
+                    setting=setting, **SETTINGS[setting], attention=attention, path=path,
+                    ms_per_call=seconds * 1e3, repeats=repeats,
+                    loop_over_this=loop_time / seconds,
+                    batched_over_this=None if batched_time is None else batched_time / seconds,
+                ))
+                progress = f"  {setting:9s} {attention:20s} {path:27s} {seconds * 1e3:10.3f} ms"
+                print(progress, file=sys.stderr)
+
+    # Share of the machine's CPU time that other processes used while we ran (0 = quiet).
+    other_load = None
+    if busy_start is not None:
+        own_end, wall = os.times(), time.perf_counter() - wall_start
+        own = (own_end.user + own_end.system) - (own_start.user + own_start.system)
+        other = cpu_busy_seconds() - busy_start - own
+        other_load = max(0.0, other / (wall * (os.cpu_count() or 1)))
+    header = "| setting | attention | path | ms / call | loop / this | batched / this |"
+    print(header)
+    print("|---|---|---|---:|---:|---:|")
+    for r in rows:
+        speedup = "" if r["batched_over_this"] is None else f"{r['batched_over_this']:.2f}x"
+        print(
+            f"| {r['setting']} | {r['attention']} | {r['path']} | {r['ms_per_call']:.3f} | "
+            f"{r['loop_over_this']:.1f}x | {speedup} |"
+        )
+    meta = dict(
+        date=date.today().isoformat(), device=str(device), torch=torch.__version__,
+        machine=platform.machine(), processor=platform.processor(), threads=torch.get_num_threads(),
+        gpu=torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        command=" ".join(["python", *sys.argv]), settings=SETTINGS,
+        other_processes_cpu_share=other_load,
+    )
+    print(
+        f"\n{meta['device']}, torch {meta['torch']}, {meta['machine']}, {meta['threads']} threads"
+        + ("" if other_load is None else f"; other processes used {other_load:.0%} of the CPUs")
+    )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(meta=meta, rows=rows), f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
