@@ -1,0 +1,192 @@
+"""A deliberately plain Bahdanau RNN translator, the way the classic PyTorch tutorials write it.
+
+This is the speed *reference* for benchmarks/bench.py, not part of attnmt: it follows the
+seq2seq tutorials (e.g. "Neural Machine Translation by Jointly Learning to Align and Translate",
+pytorch-seq2seq notebook 3) on purpose, with everything attnmt does differently left out:
+
+* seq-first tensors ``(src_len, batch)``; no packing, no masking (padding is attended to);
+* the attention concatenates the decoder state, repeated over the source, with the encoder
+  states and runs one Linear over the concatenation at EVERY step (no key projection cached);
+* the output Linear runs inside the time loop, once per step; outputs go into a preallocated
+  ``torch.zeros`` tensor; teacher forcing draws ``random.random()`` per step on the host;
+* greedy decoding runs a fixed number of steps (no early exit); beam search handles one
+  sentence at a time (its live hypotheses are batched together), as the tutorials do;
+* fp32 only.
+
+Sizes follow the attnmt config: emb_dim, enc_hidden (per direction), dec_hidden and attn_dim
+(the tutorial's energy size is dec_hidden; attnmt's configs set attn_dim, equal to dec_hidden in
+configs/multi30k_rnn.yaml).
+
+Shapes:
+    src_len, tgt_len: source / target positions (padded); batch: sentences; k: live hypotheses
+    emb_dim, enc_hidden, dec_hidden, attn_dim: layer sizes; vocab: target vocabulary size.
+"""
+
+from __future__ import annotations
+
+import random
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = ["Encoder", "Attention", "Decoder", "ReferenceRNN", "build_reference", "greedy_decode",
+           "beam_search_one"]
+
+
+class Encoder(nn.Module):
+    """Embedding + bidirectional GRU over padded sequences (no packing); fc to the decoder state."""
+
+    def __init__(self, vocab_size: int, emb_dim: int, enc_hidden: int, dec_hidden: int, dropout: float):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, emb_dim)
+        self.rnn = nn.GRU(emb_dim, enc_hidden, bidirectional=True)
+        self.fc = nn.Linear(enc_hidden * 2, dec_hidden)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """src (src_len, batch) -> outputs (src_len, batch, 2*enc_hidden), hidden (batch, dec_hidden)."""
+        embedded = self.dropout(self.embedding(src))  # (src_len, batch, emb_dim)
+        outputs, hidden = self.rnn(embedded)  # hidden: (2, batch, enc_hidden)
+        hidden = torch.tanh(self.fc(torch.cat((hidden[-2], hidden[-1]), dim=1)))  # (batch, dec_hidden)
+        return outputs, hidden
+
+
+class Attention(nn.Module):
+    """Additive attention as one Linear over [s; h_j] (Bahdanau et al. 2015, eq. 6), no mask."""
+
+    def __init__(self, enc_hidden: int, dec_hidden: int, attn_dim: int):
+        super().__init__()
+        self.attn = nn.Linear(enc_hidden * 2 + dec_hidden, attn_dim)
+        self.v = nn.Linear(attn_dim, 1, bias=False)
+
+    def forward(self, hidden: Tensor, encoder_outputs: Tensor) -> Tensor:
+        """hidden (batch, dec_hidden), encoder_outputs (src_len, batch, 2*enc_hidden) -> (batch, src_len)."""
+        src_len = encoder_outputs.shape[0]
+        hidden = hidden.unsqueeze(1).repeat(1, src_len, 1)  # (batch, src_len, dec_hidden)
+        encoder_outputs = encoder_outputs.permute(1, 0, 2)  # (batch, src_len, 2*enc_hidden)
+        energy = torch.tanh(self.attn(torch.cat((hidden, encoder_outputs), dim=2)))  # (batch, src_len, attn_dim)
+        attention = self.v(energy).squeeze(2)  # (batch, src_len)
+        return F.softmax(attention, dim=1)
+
+
+class Decoder(nn.Module):
+    """One step: attend with s_{i-1}, GRU over [E y; c], predict from [s_i; c; E y]."""
+
+    def __init__(self, vocab_size: int, emb_dim: int, enc_hidden: int, dec_hidden: int, attn_dim: int,
+                 dropout: float):
+        super().__init__()
+        self.output_dim = vocab_size
+        self.attention = Attention(enc_hidden, dec_hidden, attn_dim)
+        self.embedding = nn.Embedding(vocab_size, emb_dim)
+        self.rnn = nn.GRU(enc_hidden * 2 + emb_dim, dec_hidden)
+        self.fc_out = nn.Linear(enc_hidden * 2 + dec_hidden + emb_dim, vocab_size)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, input: Tensor, hidden: Tensor, encoder_outputs: Tensor) -> tuple[Tensor, Tensor]:
+        """input (batch,), hidden (batch, dec_hidden), encoder_outputs (src_len, batch, 2*enc_hidden)
+        -> prediction (batch, vocab), hidden (batch, dec_hidden)."""
+        input = input.unsqueeze(0)  # (1, batch)
+        embedded = self.dropout(self.embedding(input))  # (1, batch, emb_dim)
+        a = self.attention(hidden, encoder_outputs).unsqueeze(1)  # (batch, 1, src_len)
+        encoder_outputs = encoder_outputs.permute(1, 0, 2)  # (batch, src_len, 2*enc_hidden)
+        weighted = torch.bmm(a, encoder_outputs).permute(1, 0, 2)  # (1, batch, 2*enc_hidden)
+        rnn_input = torch.cat((embedded, weighted), dim=2)  # (1, batch, 2*enc_hidden + emb_dim)
+        output, hidden = self.rnn(rnn_input, hidden.unsqueeze(0))  # (1, batch, dec_hidden) each
+        prediction = self.fc_out(torch.cat((output.squeeze(0), weighted.squeeze(0), embedded.squeeze(0)),
+                                           dim=1))  # (batch, vocab)
+        return prediction, hidden.squeeze(0)
+
+
+class ReferenceRNN(nn.Module):
+    """Encoder + attentive decoder, the tutorial's ``Seq2Seq``."""
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, *, emb_dim: int = 256, enc_hidden: int = 512,
+                 dec_hidden: int = 512, attn_dim: int = 512, dropout: float = 0.5):
+        super().__init__()
+        self.encoder = Encoder(src_vocab, emb_dim, enc_hidden, dec_hidden, dropout)
+        self.decoder = Decoder(tgt_vocab, emb_dim, enc_hidden, dec_hidden, attn_dim, dropout)
+
+    def forward(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
+        """Teacher-forced scores of every target position.
+
+        Args:
+            src: (src_len, batch) source ids.
+            tgt_in: (tgt_len, batch) ``<bos> y1 .. yn`` (padded).
+            teacher_forcing: probability, drawn per step on the host, of feeding the gold token.
+
+        Returns:
+            logits (tgt_len, batch, vocab); row t predicts the token after tgt_in[t].
+        """
+        tgt_len, batch = tgt_in.shape
+        outputs = torch.zeros(tgt_len, batch, self.decoder.output_dim, device=src.device)
+        encoder_outputs, hidden = self.encoder(src)
+        input = tgt_in[0]  # (batch,) <bos>
+        for t in range(tgt_len):
+            output, hidden = self.decoder(input, hidden, encoder_outputs)
+            outputs[t] = output
+            if t + 1 < tgt_len:
+                teacher_force = random.random() < teacher_forcing
+                top1 = output.argmax(1)  # (batch,)
+                input = tgt_in[t + 1] if teacher_force else top1
+        return outputs
+
+
+def build_reference(model_cfg, src_vocab: int, tgt_vocab: int, pad_id: int = 0) -> ReferenceRNN:
+    """The reference at the sizes of an attnmt `ModelConfig` (arch rnn); pad_id is unused (no masks)."""
+    return ReferenceRNN(src_vocab, tgt_vocab, emb_dim=model_cfg.emb_dim, enc_hidden=model_cfg.enc_hidden,
+                        dec_hidden=model_cfg.dec_hidden, attn_dim=model_cfg.attn_dim, dropout=model_cfg.dropout)
+
+
+@torch.no_grad()
+def greedy_decode(model: ReferenceRNN, src: Tensor, max_len: int, bos_id: int) -> Tensor:
+    """Batched argmax decoding for exactly ``max_len`` steps (no early exit on eos).
+
+    Args:
+        src: (src_len, batch) source ids.
+
+    Returns:
+        (max_len, batch) predicted ids (cut at the first eos by the caller).
+    """
+    encoder_outputs, hidden = model.encoder(src)
+    input = torch.full((src.shape[1],), bos_id, dtype=torch.long, device=src.device)  # (batch,)
+    tokens = []
+    for _ in range(max_len):
+        output, hidden = model.decoder(input, hidden, encoder_outputs)
+        input = output.argmax(1)
+        tokens.append(input)
+    return torch.stack(tokens)  # (max_len, batch)
+
+
+@torch.no_grad()
+def beam_search_one(model: ReferenceRNN, src: Tensor, *, beam_size: int, max_len: int, bos_id: int,
+                    eos_id: int) -> list[int]:
+    """Beam search for ONE sentence; a hypothesis that emits eos leaves the beam, which shrinks.
+
+    Args:
+        src: (src_len, 1) source ids of one sentence.
+
+    Returns:
+        the best hypothesis by log-probability / length, without bos and eos.
+    """
+    encoder_outputs, hidden = model.encoder(src)  # (src_len, 1, 2*enc_hidden), (1, dec_hidden)
+    hyps = torch.full((1, 1), bos_id, dtype=torch.long, device=src.device)  # (k, t)
+    scores = torch.zeros(1, device=src.device)  # (k,)
+    finished: list[tuple[float, list[int]]] = []
+    for t in range(max_len):
+        k = hyps.shape[0]
+        output, hidden = model.decoder(hyps[:, -1], hidden, encoder_outputs.expand(-1, k, -1))
+        candidates = (scores.unsqueeze(1) + F.log_softmax(output, dim=1)).view(-1)  # (k * vocab,)
+        top_scores, top_index = candidates.topk(min(beam_size - len(finished), candidates.numel()))
+        rows, tokens = top_index // output.shape[1], top_index % output.shape[1]
+        hyps = torch.cat([hyps[rows], tokens.unsqueeze(1)], dim=1)  # (k, t + 2)
+        hidden, scores = hidden[rows], top_scores
+        ended = (tokens == eos_id) | (t + 1 == max_len)
+        for i in ended.nonzero().flatten().tolist():
+            finished.append((float(scores[i]) / (t + 1), hyps[i, 1:].tolist()))
+        live = (~ended).nonzero().flatten()
+        if len(finished) >= beam_size or live.numel() == 0:
+            break
+        hyps, hidden, scores = hyps[live], hidden[live], scores[live]
+    best = max(finished, key=lambda f: f[0])[1]
+    return [tok for tok in best if tok != eos_id]

@@ -1,0 +1,200 @@
+"""The speed harness (benchmarks/bench.py) and its tutorial-style references: smoke runs that check
+the JSON report's keys and that every figure is a positive number, and that the references have
+the right shapes and learn. No test asserts a time."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from attnmt.config import Config
+from attnmt.data.batching import make_batches
+
+BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
+MULTI30K = Path(os.environ.get("ATTNMT_DATA", "/work/shared/data/multi30k"))
+TINY_RNN = ["model.emb_dim=8", "model.enc_hidden=8", "model.dec_hidden=16", "model.attn_dim=8"]
+TINY_TRANSFORMER = ["model.arch=transformer", "model.d_model=16", "model.heads=2", "model.ff_dim=32",
+                    "model.enc_layers=1", "model.dec_layers=1"]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load("bench")
+reference_rnn = _load("reference_rnn")
+reference_transformer = _load("reference_transformer")
+
+
+def _run(tmp_path: Path, config: Path, overrides: list[str], *extra: str) -> dict:
+    out = tmp_path / "bench.json"
+    argv = ["--config", str(config), "--device", "cpu", "--threads", "1", "--steps", "2", "--warmup-steps", "1",
+            "--decode-sentences", "8", "--json", str(out), "-q", *extra]
+    for item in overrides:
+        argv += ["--set", item]
+    assert bench.main(argv) == 0
+    return json.loads(out.read_text())
+
+
+def _check_report(report: dict, *, beams=("greedy", "beam5")) -> None:
+    assert report["schema"] == bench.SCHEMA
+    for key in ("config", "arch", "env", "data", "memory_kind", "results", "ratios", "notes"):
+        assert key in report
+    assert report["data"]["epoch_tgt_tokens"] > 0 and report["data"]["batches_per_epoch"] > 0
+    for side in ("attnmt", "reference"):
+        train = report["results"][side]["train"]
+        for key in ("tgt_tok_per_s", "src_tgt_tok_per_s", "step_ms", "epoch_s_estimate", "peak_mem_mb"):
+            assert train[key] > 0, (side, key)
+        assert train["tgt_tokens"] > 0 and train["src_tokens"] > 0
+        decode = report["results"][side]["decode"]
+        assert set(decode) == set(beams)
+        for result in decode.values():
+            assert result["sentences"] == 8
+            for key in ("sent_per_s", "seconds", "search_sent_per_s", "peak_mem_mb"):
+                assert result[key] > 0, (side, key)
+    for key in ("train.tgt_tok_per_s", "train.epoch_s_estimate", "decode.greedy.sent_per_s",
+                "decode.beam5.search_sent_per_s", "train.peak_mem_mb"):
+        assert report["ratios"][key] > 0
+    assert all(math.isfinite(v) for v in report["ratios"].values() if v is not None)
+
+
+def test_bench_rnn_on_toy_corpus(tmp_path, toy_config):
+    report = _run(tmp_path, toy_config, TINY_RNN)
+    _check_report(report)
+    assert report["arch"] == "rnn" and not report["data"]["epoch_estimated"]
+    assert any("lower bound" in note for note in report["notes"])  # untrained decoding is flagged
+
+
+def test_bench_transformer_on_toy_corpus(tmp_path, toy_config):
+    report = _run(tmp_path, toy_config, TINY_TRANSFORMER, "--full-epoch")
+    _check_report(report)
+    assert report["arch"] == "transformer"
+    assert report["results"]["attnmt"]["train"]["epoch_s_measured"] > 0
+
+
+@pytest.mark.skipif(not (MULTI30K / "train.de.gz").exists(), reason="Multi30k is not available locally")
+def test_bench_multi30k_subset(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNMT_DATA", str(MULTI30K))
+    config = Path(__file__).resolve().parents[1] / "configs" / "multi30k_rnn.yaml"
+    report = _run(tmp_path, config, TINY_RNN, "--train-subset", "300", "--beams", "1", "--no-reference")
+    assert report["data"]["train_pairs"] <= 300 and report["data"]["full_train_pairs"] == 29000
+    assert report["data"]["epoch_estimated"] and report["data"]["epoch_tgt_tokens"] > 300_000
+    assert report["results"]["attnmt"]["decode"]["greedy"]["tgt_tok_per_s"] > 0
+    assert report["ratios"] == {} and "reference" not in report["results"]
+
+
+def test_bench_needs_a_config(capsys):
+    assert bench.main(["--device", "cpu"]) == 2
+    assert "--config" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- the references
+
+def _toy_batch(batch: int = 6, vocab: int = 12, seed: int = 0):
+    """One padded batch of a copy task: target = source (ids >= 4, lengths 3..7)."""
+    gen = torch.Generator().manual_seed(seed)
+    examples = []
+    for i in range(batch):
+        ids = torch.randint(4, vocab, (3 + i % 5,), generator=gen).tolist()
+        examples.append((ids, ids))
+    return make_batches(examples, batch_size=batch, shuffle=False)[0]
+
+
+def _tiny_rnn():
+    torch.manual_seed(0)
+    return reference_rnn.ReferenceRNN(12, 12, emb_dim=8, enc_hidden=8, dec_hidden=16, attn_dim=8, dropout=0.0)
+
+
+def _tiny_transformer():
+    torch.manual_seed(0)
+    return reference_transformer.ReferenceTransformer(12, 12, d_model=16, heads=2, ff_dim=32, enc_layers=1,
+                                                      dec_layers=1, dropout=0.0)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One torch thread: tiny models only lose from more, and the CPU may be shared."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+@pytest.mark.parametrize("make", [_tiny_rnn, _tiny_transformer], ids=["rnn", "transformer"])
+def test_reference_forward_shape(make):
+    model, batch = make(), _toy_batch()
+    src, tgt_in = batch.src_ids.t(), batch.tgt_in.t()  # (src_len, batch), (tgt_len, batch)
+    logits = model(src, tgt_in, 1.0)
+    assert logits.shape == (tgt_in.shape[0], tgt_in.shape[1], 12)
+    assert torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("make", [_tiny_rnn, _tiny_transformer], ids=["rnn", "transformer"])
+def test_reference_trains(make):
+    model, batch = make(), _toy_batch()
+    cfg = Config().replace(train=dataclasses.replace(Config().train, lr=1e-2, teacher_forcing=1.0))
+    step = bench.make_reference_step(model.train(), cfg, torch.device("cpu"), pad_id=0)
+    losses = [step(batch) for _ in range(30)]
+    assert losses[-1] < 0.5 * losses[0]
+
+
+@pytest.mark.parametrize("ref,make", [(reference_rnn, _tiny_rnn), (reference_transformer, _tiny_transformer)],
+                         ids=["rnn", "transformer"])
+def test_reference_decoding_shapes(ref, make):
+    model, batch = make().eval(), _toy_batch()
+    src = batch.src_ids.t()  # (src_len, batch)
+    out = ref.greedy_decode(model, src, 9, bos_id=2)
+    assert out.shape == (9, src.shape[1])
+    hyp = ref.beam_search_one(model, src[:, :1][: int(batch.src_lengths[0])], beam_size=3, max_len=9,
+                              bos_id=2, eos_id=3)
+    assert len(hyp) <= 9 and all(isinstance(t, int) and t != 3 for t in hyp)
+
+
+
+@pytest.fixture
+def toy_run_dir(tmp_path, toy_config):
+    """A run directory as `attnmt train` writes it (config, pipeline, best.json, weights), with
+    untrained weights: enough for Translator.load, in well under a second."""
+    from attnmt.checkpoint import save_weights, write_json
+    from attnmt.config import load_config, save_config
+    from attnmt.data.corpus import load_corpus
+    from attnmt.data.pipeline import TextPipeline
+    from attnmt.models import build_model
+    from attnmt.training import corpus_spec
+
+    cfg = load_config(toy_config, TINY_RNN)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    pipeline = TextPipeline.build(cfg.data, load_corpus(corpus_spec(cfg.data), "train"), cache_dir=run_dir)
+    pipeline.save(run_dir)
+    save_config(cfg, run_dir / "config.json")
+    model = build_model(cfg.model, len(pipeline.src_vocab), len(pipeline.tgt_vocab))
+    save_weights(model, run_dir / "checkpoints" / "epoch_001.safetensors")
+    write_json(run_dir / "best.json", {"file": "checkpoints/epoch_001.safetensors", "epoch": 1})
+    return run_dir
+
+
+def test_bench_decodes_a_checkpoint(tmp_path, toy_run_dir):
+    """With --decode-checkpoint and no --config, the run's own config and pipeline are used."""
+    out = tmp_path / "bench.json"
+    assert bench.main(["--decode-checkpoint", str(toy_run_dir), "--device", "cpu", "--threads", "1",
+                       "--no-train", "--beams", "1", "--decode-sentences", "8", "--json", str(out), "-q"]) == 0
+    report = json.loads(out.read_text())
+    assert report["config"].endswith("config.json")
+    assert report["data"]["decode_checkpoint"] == str(toy_run_dir)
+    assert "train" not in report["results"]["attnmt"]
+    assert report["results"]["attnmt"]["decode"]["greedy"]["sent_per_s"] > 0
+    assert report["ratios"]["decode.greedy.sent_per_s"] > 0
+    assert not any("lower bound" in note for note in report["notes"])
