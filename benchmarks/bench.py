@@ -60,7 +60,7 @@ from attnmt.training import (
     make_step_schedule,
     resolve_device,
     seed_everything,
-    sequence_loss,
+    train_step,
 )
 from attnmt.translator import decode_sources
 
@@ -232,22 +232,11 @@ def make_attnmt_step(model: nn.Module, cfg: Config, device: torch.device, pad_id
     optimizer = make_optimizer(model, t)
     schedule = make_step_schedule(optimizer, t)
     use_amp = device.type == "cuda" and t.amp in ("auto", "bf16")
-    max_norm = t.clip if t.clip > 0 else float("inf")
 
     def step(batch: Batch) -> Tensor:
-        batch = batch.to(device)
-        ntok = batch.num_tgt_tokens
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
-            logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in,
-                           teacher_forcing=t.teacher_forcing).logits  # (batch, tgt_len, vocab)
-        loss = sequence_loss(logits, batch.tgt_out, pad_id=pad_id, label_smoothing=t.label_smoothing)
-        (loss / ntok).backward()
-        grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-        if torch.isfinite(grad_norm) and torch.isfinite(loss):  # host sync, as in training.train
-            optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        schedule.step()
-        return loss.detach()
+        loss, _ = train_step(model, batch.to(device), optimizer, schedule, train_cfg=t, use_amp=use_amp,
+                             pad_id=pad_id)
+        return loss
 
     return step
 

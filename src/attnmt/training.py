@@ -94,6 +94,32 @@ def make_step_schedule(optimizer: torch.optim.Optimizer, cfg) -> torch.optim.lr_
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+def train_step(model: nn.Module, batch: Batch, optimizer: torch.optim.Optimizer,
+               schedule: torch.optim.lr_scheduler.LRScheduler, *, train_cfg, use_amp: bool,
+               pad_id: int) -> tuple[torch.Tensor, bool]:
+    """One update: forward, summed loss / target tokens, backward, clip, optimizer and schedule step.
+
+    A non-finite loss or gradient norm skips the update (its gradients are dropped), so a bad
+    batch never reaches the weights; checking it is this step's one host synchronisation.
+
+    Returns:
+        (summed loss over the batch's target tokens, detached; whether the update was applied)
+    """
+    with torch.autocast(batch.src_ids.device.type, dtype=torch.bfloat16, enabled=use_amp):
+        logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in,
+                       teacher_forcing=train_cfg.teacher_forcing).logits  # (batch, tgt_len, vocab)
+    loss = sequence_loss(logits, batch.tgt_out, pad_id=pad_id, label_smoothing=train_cfg.label_smoothing)
+    (loss / batch.num_tgt_tokens).backward()
+    max_norm = train_cfg.clip if train_cfg.clip > 0 else float("inf")
+    grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    finite = bool(torch.isfinite(grad_norm) & torch.isfinite(loss))
+    if finite:
+        optimizer.step()
+        schedule.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.detach(), finite
+
+
 @torch.inference_mode()
 def corpus_loss(model: nn.Module, batches: list[Batch], device: torch.device, *, pad_id: int) -> tuple[float, int]:
     """Teacher-forced summed NLL and number of target tokens over `batches` (eval mode)."""
@@ -239,16 +265,11 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool) -> TrainResult:
             state["batch_in_epoch"] += 1
             batch = batch.to(device)
             ntok = batch.num_tgt_tokens
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
-                logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in,
-                               teacher_forcing=t.teacher_forcing).logits
-            loss = sequence_loss(logits, batch.tgt_out, pad_id=pad_id, label_smoothing=t.label_smoothing)
-            (loss / ntok).backward()
-            grad_norm = nn.utils.clip_grad_norm_(model.parameters(), t.clip if t.clip > 0 else float("inf"))
-            if not (torch.isfinite(grad_norm) and torch.isfinite(loss)):
-                # A bad step never reaches the weights: its gradients are dropped.
+            loss, finite = train_step(model, batch, optimizer, step_schedule, train_cfg=t, use_amp=use_amp,
+                                      pad_id=pad_id)
+            if not finite:
+                # A bad step never reaches the weights: train_step dropped its gradients.
                 bad_steps += 1
-                optimizer.zero_grad(set_to_none=True)
                 log.warning("epoch %d batch %d (examples %s...): non-finite loss or gradient; step skipped "
                             "(%d in a row)", epoch, state["batch_in_epoch"], batch.index[:4].tolist(), bad_steps)
                 metrics.write(event="bad_step", epoch=epoch, batch=state["batch_in_epoch"], step=state["step"],
@@ -258,9 +279,6 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool) -> TrainResult:
                                       f"{t.max_bad_steps}); lower train.lr or check the data")
                 continue
             bad_steps = 0
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            step_schedule.step()
             state["step"] += 1
             loss_sum += loss.detach().double()
             tokens_seen += ntok
