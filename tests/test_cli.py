@@ -59,6 +59,6 @@ def test_user_errors_exit_2_with_one_line(tmp_path, capsys):
     assert "config.json" in capsys.readouterr().err
 
 
-def test_resume_refuses_overrides(tmp_path, capsys):
-    assert main(["train", "x.yaml", "--resume", str(tmp_path), "--set", "train.lr=1"]) == 2
-    assert "--set cannot change a run" in capsys.readouterr().err
+def test_resume_of_a_folder_without_a_run_names_the_missing_file(tmp_path, capsys):
+    assert main(["train", "--resume", str(tmp_path), "--set", "train.epochs=3"]) == 2
+    assert "config.json" in capsys.readouterr().err

@@ -58,3 +58,31 @@ def test_sigkill_mid_epoch_then_resume_matches_uninterrupted_run(tmp_path, toy_c
     for name in a:
         torch.testing.assert_close(a[name], b[name], rtol=1e-5, atol=1e-6, msg=name)
     assert metrics_without_timings(straight) == metrics_without_timings(killed)
+
+
+def test_a_finished_run_extended_with_more_epochs_matches_a_longer_run(tmp_path, toy_config):
+    settings = ["--set", "train.num_threads=1", "--set", "model.dropout=0.2"]
+    longer = tmp_path / "longer"
+    assert main(["train", str(toy_config), "--run-dir", str(longer), "--set", "train.epochs=2", *settings]) == 0
+    extended = tmp_path / "extended"
+    assert main(["train", str(toy_config), "--run-dir", str(extended), "--set", "train.epochs=1", *settings]) == 0
+    assert main(["train", "--resume", str(extended)]) == 0  # nothing left: trains nothing, changes nothing
+    assert main(["train", "--resume", str(extended), "--set", "train.epochs=2"]) == 0
+
+    a, b = final_weights(longer), final_weights(extended)
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=1e-5, atol=1e-6, msg=name)
+    assert metrics_without_timings(longer) == metrics_without_timings(extended)
+    assert json.loads((extended / "config.json").read_text())["train"]["epochs"] == 2
+
+
+def test_resume_refuses_changes_to_what_is_trained(tmp_path, toy_config, capsys):
+    run = tmp_path / "run"
+    assert main(["train", str(toy_config), "--run-dir", str(run), "--set", "train.epochs=1"]) == 0
+    before = (run / "config.json").read_text()
+    assert main(["train", "--resume", str(run), "--set", "train.lr=1"]) == 2
+    err = capsys.readouterr().err
+    assert "--set train.lr cannot change a run that is being resumed" in err and "train.epochs" in err
+    assert main(["train", "--resume", str(run), "--set", "train.epochs=zero"]) == 2
+    assert "train.epochs" in capsys.readouterr().err
+    assert (run / "config.json").read_text() == before

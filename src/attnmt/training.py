@@ -29,7 +29,7 @@ from attnmt.checkpoint import (
     save_weights,
     write_json,
 )
-from attnmt.config import Config, load_config, load_saved_config, save_config
+from attnmt.config import Config, apply_overrides, config_from_dict, load_config, load_saved_config, save_config
 from attnmt.data.batching import Batch, make_batches
 from attnmt.data.corpus import CorpusSpec, ParallelCorpus, load_corpus
 from attnmt.data.pipeline import TextPipeline
@@ -251,8 +251,13 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool) -> TrainResult:
         _save_resume_state(run_dir, weights_file, model, optimizer, step_schedule, plateau, state, device)
 
     start_time = time.perf_counter() - state["seconds"]
-    out_of_time = False
-    while state["epoch"] < t.epochs and not out_of_time:
+    stop = bool(t.max_minutes) and state["seconds"] > 60 * t.max_minutes
+    if t.early_stopping_patience and state["bad_epochs"] >= t.early_stopping_patience:
+        stop = True  # this run already stopped early; a larger patience lets it go on
+    if resume and (stop or state["epoch"] >= t.epochs):
+        log.info("nothing left to train (epoch %d of %d, %.0f s): extend with --set train.epochs=N, "
+                 "train.max_minutes=M or train.early_stopping_patience=P", state["epoch"], t.epochs, state["seconds"])
+    while state["epoch"] < t.epochs and not stop:
         epoch = state["epoch"] + 1
         model.train()
         # Batches depend only on (seed, epoch): a resumed run skips the ones already trained on.
@@ -297,7 +302,7 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool) -> TrainResult:
                 save_weights(model, run_dir / weights_file)
                 save_progress(weights_file)
             if t.max_minutes and time.perf_counter() - start_time > 60 * t.max_minutes:
-                out_of_time = True
+                stop = True
                 log.info("train.max_minutes=%s reached in epoch %d: validating and stopping", t.max_minutes, epoch)
                 break
         bar.close()
@@ -382,13 +387,34 @@ def _prune_checkpoints(run_dir: Path, keep: int) -> None:
             path.unlink(missing_ok=True)
 
 
+# What `--resume RUN --set ...` may change: how long and how verbosely the run goes on, never
+# what it trains (data, model, optimizer, schedule), so the resumed run stays one consistent run.
+EXTENDABLE_KEYS = ("train.epochs", "train.max_minutes", "train.early_stopping_patience", "train.num_threads",
+                   "train.log_every", "train.save_every_steps", "train.keep_last", "train.max_bad_steps",
+                   "train.tensorboard")
+
+
+def _extend_run(cfg: Config, run_dir: Path, overrides: list[str]) -> Config:
+    """Apply `overrides` limited to EXTENDABLE_KEYS to a saved run's config and save it."""
+    for item in overrides:
+        key = item.partition("=")[0].strip()
+        if key not in EXTENDABLE_KEYS:
+            raise AttnmtError(f"--set {key} cannot change a run that is being resumed: it would no longer be the "
+                              f"same run. On resume only these can change: {', '.join(EXTENDABLE_KEYS)}")
+    source = str(run_dir / "config.json")
+    cfg = config_from_dict(apply_overrides(cfg.to_dict(), overrides, source=f"--set on {source}"), source=source)
+    save_config(cfg, run_dir / "config.json")
+    log.info("resumed run extended: %s", ", ".join(overrides))
+    return cfg
+
+
 def train_command(args) -> int:
     """`attnmt train CONFIG [--set k=v ...] [--run-dir DIR] [--resume RUN_DIR]`."""
     if args.resume:
-        if args.overrides:
-            raise AttnmtError("--set cannot change a run that is being resumed")
         run_dir = Path(args.resume)
         cfg = load_saved_config(run_dir / "config.json")
+        if args.overrides:
+            cfg = _extend_run(cfg, run_dir, args.overrides)
     else:
         if not args.config:
             raise AttnmtError("train needs a CONFIG file (or --resume RUN_DIR)")
