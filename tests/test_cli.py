@@ -45,8 +45,13 @@ def test_train_evaluate_translate_attention(tmp_path, toy_config, capsys, monkey
     assert main(["attention", str(run_dir), "Hund katze haus .", "-o", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
+    assert main(["evaluate", str(run_dir), "--split", "test", "--checkpoint", "average"]) == 2
+    assert "attnmt average" in capsys.readouterr().err
     assert main(["average", str(run_dir), "--last", "3"]) == 0
     assert (run_dir / "average.json").is_file()
+    capsys.readouterr()
+    assert main(["evaluate", str(run_dir), "--split", "test", "--beam", "3", "--checkpoint", "average"]) == 0
+    assert json.loads(capsys.readouterr().out)["bleu"] > 50
 
 
 def test_user_errors_exit_2_with_one_line(tmp_path, capsys):

@@ -143,12 +143,14 @@ def load_train_state(path: Path) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- run directory
 
 def checkpoint_path(run_dir: Path, which: str = "best") -> Path:
-    """Resolve 'best', 'last' or a file name to a weights file of the run."""
+    """Resolve 'best', 'last', 'average' (from `attnmt average`) or a file name to a weights file."""
     run_dir = Path(run_dir)
-    if which in ("best", "last"):
+    if which in ("best", "last", "average"):
         pointer = run_dir / f"{which}.json"
         if not pointer.is_file():
-            raise CheckpointError(f"{pointer}: not found; is {run_dir} a finished or running attnmt run?")
+            hint = (f"run `attnmt average {run_dir}` first" if which == "average"
+                    else f"is {run_dir} a finished or running attnmt run?")
+            raise CheckpointError(f"{pointer}: not found; {hint}")
         info = read_json(pointer)
         if not isinstance(info, dict) or "file" not in info:
             raise CheckpointError(f"{pointer}: expected a JSON object with a 'file' key")

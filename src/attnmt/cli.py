@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy)")
     evaluate.add_argument("--length-penalty", type=float, default=None)
     evaluate.add_argument("--batch-size", type=int, default=128)
-    evaluate.add_argument("--checkpoint", default="best", help="'best', 'last' or a checkpoint file")
+    evaluate.add_argument("--checkpoint", default="best", help="'best', 'last', 'average' (after attnmt average) or a checkpoint file")
     evaluate.add_argument("--device", default=None)
 
     translate = sub.add_parser("translate", help="translate lines from stdin (or -i) to stdout (or -o)")

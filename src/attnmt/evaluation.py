@@ -66,8 +66,10 @@ def evaluate_command(args) -> int:
     report = translator.evaluate(args.split, beam_size=args.beam, length_penalty=args.length_penalty,
                                  batch_size=args.batch_size)
     report["seconds"] = round(time.perf_counter() - start, 2)
+    report["checkpoint"] = args.checkpoint
     print(json.dumps(report, indent=2, ensure_ascii=False))
-    out = Path(args.run_dir) / f"eval_{args.split}_beam{args.beam}.json"
+    suffix = "" if args.checkpoint == "best" else "_" + Path(args.checkpoint).stem
+    out = Path(args.run_dir) / f"eval_{args.split}_beam{args.beam}{suffix}.json"
     try:
         from attnmt.checkpoint import write_json
 
