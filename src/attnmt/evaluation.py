@@ -69,6 +69,8 @@ def evaluate_command(args) -> int:
     report["checkpoint"] = args.checkpoint
     print(json.dumps(report, indent=2, ensure_ascii=False))
     suffix = "" if args.checkpoint == "best" else "_" + Path(args.checkpoint).stem
+    if args.length_penalty is not None:
+        suffix += f"_lp{args.length_penalty:g}"
     out = Path(args.run_dir) / f"eval_{args.split}_beam{args.beam}{suffix}.json"
     try:
         from attnmt.checkpoint import write_json

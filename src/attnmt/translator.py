@@ -154,7 +154,9 @@ class Translator:
         corpus = load_corpus(corpus_spec(self.cfg.data), split)
         beam = self.cfg.search.beam_size if beam_size is None else beam_size
         results = self.translate(corpus.src, beam_size=beam, length_penalty=length_penalty, batch_size=batch_size)
-        report = {"split": split, "sentences": len(corpus.src), "beam": beam}
+        lp = self.cfg.search.length_penalty if length_penalty is None else length_penalty
+        report = {"split": split, "sentences": len(corpus.src), "beam": beam,
+                  "length_penalty": lp if beam > 1 else None}
         report.update(score_translations([r.text for r in results], corpus.tgt, tgt_lang=self.cfg.data.tgt_lang))
         vocab = self.pipeline.tgt_vocab
         batches = make_batches(self.pipeline.encode_corpus(corpus), batch_size=batch_size, shuffle=False,
