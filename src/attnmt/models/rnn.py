@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnmt.attention import AdditiveAttention, DotAttention, GeneralAttention
+from attnmt.models.dropout import Dropout
 
 __all__ = ["EncoderOutput", "ModelOutput", "DecoderStep", "GRUEncoder", "AttentiveGRUDecoder",
            "RNNSeq2Seq", "ATTENTION_TYPES"]
@@ -83,7 +84,7 @@ class GRUEncoder(nn.Module):
         self.hidden, self.layers = hidden, layers
         self.dec_hidden = hidden if dec_hidden is None else dec_hidden
         self.src_embed = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.rnn = nn.GRU(emb_dim, hidden, num_layers=layers, batch_first=True, bidirectional=True,
                           dropout=dropout if layers > 1 else 0.0)
         self.bridge = nn.Linear(2 * hidden, self.dec_hidden)
@@ -150,7 +151,7 @@ class AttentiveGRUDecoder(nn.Module):
                              f"got hidden={hidden}, enc_dim={enc_dim} (use 'luong-general')")
         self.kind, self.hidden = attention, hidden
         self.tgt_embed = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.pre_output: nn.Linear | None = None
         if attention == "bahdanau":
             self.attention = AdditiveAttention(hidden, enc_dim, attn_dim)

@@ -26,6 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from attnmt.attention import MultiHeadAttention, causal_mask
+from attnmt.models.dropout import Dropout
 from attnmt.models.rnn import EncoderOutput, ModelOutput, check_source
 
 __all__ = ["TransformerSeq2Seq", "EncoderLayer", "DecoderLayer", "sinusoidal_positions",
@@ -56,7 +57,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.in_proj = nn.Linear(d_model, ff_dim)
         self.out_proj = nn.Linear(ff_dim, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         """(batch, len, hidden) -> (batch, len, hidden)."""
@@ -73,7 +74,7 @@ class _Sublayers(nn.Module):
     def __init__(self, dropout: float, pre_norm: bool):
         super().__init__()
         self.pre_norm = pre_norm
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def sublayer_input(self, x: Tensor, norm: nn.LayerNorm) -> Tensor:
         return norm(x) if self.pre_norm else x
@@ -202,7 +203,7 @@ class TransformerSeq2Seq(nn.Module):
         else:  # not saved with the weights: rebuilt from the formula
             self.register_buffer("pos_table", sinusoidal_positions(max_positions, d_model),
                                  persistent=False)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         layer_args = dict(dropout=dropout, attn_dropout=attn_dropout, pre_norm=pre_norm)
         self.encoder_layers = nn.ModuleList(
             EncoderLayer(d_model, heads, ff_dim, **layer_args) for _ in range(enc_layers))
