@@ -30,7 +30,6 @@ import ctypes
 import gc
 import json
 import logging
-import math
 import os
 import platform
 import resource
@@ -53,7 +52,7 @@ from attnmt.data.corpus import ParallelCorpus, cache_dir, load_corpus
 from attnmt.data.pipeline import TextPipeline
 from attnmt.errors import AttnmtError
 from attnmt.models import build_model, count_parameters
-from attnmt.search import beam_search, greedy_search
+from attnmt.search import output_budget
 from attnmt.training import (
     corpus_spec,
     make_optimizer,
@@ -62,7 +61,7 @@ from attnmt.training import (
     seed_everything,
     train_step,
 )
-from attnmt.translator import decode_sources
+from attnmt.translator import decode_sources, encode_sources, search_batch
 
 _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:  # the references live next to this file, outside the package
@@ -304,40 +303,26 @@ def measure_training(step: StepFn, batches: Sequence[Batch], *, warmup: int, ste
 
 # ----------------------------------------------------------------------------- decoding
 
-def source_ids(pipeline: TextPipeline, sentences: Sequence[str], search_cfg: SearchConfig) -> list[list[int]]:
-    """Tokenized source ids, cut at search.max_input_tokens, as decode_sources makes them."""
-    ids = []
-    for sentence in sentences:
-        tokens = pipeline.src_tokenizer.tokenize(sentence) if sentence.strip() else []
-        ids.append(pipeline.src_vocab.encode(tokens[: search_cfg.max_input_tokens]))
-    return ids
-
-
 def budget(src_len: int, search_cfg: SearchConfig) -> int:
-    """The length budget search.py gives a source of `src_len` tokens (eos included)."""
-    return max(1, math.floor(src_len * search_cfg.max_len_ratio + search_cfg.max_len_offset))
+    """The length budget attnmt's search gives a source of `src_len` tokens (eos included)."""
+    return int(output_budget(torch.tensor([src_len]), search_cfg.max_len_ratio, search_cfg.max_len_offset)[0])
 
 
 def attnmt_search_only(model: nn.Module, pipeline: TextPipeline, sentences: Sequence[str], *, beam: int,
                        search_cfg: SearchConfig, device: torch.device, batch_size: int) -> Callable[[], int]:
-    """A callable that runs only greedy_search / beam_search over the batches decode_sources would
-    build (length-sorted, already on the device); it returns the tokens produced."""
-    ids = source_ids(pipeline, sentences, search_cfg)
+    """A callable that runs only the search over the batches decode_sources would build
+    (length-sorted, already on the device); it returns the tokens produced."""
+    _, ids = encode_sources(pipeline, sentences, search_cfg)
     order = sorted((i for i in range(len(ids)) if ids[i]), key=lambda i: len(ids[i]))
     pad_id, vocab = pipeline.src_vocab.pad_id, pipeline.tgt_vocab
     batches = [make_source_batch([ids[i] for i in order[s:s + batch_size]], pad_id=pad_id).to(device)
                for s in range(0, len(order), batch_size)]
-    common = dict(max_len_ratio=search_cfg.max_len_ratio, max_len_offset=search_cfg.max_len_offset,
-                  bos_id=vocab.bos_id, eos_id=vocab.eos_id)
 
     def run() -> int:
         produced = 0
         for b in batches:
-            if beam <= 1:
-                found = greedy_search(model, b.src_ids, b.src_mask, b.src_lengths, **common)
-            else:
-                found = beam_search(model, b.src_ids, b.src_mask, b.src_lengths, beam_size=beam,
-                                    length_penalty=search_cfg.length_penalty, **common)
+            found = search_batch(model, b, beam_size=beam, length_penalty=search_cfg.length_penalty,
+                                 search_cfg=search_cfg, bos_id=vocab.bos_id, eos_id=vocab.eos_id)
             produced += sum(len(tokens) for tokens in found.tokens)
         return produced
 
@@ -355,7 +340,7 @@ def reference_translate(ref: ModuleType, model: nn.Module, pipeline: TextPipelin
     vocab = pipeline.tgt_vocab
 
     def prepare() -> list[tuple[Tensor, int]]:
-        ids = [s for s in source_ids(pipeline, sentences, search_cfg) if s]
+        ids = [s for s in encode_sources(pipeline, sentences, search_cfg)[1] if s]
         if beam <= 1:
             chunks = [ids[s:s + batch_size] for s in range(0, len(ids), batch_size)]
             return [(make_source_batch(c, pad_id=pipeline.src_vocab.pad_id).src_ids.t().to(device),  # (src_len, batch)

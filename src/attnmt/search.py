@@ -94,8 +94,8 @@ def _check_args(src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, max_len_
                          f"{max_len_offset}")
 
 
-def _max_lengths(src_lengths: Tensor, ratio: float, offset: int) -> Tensor:
-    """Per-sentence output budget, eos included: (batch,) long, at least 1."""
+def output_budget(src_lengths: Tensor, ratio: float, offset: int) -> Tensor:
+    """Per-sentence output budget, eos included: (batch,) source lengths -> (batch,) long, at least 1."""
     return (src_lengths.double() * ratio + offset).floor().long().clamp(min=1)
 
 
@@ -135,7 +135,7 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         return SearchResult([], [], [], [], [])
     with _eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
-        max_lens = _max_lengths(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
+        max_lens = output_budget(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
         prev_ids = torch.full((batch,), bos_id, dtype=torch.long, device=device)
         finished = torch.zeros(batch, dtype=torch.bool, device=device)
         lengths = torch.zeros(batch, dtype=torch.long, device=device)
@@ -206,7 +206,7 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
     with _eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
         state = model.reorder_state(state, tile_index(batch, beam, device))  # rows = batch*beam
-        max_lens = _max_lengths(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
+        max_lens = output_budget(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
         active = torch.arange(batch, device=device)  # sentence ids still searched: (n,)
         beam_scores = torch.zeros(batch, beam, device=device)  # (n, beam) sum of log-probs
         beam_scores[:, 1:] = neg_inf  # all beams start equal: expand only the first

@@ -251,7 +251,11 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool) -> TrainResult:
         _save_resume_state(run_dir, weights_file, model, optimizer, step_schedule, plateau, state, device)
 
     start_time = time.perf_counter() - state["seconds"]
-    stop = bool(t.max_minutes) and state["seconds"] > 60 * t.max_minutes
+
+    def out_of_time() -> bool:
+        return bool(t.max_minutes) and time.perf_counter() - start_time > 60 * t.max_minutes
+
+    stop = out_of_time()
     if t.early_stopping_patience and state["bad_epochs"] >= t.early_stopping_patience:
         stop = True  # this run already stopped early; a larger patience lets it go on
     if resume and (stop or state["epoch"] >= t.epochs):
@@ -301,7 +305,7 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool) -> TrainResult:
                 weights_file = Path("checkpoints") / f"resume_step{state['step']:07d}.safetensors"
                 save_weights(model, run_dir / weights_file)
                 save_progress(weights_file)
-            if t.max_minutes and time.perf_counter() - start_time > 60 * t.max_minutes:
+            if out_of_time():
                 stop = True
                 log.info("train.max_minutes=%s reached in epoch %d: validating and stopping", t.max_minutes, epoch)
                 break

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from attnmt.config import Config, SearchConfig, load_saved_config
-from attnmt.data.batching import make_batches, make_source_batch
+from attnmt.data.batching import Batch, make_batches, make_source_batch
 from attnmt.data.pipeline import TextPipeline
 
 log = logging.getLogger(__name__)
@@ -47,15 +47,10 @@ def _empty_result(source_tokens: list[str]):
     return TranslationResult("", [], source_tokens, np.zeros((0, len(source_tokens)), dtype=np.float32), 0.0)
 
 
-@torch.inference_mode()
-def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence[str], *, beam_size: int,
-                   search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64,
-                   length_penalty: float | None = None) -> list[TranslationResult]:
-    """Translate raw sentences in length-sorted batches; results come back in input order."""
-    from attnmt.search import beam_search, greedy_search
-
-    was_training = model.training
-    model.eval()
+def encode_sources(pipeline: TextPipeline, sentences: Sequence[str],
+                   search_cfg: SearchConfig) -> tuple[list[list[str]], list[list[int]]]:
+    """Tokenize raw sentences for decoding, cut to search.max_input_tokens (and, before
+    tokenizing, to a character bound); returns (source tokens, source ids) per sentence."""
     src_tokens, src_ids = [], []
     for i, sentence in enumerate(sentences):
         max_chars = MAX_CHARS_PER_TOKEN * search_cfg.max_input_tokens
@@ -69,6 +64,30 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
             tokens = tokens[: search_cfg.max_input_tokens]
         src_tokens.append(tokens)
         src_ids.append(pipeline.src_vocab.encode(tokens))
+    return src_tokens, src_ids
+
+
+def search_batch(model: nn.Module, batch: Batch, *, beam_size: int, length_penalty: float, search_cfg: SearchConfig,
+                 bos_id: int, eos_id: int):
+    """Greedy search (beam_size <= 1) or beam search over one source batch; returns the SearchResult."""
+    from attnmt.search import beam_search, greedy_search
+
+    common = dict(max_len_ratio=search_cfg.max_len_ratio, max_len_offset=search_cfg.max_len_offset,
+                  bos_id=bos_id, eos_id=eos_id)
+    if beam_size <= 1:
+        return greedy_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, **common)
+    return beam_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, beam_size=beam_size,
+                       length_penalty=length_penalty, **common)
+
+
+@torch.inference_mode()
+def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence[str], *, beam_size: int,
+                   search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64,
+                   length_penalty: float | None = None) -> list[TranslationResult]:
+    """Translate raw sentences in length-sorted batches; results come back in input order."""
+    was_training = model.training
+    model.eval()
+    src_tokens, src_ids = encode_sources(pipeline, sentences, search_cfg)
     results: list[TranslationResult | None] = [None] * len(sentences)
     todo = sorted((i for i in range(len(sentences)) if src_ids[i]), key=lambda i: len(src_ids[i]))
     lp = search_cfg.length_penalty if length_penalty is None else length_penalty
@@ -76,13 +95,8 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
     for start in range(0, len(todo), batch_size):
         chunk = todo[start:start + batch_size]
         batch = make_source_batch([src_ids[i] for i in chunk], pad_id=pipeline.src_vocab.pad_id).to(device)
-        common = dict(max_len_ratio=search_cfg.max_len_ratio, max_len_offset=search_cfg.max_len_offset,
-                      bos_id=bos_id, eos_id=eos_id)
-        if beam_size <= 1:
-            found = greedy_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, **common)
-        else:
-            found = beam_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, beam_size=beam_size,
-                                length_penalty=lp, **common)
+        found = search_batch(model, batch, beam_size=beam_size, length_penalty=lp, search_cfg=search_cfg,
+                             bos_id=bos_id, eos_id=eos_id)
         for row, i in enumerate(chunk):
             ids = [t for t in found.tokens[row] if t != eos_id]
             tokens, text = pipeline.decode_target(ids)
