@@ -8,7 +8,7 @@ For one config and one device it measures, for attnmt's model and for the refere
   attnmt's TextPipeline + make_batches, after warm-up; target and source+target tokens/s, and
   the wall time of one epoch (estimated from tokens/s, or measured with --full-epoch);
 * decoding: sentences/s and target tokens/s of greedy and beam search on test_2016_flickr,
-  through attnmt.translator.decode_sources (tokenizing included), and of the search alone;
+  through attnmt.decoding.decode_sources (tokenizing included), and of the search alone;
 * peak memory of each phase: torch.cuda.max_memory_allocated on CUDA; on CPU the process's
   peak RSS (VmHWM, reset per phase through /proc/self/clear_refs where Linux allows it).
 
@@ -48,20 +48,19 @@ from torch import Tensor, nn
 
 from attnmt.config import Config, SearchConfig, load_config, load_saved_config
 from attnmt.data.batching import Batch, make_batches, make_source_batch
-from attnmt.data.corpus import ParallelCorpus, cache_dir, load_corpus
+from attnmt.data.corpus import ParallelCorpus, cache_dir, corpus_spec, load_corpus
 from attnmt.data.pipeline import TextPipeline
 from attnmt.errors import AttnmtError
 from attnmt.models import build_model, count_parameters
 from attnmt.search import output_budget
+from attnmt.decoding import decode_sources, encode_sources, search_batch
 from attnmt.training import (
-    corpus_spec,
     make_optimizer,
     make_step_schedule,
     resolve_device,
     seed_everything,
     train_step,
 )
-from attnmt.translator import decode_sources, encode_sources, search_batch
 
 _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:  # the references live next to this file, outside the package

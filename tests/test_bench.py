@@ -172,7 +172,7 @@ def toy_run_dir(tmp_path, toy_config):
     from attnmt.data.corpus import load_corpus
     from attnmt.data.pipeline import TextPipeline
     from attnmt.models import build_model
-    from attnmt.training import corpus_spec
+    from attnmt.data.corpus import corpus_spec
 
     cfg = load_config(toy_config, TINY_RNN)
     run_dir = tmp_path / "run"

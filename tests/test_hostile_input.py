@@ -40,7 +40,7 @@ def test_unknown_words_and_odd_unicode_translate(translator):
 
 def test_very_long_input_is_cut_with_a_warning(translator, caplog):
     text = "hund katze " * 200_000  # 2.2 MB on one line
-    with caplog.at_level(logging.WARNING, logger="attnmt.translator"):
+    with caplog.at_level(logging.WARNING, logger="attnmt.decoding"):
         result = translator.translate([text], beam_size=1)[0]
     assert len(result.source_tokens) == translator.cfg.search.max_input_tokens
     assert "cut" in caplog.text

@@ -9,7 +9,8 @@ import torch
 from attnmt.config import TrainConfig, load_config
 from attnmt.errors import AttnmtError
 from attnmt.models.rnn import RNNSeq2Seq
-from attnmt.training import make_step_schedule, sequence_loss, train
+from attnmt.models.loss import sequence_loss
+from attnmt.training import make_step_schedule, train
 
 
 def poison_every(monkeypatch, predicate):

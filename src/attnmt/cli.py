@@ -26,7 +26,7 @@ from attnmt.errors import AttnmtError
 COMMANDS = {
     "data stats": "attnmt.data.stats:stats_command",
     "train": "attnmt.training:train_command",
-    "evaluate": "attnmt.evaluation:evaluate_command",
+    "evaluate": "attnmt.translator:evaluate_command",
     "translate": "attnmt.translator:translate_command",
     "attention": "attnmt.plotting:attention_command",
     "average": "attnmt.checkpoint:average_command",

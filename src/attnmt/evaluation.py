@@ -1,5 +1,5 @@
 """Scores: sacreBLEU BLEU and chrF on detokenized cased text, the tutorials' lowercased
-tokenized BLEU, and perplexity.
+tokenized BLEU, perplexity and the teacher-forced corpus loss it comes from.
 
 The headline is sacreBLEU's corpus BLEU with its default 13a tokenizer on detokenized, cased
 output, printed with its signature so that numbers can be compared across papers and toolkits.
@@ -9,11 +9,14 @@ PyTorch/torchtext tutorials report; it is given only for comparison with them.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import time
-from pathlib import Path
+
+import torch
+from torch import nn
+
+from attnmt.data.batching import Batch
+from attnmt.models.loss import sequence_loss
 
 log = logging.getLogger(__name__)
 
@@ -57,25 +60,16 @@ def perplexity(total_nll: float, total_tokens: int) -> float:
     return math.exp(min(total_nll / total_tokens, 700.0))
 
 
-def evaluate_command(args) -> int:
-    """`attnmt evaluate RUN_DIR [--split S] [--beam K]`: print scores as JSON."""
-    from attnmt.translator import Translator
-
-    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device)
-    start = time.perf_counter()
-    report = translator.evaluate(args.split, beam_size=args.beam, length_penalty=args.length_penalty,
-                                 batch_size=args.batch_size)
-    report["seconds"] = round(time.perf_counter() - start, 2)
-    report["checkpoint"] = args.checkpoint
-    print(json.dumps(report, indent=2, ensure_ascii=False))
-    suffix = "" if args.checkpoint == "best" else "_" + Path(args.checkpoint).stem
-    if args.length_penalty is not None:
-        suffix += f"_lp{args.length_penalty:g}"
-    out = Path(args.run_dir) / f"eval_{args.split}_beam{args.beam}{suffix}.json"
-    try:
-        from attnmt.checkpoint import write_json
-
-        write_json(out, report)
-    except OSError as err:  # a read-only run directory still gets its scores printed
-        log.warning("could not write %s: %s", out, err)
-    return 0
+@torch.inference_mode()
+def corpus_loss(model: nn.Module, batches: list[Batch], device: torch.device, *, pad_id: int) -> tuple[float, int]:
+    """Teacher-forced summed NLL and number of target tokens over `batches` (eval mode)."""
+    was_training = model.training
+    model.eval()
+    total, tokens = torch.zeros((), dtype=torch.float64, device=device), 0
+    for batch in batches:
+        batch = batch.to(device)
+        logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in).logits
+        total += sequence_loss(logits, batch.tgt_out, pad_id=pad_id).double()
+        tokens += batch.num_tgt_tokens
+    model.train(was_training)
+    return float(total), tokens

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from attnmt.checkpoint import (
@@ -31,11 +30,13 @@ from attnmt.checkpoint import (
 )
 from attnmt.config import Config, apply_overrides, config_from_dict, load_config, load_saved_config, save_config
 from attnmt.data.batching import Batch, make_batches
-from attnmt.data.corpus import CorpusSpec, ParallelCorpus, load_corpus
+from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
 from attnmt.data.pipeline import TextPipeline
+from attnmt.decoding import decode_sources
 from attnmt.errors import AttnmtError
-from attnmt.evaluation import perplexity, score_translations
+from attnmt.evaluation import corpus_loss, perplexity, score_translations
 from attnmt.models import build_model, count_parameters
+from attnmt.models.loss import sequence_loss
 
 log = logging.getLogger(__name__)
 
@@ -53,23 +54,6 @@ def resolve_device(name: str) -> torch.device:
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device
-
-
-def corpus_spec(data_cfg) -> CorpusSpec:
-    return CorpusSpec(name=data_cfg.corpus, src_lang=data_cfg.src_lang, tgt_lang=data_cfg.tgt_lang,
-                      train=data_cfg.train, valid=data_cfg.valid, test=data_cfg.test)
-
-
-def sequence_loss(logits: torch.Tensor, tgt_out: torch.Tensor, *, pad_id: int,
-                  label_smoothing: float = 0.0) -> torch.Tensor:
-    """Summed cross-entropy over real target tokens (padding ignored).
-
-    Args:
-        logits: (batch, tgt_len, vocab)
-        tgt_out: (batch, tgt_len) gold next tokens, `pad_id` where padded.
-    """
-    return F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), tgt_out.reshape(-1),
-                           ignore_index=pad_id, label_smoothing=label_smoothing, reduction="sum")
 
 
 def make_optimizer(model: nn.Module, cfg) -> torch.optim.Optimizer:
@@ -118,21 +102,6 @@ def train_step(model: nn.Module, batch: Batch, optimizer: torch.optim.Optimizer,
         schedule.step()
     optimizer.zero_grad(set_to_none=True)
     return loss.detach(), finite
-
-
-@torch.inference_mode()
-def corpus_loss(model: nn.Module, batches: list[Batch], device: torch.device, *, pad_id: int) -> tuple[float, int]:
-    """Teacher-forced summed NLL and number of target tokens over `batches` (eval mode)."""
-    was_training = model.training
-    model.eval()
-    total, tokens = torch.zeros((), dtype=torch.float64, device=device), 0
-    for batch in batches:
-        batch = batch.to(device)
-        logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in).logits
-        total += sequence_loss(logits, batch.tgt_out, pad_id=pad_id).double()
-        tokens += batch.num_tgt_tokens
-    model.train(was_training)
-    return float(total), tokens
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -314,8 +283,6 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool) -> TrainResult:
 
         # ---- validation
         val_nll, val_tokens = corpus_loss(model, val_batches, device, pad_id=pad_id)
-        from attnmt.translator import decode_sources
-
         hyps = decode_sources(model, pipeline, val_corpus.src[:n_val_bleu], beam_size=t.eval_beam,
                               search_cfg=cfg.search, device=device)
         scores = score_translations([h.text for h in hyps], val_corpus.tgt[:n_val_bleu], tgt_lang=d.tgt_lang)

@@ -7,104 +7,30 @@
 
 Any input is accepted: empty or whitespace-only lines give an empty translation, words unknown
 to the vocabulary become <unk>, and inputs longer than `search.max_input_tokens` tokens (default
-250) are cut there with a warning (and at 20 characters per allowed token before tokenizing).
+250) are cut there with a warning (and at 20 characters per allowed token before tokenizing);
+the result's `warnings` says so. `n_best=K` fills `result.alternatives` with the K best.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
-from dataclasses import dataclass, field
+import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import torch
 from torch import nn
 
-from attnmt.config import Config, SearchConfig, load_saved_config
-from attnmt.data.batching import Batch, make_batches, make_source_batch
+from attnmt.config import Config, load_saved_config
+from attnmt.data.batching import make_batches
 from attnmt.data.pipeline import TextPipeline
+from attnmt.decoding import Alternative, TranslationResult, decode_sources
+
+__all__ = ["Alternative", "TranslationResult", "Translator", "translate_command", "evaluate_command"]
 
 log = logging.getLogger(__name__)
-
-# Inputs are cut at search.max_input_tokens tokens; before tokenizing, at this many characters
-# per allowed token, so that a megabyte on one line costs no more than a long sentence.
-MAX_CHARS_PER_TOKEN = 20
-
-
-@dataclass
-class TranslationResult:
-    text: str                      # detokenized translation
-    tokens: list[str]              # output tokens (words or subwords), without <eos>
-    source_tokens: list[str]       # the tokenized (and possibly cut) input
-    attention: "object" = field(repr=False)  # numpy array (len(tokens), len(source_tokens))
-    score: float = 0.0             # model score of the hypothesis (length-normalized for beams)
-
-
-def _empty_result(source_tokens: list[str]):
-    import numpy as np
-
-    return TranslationResult("", [], source_tokens, np.zeros((0, len(source_tokens)), dtype=np.float32), 0.0)
-
-
-def encode_sources(pipeline: TextPipeline, sentences: Sequence[str],
-                   search_cfg: SearchConfig) -> tuple[list[list[str]], list[list[int]]]:
-    """Tokenize raw sentences for decoding, cut to search.max_input_tokens (and, before
-    tokenizing, to a character bound); returns (source tokens, source ids) per sentence."""
-    src_tokens, src_ids = [], []
-    for i, sentence in enumerate(sentences):
-        max_chars = MAX_CHARS_PER_TOKEN * search_cfg.max_input_tokens
-        if sentence and len(sentence) > max_chars:  # bound the tokenizer's work on absurd inputs
-            log.warning("input %d has %d characters: cut to %d before tokenizing", i, len(sentence), max_chars)
-            sentence = sentence[:max_chars]
-        tokens = pipeline.src_tokenizer.tokenize(sentence) if sentence and sentence.strip() else []
-        if len(tokens) > search_cfg.max_input_tokens:
-            log.warning("input %d has %d tokens: cut to search.max_input_tokens=%d", i, len(tokens),
-                        search_cfg.max_input_tokens)
-            tokens = tokens[: search_cfg.max_input_tokens]
-        src_tokens.append(tokens)
-        src_ids.append(pipeline.src_vocab.encode(tokens))
-    return src_tokens, src_ids
-
-
-def search_batch(model: nn.Module, batch: Batch, *, beam_size: int, length_penalty: float, search_cfg: SearchConfig,
-                 bos_id: int, eos_id: int):
-    """Greedy search (beam_size <= 1) or beam search over one source batch; returns the SearchResult."""
-    from attnmt.search import beam_search, greedy_search
-
-    common = dict(max_len_ratio=search_cfg.max_len_ratio, max_len_offset=search_cfg.max_len_offset,
-                  bos_id=bos_id, eos_id=eos_id)
-    if beam_size <= 1:
-        return greedy_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, **common)
-    return beam_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, beam_size=beam_size,
-                       length_penalty=length_penalty, **common)
-
-
-@torch.inference_mode()
-def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence[str], *, beam_size: int,
-                   search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64,
-                   length_penalty: float | None = None) -> list[TranslationResult]:
-    """Translate raw sentences in length-sorted batches; results come back in input order."""
-    was_training = model.training
-    model.eval()
-    src_tokens, src_ids = encode_sources(pipeline, sentences, search_cfg)
-    results: list[TranslationResult | None] = [None] * len(sentences)
-    todo = sorted((i for i in range(len(sentences)) if src_ids[i]), key=lambda i: len(src_ids[i]))
-    lp = search_cfg.length_penalty if length_penalty is None else length_penalty
-    eos_id, bos_id = pipeline.tgt_vocab.eos_id, pipeline.tgt_vocab.bos_id
-    for start in range(0, len(todo), batch_size):
-        chunk = todo[start:start + batch_size]
-        batch = make_source_batch([src_ids[i] for i in chunk], pad_id=pipeline.src_vocab.pad_id).to(device)
-        found = search_batch(model, batch, beam_size=beam_size, length_penalty=lp, search_cfg=search_cfg,
-                             bos_id=bos_id, eos_id=eos_id)
-        for row, i in enumerate(chunk):
-            ids = [t for t in found.tokens[row] if t != eos_id]
-            tokens, text = pipeline.decode_target(ids)
-            attention = found.attention[row][: len(ids), : len(src_ids[i])].float().cpu().numpy()
-            results[i] = TranslationResult(text, pipeline.tgt_vocab.decode(ids, strip_special=False),
-                                           src_tokens[i], attention, float(found.scores[row]))
-    model.train(was_training)
-    return [r if r is not None else _empty_result(src_tokens[i]) for i, r in enumerate(results)]
 
 
 class Translator:
@@ -136,10 +62,11 @@ class Translator:
 
     def translate(self, sentences: Sequence[str] | str, *, beam_size: int | None = None,
                   length_penalty: float | None = None, batch_size: int = 64, layer: int | None = None,
-                  head: int | None = None) -> list[TranslationResult]:
+                  head: int | None = None, n_best: int = 1) -> list[TranslationResult]:
         """Translate sentences (a list, or one string); beam_size 1 is greedy search.
 
         `layer` and `head` pick which cross-attention a Transformer reports (default: the mean).
+        `n_best` (at most the beam size) fills each result's `alternatives`, best first.
         """
         if isinstance(sentences, str):
             sentences = [sentences]
@@ -153,7 +80,7 @@ class Translator:
         try:
             return decode_sources(self.model, self.pipeline, list(sentences), beam_size=beam,
                                   search_cfg=self.cfg.search, device=self.device, batch_size=batch_size,
-                                  length_penalty=length_penalty)
+                                  length_penalty=length_penalty, n_best=n_best)
         finally:
             if layer is not None or head is not None:
                 self.model.set_attention_view(layer=None, head=None)
@@ -161,9 +88,8 @@ class Translator:
     def evaluate(self, split: str = "test_2016_flickr", *, beam_size: int | None = None,
                  length_penalty: float | None = None, batch_size: int = 128) -> dict:
         """BLEU, chrF (cased, detokenized; sacreBLEU signature), lowercased BLEUs and perplexity."""
-        from attnmt.data.corpus import load_corpus
-        from attnmt.evaluation import perplexity, score_translations
-        from attnmt.training import corpus_loss, corpus_spec
+        from attnmt.data.corpus import corpus_spec, load_corpus
+        from attnmt.evaluation import corpus_loss, perplexity, score_translations
 
         corpus = load_corpus(corpus_spec(self.cfg.data), split)
         beam = self.cfg.search.beam_size if beam_size is None else beam_size
@@ -213,3 +139,25 @@ def _write(translator: Translator, lines: list[str], args, target) -> None:
                                        batch_size=args.batch_size):
         target.write(result.text.replace("\n", " ") + "\n")
     target.flush()
+
+
+def evaluate_command(args) -> int:
+    """`attnmt evaluate RUN_DIR [--split S] [--beam K]`: print scores as JSON."""
+    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device)
+    start = time.perf_counter()
+    report = translator.evaluate(args.split, beam_size=args.beam, length_penalty=args.length_penalty,
+                                 batch_size=args.batch_size)
+    report["seconds"] = round(time.perf_counter() - start, 2)
+    report["checkpoint"] = args.checkpoint
+    print(json.dumps(report, indent=2, ensure_ascii=False))
+    suffix = "" if args.checkpoint == "best" else "_" + Path(args.checkpoint).stem
+    if args.length_penalty is not None:
+        suffix += f"_lp{args.length_penalty:g}"
+    out = Path(args.run_dir) / f"eval_{args.split}_beam{args.beam}{suffix}.json"
+    try:
+        from attnmt.checkpoint import write_json
+
+        write_json(out, report)
+    except OSError as err:  # a read-only run directory still gets its scores printed
+        log.warning("could not write %s: %s", out, err)
+    return 0

@@ -94,6 +94,12 @@ class CorpusSpec:
     test: str | None = None
 
 
+def corpus_spec(data_cfg) -> CorpusSpec:
+    """The CorpusSpec that a config's `data` section names."""
+    return CorpusSpec(name=data_cfg.corpus, src_lang=data_cfg.src_lang, tgt_lang=data_cfg.tgt_lang,
+                      train=data_cfg.train, valid=data_cfg.valid, test=data_cfg.test)
+
+
 # --------------------------------------------------------------------------- reading files
 
 

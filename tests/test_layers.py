@@ -1,0 +1,69 @@
+"""Imports point down the layers (docs/architecture.md): a module imports only modules of a lower
+layer, or the named same-layer neighbours below. Checked on the source, lazy imports included."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "attnmt"
+
+# module (dotted, below attnmt) or package prefix -> layer; the most specific entry wins.
+LAYERS = {
+    "errors": 0, "checkpoint": 1, "config": 2,
+    "attention": 3,  # pure tensor math; owns lengths_to_mask, which batching uses
+    "data": 4,
+    "models": 5,
+    "search": 6,
+    "decoding": 7, "engines": 8,
+    "distributed": 9, "evaluation": 9, "training": 10,
+    "translator": 11, "plotting": 12,
+    "server": 13, "demo": 13, "cli": 14, "__main__": 15, "__init__": 15,
+}
+
+
+def layer_of(name: str) -> int:
+    parts = name.split(".")
+    for n in range(len(parts), 0, -1):
+        key = ".".join(parts[:n])
+        if key in LAYERS:
+            return LAYERS[key]
+    raise KeyError(f"attnmt.{name} has no layer in tests/test_layers.py: add it to LAYERS")
+
+
+def imports_of(path: Path, module: str) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    package = module.rsplit(".", 1)[0] if path.name != "__init__.py" else module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative import
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                found.add(".".join(base + ([node.module] if node.module else [])))
+            elif node.module:
+                found.add(node.module)
+    return {name[len("attnmt."):] for name in found if name.startswith("attnmt.")}
+
+
+def modules():
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).with_suffix("")
+        yield path, ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts) or "__init__"
+
+
+@pytest.mark.parametrize("path,module", list(modules()), ids=lambda v: str(v) if isinstance(v, str) else "")
+def test_imports_point_down(path, module):
+    own = layer_of(module)
+    top = module.split(".")[0]
+    for name in imports_of(path, "attnmt." + module if module != "__init__" else "attnmt"):
+        if name.split(".")[0] == top:  # within one package (data.*, models.*, server.*)
+            continue
+        assert layer_of(name) < own, f"attnmt.{module} (layer {own}) imports attnmt.{name} (layer {layer_of(name)})"
+
+
+def test_layer_table_is_complete():
+    for _, module in modules():
+        layer_of(module)
