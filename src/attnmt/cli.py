@@ -87,13 +87,19 @@ def image_path(text: str) -> str:
 
 
 def _add_data_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--corpus", default="multi30k", help="'multi30k' or a path prefix / TSV file of your own data")
-    p.add_argument("--src-lang", default="de")
-    p.add_argument("--tgt-lang", default="en")
-    p.add_argument("--tokenizer", choices=["moses", "sentencepiece"], default="moses")
-    p.add_argument("--lowercase", action="store_true", help="lowercase (moses tokenizer)")
-    p.add_argument("--vocab-size", type=positive_int, default=8000, help="sentencepiece vocabulary size")
-    p.add_argument("--min-freq", type=positive_int, default=2, help="minimum token frequency in the vocabulary")
+    """The data settings of `attnmt data stats`; unset ones take the config defaults (config.DataConfig)."""
+    p.add_argument("--config", default=None, help="take every data setting from this config (file or packaged name)")
+    p.add_argument("--corpus", default=None, help="'multi30k' (default), or own data as data.train names it: a path "
+                   "prefix (data/train reads data/train.de, data/train.en), a folder holding train.<lang>, or a .tsv")
+    p.add_argument("--valid", default=None, help="own validation data, as data.valid (default: found next to train)")
+    p.add_argument("--test", default=None, help="own test data, as data.test (default: found next to train)")
+    p.add_argument("--src-lang", default=None, help="default: de")
+    p.add_argument("--tgt-lang", default=None, help="default: en")
+    p.add_argument("--tokenizer", choices=["moses", "sentencepiece"], default=None, help="default: moses")
+    p.add_argument("--lowercase", action="store_true", help="lowercase (moses only, as data.lowercase)")
+    p.add_argument("--vocab-size", type=positive_int, default=None, help="sentencepiece pieces (default: 8000)")
+    p.add_argument("--min-freq", type=positive_int, default=None, help="minimum token frequency in the vocabulary "
+                   "(default: 1, as data.min_freq)")
 
 
 def build_parser() -> argparse.ArgumentParser:
