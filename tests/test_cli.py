@@ -84,7 +84,8 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("data stats --min-freq x", r"argument --min-freq: 'x' is not an integer"),
         ("data stats --tokenizer bpe", r"argument --tokenizer: invalid choice: 'bpe'"),
         ("data stats --corpus {tmp}/nothing", r"nothing"),
-        ("data stats --src-lang xx", r"no language 'xx'"),
+        ("data stats --src-lang xx", r"^attnmt data stats: error: --src-lang='xx': Multi30k has de, en, fr, cs$"),
+        ("data stats --src-lang en", r"--src-lang and --tgt-lang are both 'en'"),
         ("data stats --corpus {corpus} --splits test_2017_mscoco", r"test_2017_mscoco"),
     ],
     "train": [
@@ -164,8 +165,8 @@ def toy_transformer_run(tmp_path_factory):
     return base / "run"
 
 
-@pytest.mark.parametrize("verb,argv,message", [(verb, argv, message) for verb, rows in BAD_VALUES.items()
-                                               for argv, message in rows], ids=lambda v: v if " " in v else None)
+@pytest.mark.parametrize("verb,argv,message", [pytest.param(verb, argv, message, id=argv)
+                                               for verb, rows in BAD_VALUES.items() for argv, message in rows])
 def test_bad_values_give_one_error_line_and_exit_2(verb, argv, message, request, tmp_path, toy_config,
                                                   toy_corpus, capsys, monkeypatch):
     places = {"tmp": tmp_path / "empty", "config": toy_config, "corpus": toy_corpus}

@@ -31,7 +31,7 @@ from attnmt.data.corpus import CorpusSpec, ParallelCorpus, cache_dir, corpus_spe
 from attnmt.data.pipeline import TextPipeline
 from attnmt.data.tokenizers import Tokenizer
 from attnmt.data.vocab import Vocab
-from attnmt.errors import DataError
+from attnmt.errors import ConfigError, DataError
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +129,11 @@ def own_data_spec(train: str, src_lang: str, tgt_lang: str, *, valid: str | None
                       valid=valid or neighbour("val", "valid", "dev"), test=test or neighbour("test"))
 
 
+# config key -> the `attnmt data stats` option that sets it
+FLAGS = {"data.src_lang": "--src-lang", "data.tgt_lang": "--tgt-lang", "data.spm_vocab_size": "--vocab-size",
+         "data.min_freq": "--min-freq", "data.tokenizer": "--tokenizer", "data.lowercase": "--lowercase"}
+
+
 def data_config(args: argparse.Namespace) -> DataConfig:
     """The `DataConfig` that the options describe (or that `--config` holds), validated as in training."""
     options = {"--corpus": args.corpus, "--valid": args.valid, "--test": args.test, "--src-lang": args.src_lang,
@@ -155,7 +160,13 @@ def data_config(args: argparse.Namespace) -> DataConfig:
     else:
         spec = own_data_spec(corpus, src_lang, tgt_lang, valid=args.valid, test=args.test)
         data.update(corpus="files", train=spec.train, valid=spec.valid, test=spec.test)
-    return config_from_dict({"data": data}, source="attnmt data stats").data
+    try:
+        return config_from_dict({"data": data}, source="options").data
+    except ConfigError as err:  # name the option the user typed, not the config key it fills
+        message = str(err).removeprefix("options: ")
+        for key, flag in FLAGS.items():
+            message = message.replace(key, flag)
+        raise DataError(message) from None
 
 
 def compute_stats(args: argparse.Namespace) -> tuple[DataConfig, list[SideStats]]:
