@@ -213,6 +213,19 @@ def test_a_bug_keeps_its_traceback(monkeypatch, tmp_path):
         main(["average", str(tmp_path)])
 
 
+def test_a_builtin_error_inside_attnmt_code_keeps_its_traceback(monkeypatch, tmp_path):
+    """A ValueError that attnmt code did not `raise` itself (here int() fails) is a bug too."""
+    import attnmt.checkpoint
+
+    source = tmp_path / "fake.py"
+    source.write_text("def buggy(args):\n    return int('not a number')\n")
+    namespace = {"__name__": "attnmt.fake"}
+    exec(compile(source.read_text(), str(source), "exec"), namespace)
+    monkeypatch.setattr(attnmt.checkpoint, "average_command", namespace["buggy"])
+    with pytest.raises(ValueError, match="invalid literal"):
+        main(["average", str(tmp_path)])
+
+
 def test_verbose_shows_the_traceback_of_a_user_error(toy_run):
     with pytest.raises(ValueError, match="needs a Transformer"):
         main(["-v", "attention", str(toy_run), "Hund", "--layer", "0"])

@@ -15,19 +15,22 @@ and turns user errors into one clear line on stderr, `attnmt VERB: error: ...`, 
 - `--device` is checked here against this machine (devices.py) before anything loads;
 - `AttnmtError` (bad data, config, checkpoint, run directory) and `OSError` (a file that cannot
   be read or written) are user errors;
-- a `ValueError` raised by attnmt's own argument checks (e.g. a Transformer layer index out of
-  range) is misuse of a public entry point: one line too. A `ValueError` raised anywhere else
-  (torch, numpy, ...) is a bug and keeps its traceback, and so does everything with `-v`.
+- a `ValueError` raised by a `raise` statement of attnmt's own argument checks (e.g. a
+  Transformer layer index out of range) is misuse of a public entry point: one line too. A
+  `ValueError` from anywhere else (torch, numpy, a builtin) is a bug and keeps its traceback,
+  and with `-v` so do OS errors and attnmt's ValueErrors.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import linecache
 import logging
 import os
 import sys
 
+from attnmt.config import packaged_configs
 from attnmt.errors import AttnmtError
 
 # sub-command -> "module:function"; the function takes the parsed argparse.Namespace and
@@ -114,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = sub.add_parser("train", help="train a model from a YAML config")
     train.add_argument("config", nargs="?", help="YAML config file, or the name of a packaged config "
-                       "(multi30k_rnn, multi30k_transformer, quickstart_rnn); not needed with --resume")
+                       f"({', '.join(packaged_configs())}); not needed with --resume")
     train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config value, e.g. --set train.lr=3e-4 (repeatable)")
     train.add_argument("--run-dir", default=None, help="where to write the run (default: runs/<config name>)")
@@ -162,11 +165,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _raised_by_attnmt(err: BaseException) -> bool:
-    """True when the innermost frame of `err`'s traceback is attnmt code (an explicit check)."""
+    """True when `err` comes from a `raise` statement in attnmt's own code: an explicit check of
+    an argument. A ValueError from torch, numpy or a builtin (even one called by attnmt) is not."""
     tb = err.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    return tb is not None and str(tb.tb_frame.f_globals.get("__name__", "")).startswith("attnmt.")
+    if tb is None or not str(tb.tb_frame.f_globals.get("__name__", "")).startswith("attnmt."):
+        return False
+    return linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).lstrip().startswith("raise ")
 
 
 def _os_message(err: OSError) -> str:
