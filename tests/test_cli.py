@@ -98,6 +98,8 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("train {config} --set train.device=gpu", r"train.device='gpu' must be auto, cpu, cuda, cuda:N or mps"),
         ("train {config} --set train.device=cuda:99 --run-dir {tmp}/r", r"train.device='cuda:99' but"),
         ("train --resume {tmp}/nothing", r"config.json: not found"),
+        ("train {config} --resume {rnn}", r"--resume continues the run in .* with its saved config: drop CONFIG$"),
+        ("train --resume {rnn} --run-dir {tmp}", r"drop --run-dir$"),
         ("train {config} --run-dir {config}", r"toy.yaml: File exists"),
     ],
     "evaluate": [
@@ -134,6 +136,7 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("attention {rnn} Hund -o {tmp}/a.xyz", r"argument -o/--output: .*a.xyz': the file name must end in one of"),
         ("attention {rnn} Hund -o {config}/a.png", r"toy.yaml"),
         ("attention {tmp}/nothing Hund", r"config.json: not found"),
+        ("attention {rnn} x -o {tmp}/a.png --beam 1 --layer", r"argument --layer: expected one argument"),
     ],
     "average": [
         ("average {rnn} --last 0", r"argument --last: 0 must be a positive integer"),

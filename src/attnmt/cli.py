@@ -182,6 +182,15 @@ def _os_message(err: OSError) -> str:
     return f"{err.filename}: {reason}" if err.filename2 is None else f"{err.filename} -> {err.filename2}: {reason}"
 
 
+def _refuse_ignored_options(args: argparse.Namespace) -> None:
+    """Options that would be accepted and then ignored are refused."""
+    if args.command == "train" and args.resume:
+        ignored = [name for name, value in (("CONFIG", args.config), ("--run-dir", args.run_dir)) if value]
+        if ignored:
+            raise AttnmtError(f"--resume continues the run in {args.resume} with its saved config: "
+                              f"drop {' and '.join(ignored)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
@@ -189,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     name = "data stats" if args.command == "data" else args.command
     module_name, func_name = COMMANDS[name].split(":")
     try:
+        _refuse_ignored_options(args)
         if getattr(args, "device", None) is not None:  # refuse a device this machine lacks before loading
             from attnmt.devices import resolve_device
 
