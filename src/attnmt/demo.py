@@ -43,7 +43,8 @@ def prepare_run_dir(run_dir: Path) -> None:
     if run_dir.is_dir() and any(run_dir.iterdir()):
         if not (run_dir / DEMO_MARKER).is_file():
             raise AttnmtError(f"--run-dir {run_dir}: the folder is not empty and was not made by `attnmt demo` "
-                              f"(no {DEMO_MARKER} file), so the demo will not replace it; give a new --run-dir")
+                              f"(no {DEMO_MARKER} file), so the demo will not replace it; give a new --run-dir "
+                              "(or, for a demo of an older attnmt, delete the folder yourself)")
         log.info("replacing the previous demo run in %s", run_dir)
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
