@@ -111,3 +111,17 @@ def test_installed_trains_a_packaged_config_by_name(installed):
     saved = (run_dir / "config.json").read_text()
     assert '"arch": "transformer"' in saved and '"warmup_steps": 800' in saved  # the packaged file's values
     assert (run_dir / "best.json").is_file()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make on this machine")
+def test_makefile_takes_torch_from_the_index_it_is_given(tmp_path):
+    """`make setup TORCH_INDEX=URL` installs torch from that index; without it, pip's own."""
+    def setup_commands(*extra):
+        out = run(["make", "-n", "-B", "-C", ROOT, "setup", *extra], cwd=tmp_path).stdout
+        return [line for line in out.splitlines() if "pip install" in line and "torch==" in line]
+
+    url = "https://download.pytorch.org/whl/cpu"
+    [with_index] = setup_commands(f"TORCH_INDEX={url}")
+    assert with_index.split()[-2:] == ["--index-url", url] and "torch==2.13.0" in with_index.split()
+    [default] = setup_commands()
+    assert "--index-url" not in default and "--extra-index-url" not in default
