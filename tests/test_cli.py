@@ -153,13 +153,10 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
 
 
 @pytest.fixture(scope="session")
-def toy_transformer_run(tmp_path_factory):
+def toy_transformer_run(tmp_path_factory, toy_run):
     """A tiny Transformer run (one short epoch: its weights do not matter, only its shape)."""
-    from conftest import TOY_CONFIG, write_toy_corpus
-
     base = tmp_path_factory.mktemp("toy_transformer")
-    config = base / "toy.yaml"
-    config.write_text(TOY_CONFIG.format(folder=write_toy_corpus(base / "toy")))
+    config = toy_run.parent / "toy.yaml"  # the toy config next to the RNN run (tests/conftest.py: toy_run)
     overrides = ["model.arch=transformer", "model.d_model=16", "model.heads=2", "model.ff_dim=16",
                  "model.enc_layers=1", "model.dec_layers=2", "train.epochs=1", "data.train_subset=32",
                  "train.eval_max_sentences=4"]

@@ -19,8 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_toy_corpus
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "attnmt"
 
@@ -93,10 +91,10 @@ def test_installed_demo_finds_its_config_and_spares_other_folders(installed):
     assert Path(found).is_relative_to(bin_dir.parent) and Path(found).is_file()
 
 
-def test_installed_trains_a_packaged_config_by_name(installed):
+def test_installed_trains_a_packaged_config_by_name(installed, toy_corpus):
     """`attnmt train multi30k_transformer` with --set overrides: a tiny run on a toy corpus."""
     _, bin_dir, work = installed
-    toy = write_toy_corpus(work / "toy")
+    toy = toy_corpus
     overrides = {
         "data.corpus": "files", "data.train": toy / "train", "data.valid": toy / "valid", "data.test": toy / "test",
         "data.spm_vocab_size": 60, "data.train_subset": 64, "model.d_model": 16, "model.heads": 2,
