@@ -90,6 +90,12 @@ def test_corpus_takes_the_prefix_a_config_takes(tmp_path, capsys):
     # the old reading (a prefix to which the split name is appended) is gone
     assert main(["data", "stats", "--corpus", str(tmp_path / "toy") + "/"]) == 0  # a folder still means folder/train
     capsys.readouterr()
+    (tmp_path / "tsv").mkdir()  # a folder holding train.tsv and val.tsv
+    (tmp_path / "tsv" / "train.tsv").write_text("ein Hund\ta dog\n", encoding="utf-8")
+    (tmp_path / "tsv" / "val.tsv").write_text("ein Vogel\ta bird\nzwei\ttwo\n", encoding="utf-8")
+    assert main(["data", "stats", "--corpus", str(tmp_path / "tsv")]) == 0
+    rows = rows_of(capsys.readouterr().out)
+    assert rows[("train", "de")][2:4] == ["1", "2"] and rows[("val", "en")][2:4] == ["2", "3"]
     assert main(["data", "stats", "--corpus", str(tmp_path / "toy" / "tr")]) == 2
     assert "found neither" in capsys.readouterr().err
 

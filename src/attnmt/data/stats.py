@@ -99,14 +99,15 @@ def own_data_spec(train: str, src_lang: str, tgt_lang: str, *, valid: str | None
                   test: str | None = None) -> CorpusSpec:
     """CorpusSpec of own data named as in a config: `train` is a path prefix or a .tsv file.
 
-    A folder `D` stands for the prefix `D/train`. Without `valid`/`test`, a train prefix (or
+    A folder `D` stands for the prefix `D/train` (or `D/train.tsv`). Without `valid`/`test`, a train prefix (or
     .tsv file) named `train` finds its neighbours `val`, `valid` or `dev`, and `test`.
 
     Raises:
         DataError: no train files there; the message names what was looked for.
     """
     if Path(train).is_dir():
-        train = os.path.join(train, "train")
+        candidates = [os.path.join(train, "train" + ext) for ext in ("", ".tsv", ".tsv.gz")]
+        train = next((c for c in candidates if _exists(c, src_lang)), candidates[0])
     if not _exists(train, src_lang):
         raise DataError(f"--corpus {train}: found neither {train}.{src_lang}[.gz] nor a .tsv file; give "
                         "'multi30k', a path prefix as in data.train (data/train for data/train.de), a folder "
