@@ -188,6 +188,21 @@ def test_bad_values_give_one_error_line_and_exit_2(verb, argv, message, request,
     assert re.search(message, lines[0]), lines[0]
 
 
+def test_argument_types():
+    import argparse
+
+    from attnmt.cli import image_path, index_int, non_negative_float, non_negative_int, positive_float, positive_int
+
+    assert (positive_int("3"), non_negative_int("0"), index_int("-1")) == (3, 0, -1)
+    assert (positive_float("0.5"), non_negative_float("0"), image_path("a/b.PNG")) == (0.5, 0.0, "a/b.PNG")
+    for check, text in [(positive_int, "0"), (positive_int, "2.5"), (non_negative_int, "-1"), (index_int, "x"),
+                        (positive_float, "0"), (positive_float, "inf"), (positive_float, "nan"),
+                        (non_negative_float, "-0.1"), (non_negative_float, "nan"), (image_path, "a.txt"),
+                        (image_path, "png")]:
+        with pytest.raises(argparse.ArgumentTypeError):
+            check(text)
+
+
 def test_every_verb_has_bad_value_rows():
     from attnmt.cli import COMMANDS
 
