@@ -1,12 +1,14 @@
 """The CLI end to end on tiny generated files: train -> evaluate -> translate -> attention -> average."""
 
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
 from attnmt.cli import main
+from attnmt.errors import AttnmtError
 
 
 def test_help_runs_as_module():
@@ -67,3 +69,211 @@ def test_user_errors_exit_2_with_one_line(tmp_path, capsys):
 def test_resume_of_a_folder_without_a_run_names_the_missing_file(tmp_path, capsys):
     assert main(["train", "--resume", str(tmp_path), "--set", "train.epochs=3"]) == 2
     assert "config.json" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- bad values, every verb
+# One row per bad value: (argv, regex the one error line must match after "attnmt VERB: error: ").
+# argv is split on spaces after filling in the placeholders:
+#   {rnn}          a trained toy RNN run (tests/conftest.py: toy_run)
+#   {transformer}  a tiny Transformer run (trained once, only when a row uses it)
+#   {config}       a toy config file;  {corpus} the toy corpus folder;  {tmp} an empty folder
+# Add a verb's rows under its name: every verb of the parser must have some (see the test below).
+BAD_VALUES: dict[str, list[tuple[str, str]]] = {
+    "data stats": [
+        ("data stats --vocab-size 0", r"argument --vocab-size: 0 must be a positive integer"),
+        ("data stats --min-freq x", r"argument --min-freq: 'x' is not an integer"),
+        ("data stats --tokenizer bpe", r"argument --tokenizer: invalid choice: 'bpe'"),
+        ("data stats --corpus {tmp}/nothing", r"nothing"),
+        ("data stats --src-lang xx", r"^attnmt data stats: error: --src-lang='xx': Multi30k has de, en, fr, cs$"),
+        ("data stats --src-lang en", r"--src-lang and --tgt-lang are both 'en'"),
+        ("data stats --corpus {corpus} --splits test_2017_mscoco", r"test_2017_mscoco"),
+    ],
+    "train": [
+        ("train", r"train needs a CONFIG"),
+        ("train multi30k_lstm", r"multi30k_lstm: config file not found, and not the name of a packaged config"),
+        ("train {config} --set train.lr", r"override 'train.lr' must look like section.key=value"),
+        ("train {config} --set train.epochs=0", r"toy.yaml: train.epochs=0 must be positive"),
+        ("train {config} --set model.arch=transformer --set model.d_model=16 --set model.heads=2 "
+         "--set train.teacher_forcing=0.5", r"train.teacher_forcing=0.5 applies to model.arch='rnn' only"),
+        ("train {config} --set train.device=gpu", r"train.device='gpu' must be auto, cpu, cuda, cuda:N or mps"),
+        ("train {config} --set train.device=cuda:99 --run-dir {tmp}/r", r"train.device='cuda:99' but"),
+        ("train --resume {tmp}/nothing", r"config.json: not found"),
+        ("train {config} --resume {rnn}", r"--resume continues the run in .* with its saved config: drop CONFIG$"),
+        ("train --resume {rnn} --run-dir {tmp}", r"drop --run-dir$"),
+        ("train {config} --run-dir {config}", r"toy.yaml: File exists"),
+    ],
+    "evaluate": [
+        ("evaluate {rnn} --beam 0", r"argument --beam: 0 must be a positive integer"),
+        ("evaluate {rnn} --beam x", r"argument --beam: 'x' is not an integer"),
+        ("evaluate {rnn} --batch-size 0", r"argument --batch-size: 0 must be a positive integer"),
+        ("evaluate {rnn} --length-penalty -1", r"argument --length-penalty: -1 must be a finite number >= 0"),
+        ("evaluate {rnn} --length-penalty nan", r"argument --length-penalty: nan must be a finite number"),
+        ("evaluate {rnn} --device cuda:99", r"--device='cuda:99' but"),
+        ("evaluate {rnn} --device mps:0", r"--device='mps:0' must be auto, cpu, cuda, cuda:N or mps"),
+        ("evaluate {rnn} --split test_2017_mscoco", r"unknown split 'test_2017_mscoco'"),
+        ("evaluate {rnn} --checkpoint average", r"run `attnmt average"),
+        ("evaluate {tmp}/nothing", r"nothing/config.json: not found"),
+    ],
+    "translate": [
+        ("translate {rnn} --beam 0", r"argument --beam: 0 must be a positive integer"),
+        ("translate {rnn} --beam -2", r"argument --beam: -2 must be a positive integer"),
+        ("translate {rnn} --batch-size 0", r"argument --batch-size: 0 must be a positive integer"),
+        ("translate {rnn} --device cuda:99", r"--device='cuda:99' but"),
+        ("translate {rnn} -i {tmp}/missing.txt", r"missing.txt: No such file or directory"),
+        ("translate {rnn} -o {tmp}/no/such/folder/out.txt", r"out.txt: No such file or directory"),
+        ("translate {rnn} -o {tmp}", r"Is a directory"),
+        ("translate {tmp}/nothing", r"config.json: not found"),
+        ("translate {rnn} --checkpoint {tmp}/none.safetensors", r"none.safetensors"),
+    ],
+    "attention": [
+        ("attention {rnn} Hund --layer 1", r"layer/head selection needs a Transformer model"),
+        ("attention {rnn} Hund --head 0", r"layer/head selection needs a Transformer model"),
+        ("attention {rnn} Hund --layer x", r"argument --layer: 'x' is not an integer index"),
+        ("attention {rnn} Hund --head 1.5", r"argument --head: '1.5' is not an integer index"),
+        ("attention {transformer} Hund --layer 9", r"layer=9 out of range"),
+        ("attention {transformer} Hund --head 5", r"head=5 out of range"),
+        ("attention {rnn} Hund --beam 0", r"argument --beam: 0 must be a positive integer"),
+        ("attention {rnn} Hund -o {tmp}/a.xyz", r"argument -o/--output: .*a.xyz': the file name must end in one of"),
+        ("attention {rnn} Hund -o {config}/a.png", r"toy.yaml"),
+        ("attention {tmp}/nothing Hund", r"config.json: not found"),
+        ("attention {rnn} x -o {tmp}/a.png --beam 1 --layer", r"argument --layer: expected one argument"),
+    ],
+    "average": [
+        ("average {rnn} --last 0", r"argument --last: 0 must be a positive integer"),
+        ("average {rnn} --last -1", r"argument --last: -1 must be a positive integer"),
+        ("average {rnn} --last x", r"argument --last: 'x' is not an integer"),
+        ("average {tmp} --last 2", r"no checkpoints/epoch_\*.safetensors to average"),
+    ],
+    "demo": [
+        ("demo --config multi30k_lstm", r"multi30k_lstm: config file not found"),
+        ("demo --run-dir {rnn}", r"not empty and was not made by `attnmt demo`"),
+        ("demo --run-dir {config}", r"is a file, not a folder"),
+    ],
+}
+
+
+@pytest.fixture(scope="session")
+def toy_transformer_run(tmp_path_factory, toy_run):
+    """A tiny Transformer run (one short epoch: its weights do not matter, only its shape)."""
+    base = tmp_path_factory.mktemp("toy_transformer")
+    config = toy_run.parent / "toy.yaml"  # the toy config next to the RNN run (tests/conftest.py: toy_run)
+    overrides = ["model.arch=transformer", "model.d_model=16", "model.heads=2", "model.ff_dim=16",
+                 "model.enc_layers=1", "model.dec_layers=2", "train.epochs=1", "data.train_subset=32",
+                 "train.eval_max_sentences=4"]
+    argv = ["train", str(config), "--run-dir", str(base / "run")]
+    assert main(argv + [a for o in overrides for a in ("--set", o)]) == 0
+    return base / "run"
+
+
+@pytest.mark.parametrize("verb,argv,message", [pytest.param(verb, argv, message, id=argv)
+                                               for verb, rows in BAD_VALUES.items() for argv, message in rows])
+def test_bad_values_give_one_error_line_and_exit_2(verb, argv, message, request, tmp_path, toy_config,
+                                                  toy_corpus, capsys, monkeypatch):
+    places = {"tmp": tmp_path / "empty", "config": toy_config, "corpus": toy_corpus}
+    places["tmp"].mkdir()
+    for name, fixture in (("rnn", "toy_run"), ("transformer", "toy_transformer_run")):
+        if "{" + name + "}" in argv:
+            places[name] = request.getfixturevalue(fixture)
+    monkeypatch.setattr(sys, "stdin", __import__("io").StringIO("Hund .\n"))
+    capsys.readouterr()
+    try:
+        code = main(argv.format(**places).split(" "))
+    except SystemExit as exit_:  # argparse's own errors
+        code = exit_.code
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith(f"attnmt {verb}: error: ")]
+    assert len(lines) == 1, err
+    assert re.search(message, lines[0]), lines[0]
+
+
+def test_argument_types():
+    import argparse
+
+    from attnmt.cli import image_path, index_int, non_negative_float, non_negative_int, positive_float, positive_int
+
+    assert (positive_int("3"), non_negative_int("0"), index_int("-1")) == (3, 0, -1)
+    assert (positive_float("0.5"), non_negative_float("0"), image_path("a/b.PNG")) == (0.5, 0.0, "a/b.PNG")
+    for check, text in [(positive_int, "0"), (positive_int, "2.5"), (non_negative_int, "-1"), (index_int, "x"),
+                        (positive_float, "0"), (positive_float, "inf"), (positive_float, "nan"),
+                        (non_negative_float, "-0.1"), (non_negative_float, "nan"), (image_path, "a.txt"),
+                        (image_path, "png")]:
+        with pytest.raises(argparse.ArgumentTypeError):
+            check(text)
+
+
+def test_every_verb_has_bad_value_rows():
+    from attnmt.cli import COMMANDS
+
+    assert set(COMMANDS) <= set(BAD_VALUES), f"add rows for {sorted(set(COMMANDS) - set(BAD_VALUES))}"
+
+
+def test_bad_value_in_a_real_process_has_no_traceback(toy_run):
+    out = subprocess.run([sys.executable, "-m", "attnmt", "translate", str(toy_run), "--beam", "0"],
+                         capture_output=True, text=True, input="Hund .\n")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.splitlines()[-1] == "attnmt translate: error: argument --beam: 0 must be a positive integer (1 or more)"
+
+
+def test_a_bug_keeps_its_traceback(monkeypatch, tmp_path):
+    """Only user errors become one line: a ValueError from outside attnmt's checks is a bug."""
+    import attnmt.checkpoint
+
+    def buggy(args):
+        return int("not a number")  # raised in this test module, not by an attnmt check
+
+    monkeypatch.setattr(attnmt.checkpoint, "average_command", buggy)
+    with pytest.raises(ValueError, match="invalid literal"):
+        main(["average", str(tmp_path)])
+
+
+def test_a_builtin_error_inside_attnmt_code_keeps_its_traceback(monkeypatch, tmp_path):
+    """A ValueError that attnmt code did not `raise` itself (here int() fails) is a bug too."""
+    import attnmt.checkpoint
+
+    source = tmp_path / "fake.py"
+    source.write_text("def buggy(args):\n    return int('not a number')\n")
+    namespace = {"__name__": "attnmt.fake"}
+    exec(compile(source.read_text(), str(source), "exec"), namespace)
+    monkeypatch.setattr(attnmt.checkpoint, "average_command", namespace["buggy"])
+    with pytest.raises(ValueError, match="invalid literal"):
+        main(["average", str(tmp_path)])
+
+
+def test_verbose_shows_the_traceback_of_a_user_error(toy_run):
+    with pytest.raises(ValueError, match="needs a Transformer"):
+        main(["-v", "attention", str(toy_run), "Hund", "--layer", "0"])
+
+
+# ----------------------------------------------------------------------------- demo run directory
+
+def test_demo_refuses_a_real_run_and_leaves_it_intact(toy_run, capsys):
+    before = sorted(p.relative_to(toy_run) for p in toy_run.rglob("*"))
+    assert main(["demo", "--run-dir", str(toy_run)]) == 2
+    assert "was not made by `attnmt demo`" in capsys.readouterr().err
+    assert sorted(p.relative_to(toy_run) for p in toy_run.rglob("*")) == before
+
+
+def test_demo_replaces_only_its_own_folder(tmp_path):
+    from attnmt.demo import DEMO_MARKER, prepare_run_dir
+
+    fresh = tmp_path / "a" / "demo"
+    prepare_run_dir(fresh)  # a new folder: made and marked
+    assert [p.name for p in fresh.iterdir()] == [DEMO_MARKER]
+    (fresh / "metrics.jsonl").write_text("{}\n")
+    (fresh / "checkpoints").mkdir()
+    prepare_run_dir(fresh)  # the demo's own earlier run: replaced
+    assert [p.name for p in fresh.iterdir()] == [DEMO_MARKER]
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    prepare_run_dir(empty)
+    assert (empty / DEMO_MARKER).is_file()
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "metrics.jsonl").write_text("{}\n")  # looks like a run, but no demo made it
+    with pytest.raises(AttnmtError, match="not made by `attnmt demo`"):
+        prepare_run_dir(mine)
+    assert (mine / "metrics.jsonl").read_text() == "{}\n"

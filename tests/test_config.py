@@ -44,6 +44,13 @@ def test_empty_file_gives_defaults(tmp_path):
         ("train: 3\n", r"train must be a mapping"),
         ("- a\n- b\n", r"top level must be a mapping"),
         ("train: [\n", r"not valid YAML"),
+        # settings that would be accepted and then ignored are refused, naming the key
+        ("model:\n  arch: transformer\ntrain:\n  teacher_forcing: 0.5\n",
+         r"cfg.yaml: train.teacher_forcing=0.5 applies to model.arch='rnn' only"),
+        ("data:\n  tokenizer: sentencepiece\n  lowercase: true\n",
+         r"cfg.yaml: data.lowercase=true applies to data.tokenizer='moses' only"),
+        ("train:\n  device: gpu\n", r"cfg.yaml: train.device='gpu' must be auto, cpu, cuda, cuda:N or mps"),
+        ("train:\n  device: cuda:x\n", r"train.device='cuda:x' must be"),
     ],
 )
 def test_bad_configs_name_file_and_key(tmp_path, text, message):
@@ -78,9 +85,39 @@ def test_saved_config_round_trips(tmp_path):
     assert json.loads((tmp_path / "config.json").read_text())["model"]["arch"] == "transformer"
 
 
-def test_shipped_configs_are_valid():
+def test_rnn_teacher_forcing_and_moses_lowercase_still_accepted(tmp_path):
+    cfg = load_config(write(tmp_path, "train:\n  teacher_forcing: 0.5\ndata:\n  lowercase: true\n"))
+    assert cfg.train.teacher_forcing == 0.5 and cfg.data.lowercase
+
+
+def test_shipped_configs_are_valid_and_found_by_name(tmp_path, monkeypatch):
     from pathlib import Path
 
-    configs = sorted((Path(__file__).parents[1] / "configs").glob("*.yaml"))
-    for path in configs:
-        load_config(path)
+    root = Path(__file__).parents[1]
+    shipped = sorted((root / "src" / "attnmt" / "configs").glob("*.yaml"))
+    assert {p.stem for p in shipped} >= {"multi30k_rnn", "multi30k_transformer", "quickstart_rnn"}
+    # the clone's top-level configs/ is the same folder, not a copy
+    assert sorted(p.name for p in (root / "configs").glob("*.yaml")) == [p.name for p in shipped]
+    assert (root / "configs").resolve() == (root / "src" / "attnmt" / "configs").resolve()
+    monkeypatch.chdir(tmp_path)  # a folder with no configs/
+    for path in shipped:
+        assert load_config(path.stem) == load_config(path) == load_config(path.name)
+    assert load_config("multi30k_transformer").model.arch == "transformer"
+
+
+def test_a_name_that_is_neither_file_nor_packaged_lists_the_names(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"multi30k_lstm: config file not found, and not the name of a "
+                                          r"packaged config \(multi30k_rnn, multi30k_transformer"):
+        load_config("multi30k_lstm")
+    with pytest.raises(ConfigError, match=r"sub/multi30k_rnn.yaml: config file not found"):
+        load_config("sub/multi30k_rnn.yaml")  # a path is a path: no fallback to the packaged one
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(ConfigError, match=r"folder: is a folder"):
+        load_config("folder")
+
+
+def test_a_local_file_wins_over_a_packaged_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "multi30k_rnn.yaml").write_text("train:\n  epochs: 3\n")
+    assert load_config("multi30k_rnn.yaml").train.epochs == 3

@@ -10,7 +10,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "attnmt"
 
 # module (dotted, below attnmt) or package prefix -> layer; the most specific entry wins.
 LAYERS = {
-    "errors": 0, "checkpoint": 1, "config": 2,
+    "errors": 0, "checkpoint": 1, "devices": 1, "config": 2,
     "attention": 3,  # pure tensor math; owns lengths_to_mask, which batching uses
     "data": 4,
     "models": 5,

@@ -9,16 +9,28 @@
     attnmt demo            the README's main job
 
 Each sub-command's work lives with the concept it serves; this module only parses arguments
-and turns user errors (`AttnmtError`) into one clear line on stderr and exit code 2.
+and turns user errors into one clear line on stderr, `attnmt VERB: error: ...`, and exit code 2:
+
+- values argparse can check (positive counts, integers, choices, image formats) it checks;
+- `--device` is checked here against this machine (devices.py) before anything loads;
+- `AttnmtError` (bad data, config, checkpoint, run directory) and `OSError` (a file that cannot
+  be read or written) are user errors;
+- a `ValueError` raised by a `raise` statement of attnmt's own argument checks (e.g. a
+  Transformer layer index out of range) is misuse of a public entry point: one line too. A
+  `ValueError` from anywhere else (torch, numpy, a builtin) is a bug and keeps its traceback,
+  and with `-v` so do OS errors and attnmt's ValueErrors.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import linecache
 import logging
+import os
 import sys
 
+from attnmt.config import packaged_configs
 from attnmt.errors import AttnmtError
 
 # sub-command -> "module:function"; the function takes the parsed argparse.Namespace and
@@ -34,14 +46,85 @@ COMMANDS = {
 }
 
 
+# --------------------------------------------------------------------------- argument types
+# argparse turns a ValueError/ArgumentTypeError from these into `attnmt VERB: error: argument X: ...`.
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (beam sizes, batch sizes, counts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be a positive integer (1 or more)")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0 (e.g. a top-k where 0 means all)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be 0 or more")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite float > 0 (temperatures, waiting times)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number > 0")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A finite float >= 0 (length penalties)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
+    return value
+
+
+def index_int(text: str) -> int:
+    """An integer index; negative ones count from the end (Transformer layers and heads)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer index") from None
+
+
+IMAGE_FORMATS = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps")
+
+
+def image_path(text: str) -> str:
+    """An output file whose suffix names an image format matplotlib writes."""
+    if os.path.splitext(text)[1].lower() not in IMAGE_FORMATS:
+        raise argparse.ArgumentTypeError(f"{text!r}: the file name must end in one of {', '.join(IMAGE_FORMATS)}")
+    return text
+
+
 def _add_data_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--corpus", default="multi30k", help="'multi30k' or a path prefix / TSV file of your own data")
-    p.add_argument("--src-lang", default="de")
-    p.add_argument("--tgt-lang", default="en")
-    p.add_argument("--tokenizer", choices=["moses", "sentencepiece"], default="moses")
-    p.add_argument("--lowercase", action="store_true", help="lowercase (moses tokenizer)")
-    p.add_argument("--vocab-size", type=int, default=8000, help="sentencepiece vocabulary size")
-    p.add_argument("--min-freq", type=int, default=2, help="minimum token frequency in the vocabulary")
+    """The data settings of `attnmt data stats`; unset ones take the config defaults (config.DataConfig)."""
+    p.add_argument("--config", default=None, help="take every data setting from this config (file or packaged name)")
+    p.add_argument("--corpus", default=None, help="'multi30k' (default), or own data as data.train names it: a path "
+                   "prefix (data/train reads data/train.de, data/train.en), a folder holding train.<lang>, or a .tsv")
+    p.add_argument("--valid", default=None, help="own validation data, as data.valid (default: found next to train)")
+    p.add_argument("--test", default=None, help="own test data, as data.test (default: found next to train)")
+    p.add_argument("--src-lang", default=None, help="default: de")
+    p.add_argument("--tgt-lang", default=None, help="default: en")
+    p.add_argument("--tokenizer", choices=["moses", "sentencepiece"], default=None, help="default: moses")
+    p.add_argument("--lowercase", action="store_true", help="lowercase (moses only, as data.lowercase)")
+    p.add_argument("--vocab-size", type=positive_int, default=None, help="sentencepiece pieces (default: 8000)")
+    p.add_argument("--min-freq", type=positive_int, default=None, help="minimum token frequency in the vocabulary "
+                   "(default: 1, as data.min_freq)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--splits", nargs="+", default=None, help="splits to show (default: train val test)")
 
     train = sub.add_parser("train", help="train a model from a YAML config")
-    train.add_argument("config", nargs="?", help="YAML config file (not needed with --resume)")
+    train.add_argument("config", nargs="?", help="YAML config file, or the name of a packaged config "
+                       f"({', '.join(packaged_configs())}); not needed with --resume")
     train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config value, e.g. --set train.lr=3e-4 (repeatable)")
     train.add_argument("--run-dir", default=None, help="where to write the run (default: runs/<config name>)")
@@ -64,40 +148,69 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = sub.add_parser("evaluate", help="score a trained run on a split")
     evaluate.add_argument("run_dir")
     evaluate.add_argument("--split", default="test_2016_flickr")
-    evaluate.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy)")
-    evaluate.add_argument("--length-penalty", type=float, default=None)
-    evaluate.add_argument("--batch-size", type=int, default=128)
+    evaluate.add_argument("--beam", type=positive_int, default=5, help="beam size (1 = greedy)")
+    evaluate.add_argument("--length-penalty", type=non_negative_float, default=None)
+    evaluate.add_argument("--batch-size", type=positive_int, default=128)
     evaluate.add_argument("--checkpoint", default="best", help="'best', 'last', 'average' (after attnmt average) or a checkpoint file")
-    evaluate.add_argument("--device", default=None)
+    evaluate.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
 
     translate = sub.add_parser("translate", help="translate lines from stdin (or -i) to stdout (or -o)")
     translate.add_argument("run_dir")
     translate.add_argument("-i", "--input", default=None)
     translate.add_argument("-o", "--output", default=None)
-    translate.add_argument("--beam", type=int, default=5)
-    translate.add_argument("--length-penalty", type=float, default=None)
-    translate.add_argument("--batch-size", type=int, default=64)
+    translate.add_argument("--beam", type=positive_int, default=5)
+    translate.add_argument("--length-penalty", type=non_negative_float, default=None)
+    translate.add_argument("--batch-size", type=positive_int, default=64)
     translate.add_argument("--checkpoint", default="best")
-    translate.add_argument("--device", default=None)
+    translate.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
 
     attention = sub.add_parser("attention", help="draw the attention heatmap of one translation")
     attention.add_argument("run_dir")
     attention.add_argument("sentence")
-    attention.add_argument("-o", "--output", default="attention.png")
-    attention.add_argument("--beam", type=int, default=5)
+    attention.add_argument("-o", "--output", type=image_path, default="attention.png",
+                           help=f"image file ({', '.join(IMAGE_FORMATS)})")
+    attention.add_argument("--beam", type=positive_int, default=5)
     attention.add_argument("--checkpoint", default="best")
-    attention.add_argument("--layer", default=None, help="Transformer: layer index (default: average)")
-    attention.add_argument("--head", default=None, help="Transformer: head index (default: average)")
+    attention.add_argument("--layer", type=index_int, default=None, help="Transformer: layer index (default: average)")
+    attention.add_argument("--head", type=index_int, default=None, help="Transformer: head index (default: average)")
 
     average = sub.add_parser("average", help="average the weights of several checkpoints of one run")
     average.add_argument("run_dir")
-    average.add_argument("--last", type=int, default=5, help="average the last N epoch checkpoints")
+    average.add_argument("--last", type=positive_int, default=5, help="average the last N epoch checkpoints")
     average.add_argument("-o", "--output", default=None)
 
     demo = sub.add_parser("demo", help="the README's main job: train, evaluate, translate, draw")
-    demo.add_argument("--config", default=None, help="config (default: full on GPU, quickstart on CPU)")
-    demo.add_argument("--run-dir", default="runs/demo")
+    demo.add_argument("--config", default=None, help="config file or packaged name (default: multi30k_rnn on a GPU, "
+                      "quickstart_rnn on a CPU)")
+    demo.add_argument("--run-dir", default="runs/demo", help="a new folder, or one an earlier demo made (replaced)")
     return parser
+
+
+def _raised_by_attnmt(err: BaseException) -> bool:
+    """True when `err` comes from a `raise` statement in attnmt's own code: an explicit check of
+    an argument. A ValueError from torch, numpy or a builtin (even one called by attnmt) is not."""
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or not str(tb.tb_frame.f_globals.get("__name__", "")).startswith("attnmt."):
+        return False
+    return linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).lstrip().startswith("raise ")
+
+
+def _os_message(err: OSError) -> str:
+    if err.filename is None:
+        return str(err)
+    reason = err.strerror or str(err)
+    return f"{err.filename}: {reason}" if err.filename2 is None else f"{err.filename} -> {err.filename2}: {reason}"
+
+
+def _refuse_ignored_options(args: argparse.Namespace) -> None:
+    """Options that would be accepted and then ignored are refused."""
+    if args.command == "train" and args.resume:
+        ignored = [name for name, value in (("CONFIG", args.config), ("--run-dir", args.run_dir)) if value]
+        if ignored:
+            raise AttnmtError(f"--resume continues the run in {args.resume} with its saved config: "
+                              f"drop {' and '.join(ignored)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,9 +220,28 @@ def main(argv: list[str] | None = None) -> int:
     name = "data stats" if args.command == "data" else args.command
     module_name, func_name = COMMANDS[name].split(":")
     try:
+        _refuse_ignored_options(args)
+        if getattr(args, "device", None) is not None:  # refuse a device this machine lacks before loading
+            from attnmt.devices import resolve_device
+
+            resolve_device(args.device, key="--device")
         func = getattr(importlib.import_module(module_name), func_name)
         return int(func(args) or 0)
     except AttnmtError as err:
+        print(f"attnmt {name}: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `attnmt translate ... | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except OSError as err:
+        if args.verbose:
+            raise
+        print(f"attnmt {name}: error: {_os_message(err)}", file=sys.stderr)
+        return 2
+    except ValueError as err:
+        if args.verbose or not _raised_by_attnmt(err):
+            raise
         print(f"attnmt {name}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

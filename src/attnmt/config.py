@@ -26,7 +26,8 @@ from typing import Any, Literal, Union
 
 import yaml
 
-from attnmt.errors import ConfigError
+from attnmt.devices import check_device_name
+from attnmt.errors import AttnmtError, ConfigError
 
 _FLOAT_LITERAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
@@ -40,7 +41,7 @@ class DataConfig:
     valid: str | None = None
     test: str | None = None
     tokenizer: Literal["moses", "sentencepiece"] = "moses"
-    lowercase: bool = False                  # moses only: the tutorials' lowercased setup
+    lowercase: bool = False                  # moses only (refused with sentencepiece): the tutorials' setup
     spm_model_type: Literal["bpe", "unigram"] = "bpe"
     spm_vocab_size: int = 8000
     spm_joint: bool = True                   # one sentencepiece model for both languages
@@ -77,7 +78,7 @@ class ModelConfig:
 @dataclass(frozen=True)
 class TrainConfig:
     seed: int = 1
-    device: str = "auto"                     # auto | cpu | cuda | cuda:N
+    device: str = "auto"                     # auto | cpu | cuda | cuda:N | mps (checked in devices.py)
     epochs: int = 10
     max_minutes: float | None = None         # stop after this much training time
     batch_size: int = 128
@@ -93,7 +94,7 @@ class TrainConfig:
     min_lr: float = 1e-6
     clip: float = 1.0                        # max gradient norm; 0 = off
     label_smoothing: float = 0.0
-    teacher_forcing: float = 1.0             # 1.0 = always feed the gold previous token
+    teacher_forcing: float = 1.0             # RNN only: 1.0 = always feed the gold previous token
     amp: Literal["auto", "none", "bf16"] = "auto"  # auto = bf16 autocast on CUDA only
     early_stopping_metric: Literal["bleu", "loss"] = "bleu"
     early_stopping_patience: int | None = None
@@ -132,18 +133,47 @@ class Config:
 
 # ----------------------------------------------------------------------------- loading
 
+PACKAGED_CONFIGS = Path(__file__).resolve().parent / "configs"  # shipped in the wheel; ./configs in a clone
+
+
+def packaged_configs() -> list[str]:
+    """Names of the configs that ship with attnmt (`attnmt train NAME` finds them from any folder)."""
+    return sorted(p.stem for p in PACKAGED_CONFIGS.glob("*.yaml"))
+
+
+def find_config(name: str | Path) -> Path:
+    """A config file: `name` itself when it is a file, else the packaged config of that name
+    (``multi30k_transformer`` or ``multi30k_transformer.yaml``).
+
+    Raises:
+        ConfigError: neither a file nor a packaged config; the message lists the packaged names.
+    """
+    path = Path(name)
+    if path.is_file():
+        return path
+    if path.parent == Path(".") and path.suffix in ("", ".yaml"):
+        packaged = PACKAGED_CONFIGS / f"{path.stem}.yaml"
+        if packaged.is_file():
+            return packaged
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder, not a config file")
+    raise ConfigError(f"{path}: config file not found, and not the name of a packaged config "
+                      f"({', '.join(packaged_configs())})")
+
+
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
-    """Read a YAML config, apply ``key=value`` overrides, validate, and return a `Config`.
+    """Read a YAML config (a file, or a packaged config by name: see `find_config`), apply
+    ``key=value`` overrides, validate, and return a `Config`.
 
     Raises:
         ConfigError: the file is missing or not YAML, or a key is unknown, of the wrong type,
             or has an impossible value; the message names the file and the dotted key.
     """
-    path = Path(path)
+    path = find_config(path)
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read the config file: {err.strerror or err}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise ConfigError(f"{path}: not valid YAML: {err}") from None
     raw = {} if raw is None else raw
@@ -298,8 +328,16 @@ def _check_values(cfg: Config, source: str) -> None:
         fail(f"model.heads={m.heads} must divide model.d_model={m.d_model}")
     if t.schedule == "inverse_sqrt" and t.warmup_steps == 0:
         fail("train.warmup_steps must be positive with train.schedule='inverse_sqrt'")
-    if t.device != "auto" and t.device != "cpu" and not t.device.startswith("cuda") and t.device != "mps":
-        fail(f"train.device={t.device!r} must be auto, cpu, cuda, cuda:N or mps")
+    try:  # the spelling only: whether the device exists is checked where it is used (devices.py)
+        check_device_name(t.device, key="train.device")
+    except AttnmtError as err:
+        fail(str(err))
+    if m.arch == "transformer" and t.teacher_forcing != 1.0:
+        fail(f"train.teacher_forcing={t.teacher_forcing} applies to model.arch='rnn' only: the Transformer "
+             "is always trained on the gold previous tokens (set it to 1.0)")
+    if d.lowercase and d.tokenizer == "sentencepiece":
+        fail("data.lowercase=true applies to data.tokenizer='moses' only: sentencepiece models the text "
+             "as it is (set data.lowercase to false, or use the moses tokenizer)")
 
 
 def save_config(cfg: Config, path: str | Path) -> None:

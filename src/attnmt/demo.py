@@ -1,6 +1,9 @@
 """The README's main job: train on Multi30k de->en, evaluate on test_2016_flickr, translate a
 few sentences and draw an attention heatmap. The full seed-size config runs on a GPU; on a CPU
-the quickstart config trains a smaller model within a time budget (train.max_minutes)."""
+the quickstart config trains a smaller model within a time budget (train.max_minutes).
+
+The demo writes only into a new (or empty) folder, which it marks as its own; it replaces a
+folder on a later run only when that mark is there, and refuses any other folder."""
 
 from __future__ import annotations
 
@@ -23,30 +26,42 @@ EXAMPLES = [
 ]
 
 
-def find_config(name: str) -> Path:
-    """A config by path, or by name from the repository's configs/ folder."""
-    path = Path(name)
-    if path.is_file():
-        return path
-    for folder in (Path.cwd() / "configs", Path(__file__).resolve().parents[2] / "configs"):
-        if (folder / name).is_file():
-            return folder / name
-    raise AttnmtError(f"config {name!r} not found (looked in ./configs and the attnmt repository)")
+DEMO_MARKER = ".attnmt-demo"  # written into every run directory the demo creates
+
+
+def prepare_run_dir(run_dir: Path) -> None:
+    """Make `run_dir` ready for a new demo run without ever deleting what the demo did not make.
+
+    A missing or empty folder is used; a folder holding the marker of an earlier demo is
+    replaced; anything else (a real training run, your files) is refused.
+
+    Raises:
+        AttnmtError: `run_dir` is a file, or a non-empty folder that no demo created.
+    """
+    if run_dir.exists() and not run_dir.is_dir():
+        raise AttnmtError(f"--run-dir {run_dir}: is a file, not a folder")
+    if run_dir.is_dir() and any(run_dir.iterdir()):
+        if not (run_dir / DEMO_MARKER).is_file():
+            raise AttnmtError(f"--run-dir {run_dir}: the folder is not empty and was not made by `attnmt demo` "
+                              f"(no {DEMO_MARKER} file), so the demo will not replace it; give a new --run-dir "
+                              "(or, for a demo of an older attnmt, delete the folder yourself)")
+        log.info("replacing the previous demo run in %s", run_dir)
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / DEMO_MARKER).write_text("made by `attnmt demo`, which may replace this folder\n")
 
 
 def demo_command(args) -> int:
-    from attnmt.config import load_config
+    from attnmt.config import find_config, load_config
     from attnmt.plotting import plot_attention
     from attnmt.training import train
     from attnmt.translator import Translator
 
-    default = "multi30k_rnn.yaml" if torch.cuda.is_available() else "quickstart_rnn.yaml"
+    default = "multi30k_rnn" if torch.cuda.is_available() else "quickstart_rnn"
     config_path = find_config(args.config or default)
     cfg = load_config(config_path)
     run_dir = Path(args.run_dir)
-    if (run_dir / "metrics.jsonl").exists():
-        log.info("removing the previous demo run in %s", run_dir)
-        shutil.rmtree(run_dir)
+    prepare_run_dir(run_dir)
     print(f"== training {config_path} -> {run_dir}", flush=True)
     result = train(cfg, run_dir)
     print(f"   {result.epochs} epochs in {result.seconds / 60:.1f} min; best epoch: {result.best.get('epoch')}")
@@ -68,4 +83,5 @@ def demo_command(args) -> int:
     heatmap = plot_attention(results[0].attention, results[0].source_tokens, results[0].tokens,
                              run_dir / "attention.png", title=results[0].text)
     print(f"== attention heatmap: {heatmap}")
+    print(f"== serve it (HTTP API and the attention page): attnmt serve {run_dir}")
     return 0

@@ -82,9 +82,7 @@ def attention_command(args) -> int:
     from attnmt.translator import Translator
 
     translator = Translator.load(args.run_dir, checkpoint=args.checkpoint)
-    layer = None if args.layer is None else int(args.layer)
-    head = None if args.head is None else int(args.head)
-    result = translator.translate([args.sentence], beam_size=args.beam, layer=layer, head=head)[0]
+    result = translator.translate([args.sentence], beam_size=args.beam, layer=args.layer, head=args.head)[0]
     if not result.source_tokens:
         from attnmt.errors import AttnmtError
 

@@ -33,6 +33,7 @@ from attnmt.data.batching import Batch, make_batches
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
 from attnmt.data.pipeline import TextPipeline
 from attnmt.decoding import decode_sources
+from attnmt.devices import resolve_device
 from attnmt.errors import AttnmtError
 from attnmt.evaluation import corpus_loss, perplexity, score_translations
 from attnmt.models import build_model, count_parameters
@@ -42,14 +43,6 @@ log = logging.getLogger(__name__)
 
 
 # ----------------------------------------------------------------------------- setup helpers
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise AttnmtError(f"train.device={name!r} but no CUDA device is available")
-    return torch.device(name)
-
 
 def seed_everything(seed: int) -> None:
     random.seed(seed)

@@ -27,6 +27,7 @@ from attnmt.config import Config, load_saved_config
 from attnmt.data.batching import make_batches
 from attnmt.data.pipeline import TextPipeline
 from attnmt.decoding import Alternative, TranslationResult, decode_sources
+from attnmt.devices import resolve_device
 
 __all__ = ["Alternative", "TranslationResult", "Translator", "translate_command", "evaluate_command"]
 
@@ -57,7 +58,7 @@ class Translator:
         model = build_model(cfg.model, len(pipeline.src_vocab), len(vocab), pad_id=vocab.pad_id,
                             bos_id=vocab.bos_id, eos_id=vocab.eos_id)
         load_weights(model, checkpoint_path(run_dir, checkpoint))
-        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        device = resolve_device(device or "auto", key="device")
         return cls(model, pipeline, cfg, device=device, run_dir=run_dir)
 
     def translate(self, sentences: Sequence[str] | str, *, beam_size: int | None = None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,8 @@ import pytest
 from attnmt.cli import main
 from attnmt.data.stats import percentile
 
-SHARED = Path("/work/shared/data/multi30k")
+# read at import: the data tests' autouse fixture clears ATTNMT_DATA for each test
+SHARED = Path(os.environ.get("ATTNMT_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data" / "multi30k")
 
 
 def test_percentile_nearest_rank():
@@ -61,8 +64,86 @@ def test_stats_sentencepiece_on_own_data(tmp_path, capsys):
     make_own_data(tmp_path / "toy")
     assert main(["data", "stats", "--corpus", str(tmp_path / "toy"), "--tokenizer", "sentencepiece",
                  "--vocab-size", "30", "--splits", "train"]) == 0
-    assert "sentencepiece (30 pieces, joint)" in capsys.readouterr().out
+    assert "sentencepiece (bpe, 30 pieces, joint)" in capsys.readouterr().out
     assert list((tmp_path / "cache" / "sentencepiece").glob("spm-bpe-30-*.model"))
+
+
+def rows_of(out: str) -> dict[tuple[str, str], list[str]]:
+    return {tuple(line.split()[:2]): line.split() for line in out.splitlines()[3:]}
+
+
+def test_corpus_takes_the_prefix_a_config_takes(tmp_path, capsys):
+    """`--corpus data/train` reads data/train.de (as data.train does) and finds data/dev, data/test."""
+    make_own_data(tmp_path / "toy")
+    (tmp_path / "toy" / "val.tsv").rename(tmp_path / "toy" / "dev.tsv")
+    (tmp_path / "toy" / "test.de").write_text("Hund\n", encoding="utf-8")
+    (tmp_path / "toy" / "test.en").write_text("dog\n", encoding="utf-8")
+    assert main(["data", "stats", "--corpus", str(tmp_path / "toy" / "train")]) == 0
+    rows = rows_of(capsys.readouterr().out)
+    assert sorted(rows) == [("test", "de"), ("test", "en"), ("train", "de"), ("train", "en"), ("val", "de"),
+                            ("val", "en")]
+    assert rows[("train", "de")][2:4] == ["3", "7"] and rows[("test", "en")][2:4] == ["1", "1"]
+    # --valid names a file as data.valid does, and wins over the neighbour
+    (tmp_path / "other.tsv").write_text("a\tb\nc\td\n", encoding="utf-8")
+    assert main(["data", "stats", "--corpus", str(tmp_path / "toy" / "train"), "--valid", str(tmp_path / "other.tsv")]) == 0
+    assert rows_of(capsys.readouterr().out)[("val", "de")][2] == "2"
+    # the old reading (a prefix to which the split name is appended) is gone
+    assert main(["data", "stats", "--corpus", str(tmp_path / "toy") + "/"]) == 0  # a folder still means folder/train
+    capsys.readouterr()
+    (tmp_path / "tsv").mkdir()  # a folder holding train.tsv and val.tsv
+    (tmp_path / "tsv" / "train.tsv").write_text("ein Hund\ta dog\n", encoding="utf-8")
+    (tmp_path / "tsv" / "val.tsv").write_text("ein Vogel\ta bird\nzwei\ttwo\n", encoding="utf-8")
+    assert main(["data", "stats", "--corpus", str(tmp_path / "tsv")]) == 0
+    rows = rows_of(capsys.readouterr().out)
+    assert rows[("train", "de")][2:4] == ["1", "2"] and rows[("val", "en")][2:4] == ["2", "3"]
+    assert main(["data", "stats", "--corpus", str(tmp_path / "toy" / "tr")]) == 2
+    assert "found neither" in capsys.readouterr().err
+
+
+def test_config_gives_the_same_statistics_as_the_options(tmp_path, capsys):
+    make_own_data(tmp_path / "toy")
+    config = tmp_path / "c.yaml"
+    config.write_text(f"data:\n  corpus: files\n  train: {tmp_path}/toy/train\n  valid: {tmp_path}/toy/val.tsv\n"
+                      "  lowercase: true\n  min_freq: 2\n")
+    assert main(["data", "stats", "--config", str(config)]) == 0
+    from_config = capsys.readouterr().out
+    assert main(["data", "stats", "--corpus", str(tmp_path / "toy"), "--lowercase", "--min-freq", "2"]) == 0
+    from_options = capsys.readouterr().out
+    assert from_config.splitlines()[1:] == from_options.splitlines()[1:]
+    # min_freq 2, lowercased: "ein" (2) and "hund" (2) in de
+    assert rows_of(from_config)[("train", "de")][5] == str(4 + 2)
+    assert main(["data", "stats", "--config", str(config), "--min-freq", "3"]) == 2
+    assert "drop --min-freq" in capsys.readouterr().err
+
+
+def test_sentencepiece_statistics_tokenize_as_training_does(tmp_path, capsys):
+    """Cased pieces (training does not lowercase for sentencepiece) and one joint vocabulary,
+    against a sentencepiece model trained here with the library directly."""
+    import sentencepiece as spm
+
+    make_own_data(tmp_path / "toy")
+    assert main(["data", "stats", "--corpus", str(tmp_path / "toy"), "--tokenizer", "sentencepiece",
+                 "--vocab-size", "30", "--splits", "train"]) == 0
+    rows = rows_of(capsys.readouterr().out)
+    src = (tmp_path / "toy" / "train.de").read_text(encoding="utf-8").splitlines()
+    tgt = (tmp_path / "toy" / "train.en").read_text(encoding="utf-8").splitlines()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(src + tgt), model_prefix=str(tmp_path / "ref"),
+                                   vocab_size=30, model_type="bpe", character_coverage=1.0,
+                                   hard_vocab_limit=False, num_threads=1, minloglevel=2)
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "ref.model"))
+    pieces = {lang: [sp.encode(t, out_type=str) for t in texts] for lang, texts in (("de", src), ("en", tgt))}
+    joint_vocab = 4 + len(Counter(p for side in pieces.values() for s in side for p in s))
+    for lang in ("de", "en"):
+        tokens = [p for s in pieces[lang] for p in s]
+        assert rows[("train", lang)][3:6] == [str(len(tokens)), str(len(set(tokens))), str(joint_vocab)]
+    assert any(p[:1].isupper() or p[1:2].isupper() for s in pieces["de"] for p in s)  # "Hund" keeps its case
+
+
+def test_lowercase_with_sentencepiece_is_refused(tmp_path, capsys):
+    make_own_data(tmp_path / "toy")
+    assert main(["data", "stats", "--corpus", str(tmp_path / "toy"), "--tokenizer", "sentencepiece",
+                 "--lowercase"]) == 2
+    assert "--lowercase applies to --tokenizer moses only" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="no local copy of Multi30k")

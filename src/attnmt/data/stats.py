@@ -1,12 +1,19 @@
 """`attnmt data stats`: per split and language, sentences, tokens, vocabulary, OOV and lengths.
 
     attnmt data stats --corpus multi30k --src-lang de --tgt-lang en --tokenizer moses
+    attnmt data stats --corpus data/train --valid data/dev      # own files, given as in a config
+    attnmt data stats --config multi30k_transformer             # the data section of a config
 
-The vocabulary is built on the train split (`--min-freq`); the OOV rate of every split is the
-share of its tokens that the train vocabulary maps to <unk>. With `--tokenizer sentencepiece`, one
-joint model of `--vocab-size` pieces is trained on both sides of train (cached in the user cache).
-`--corpus` is "multi30k", or own data: a folder or prefix `P` holding `P<split>.<lang>[.gz]` or
-`P<split>.tsv` files (`data/` -> `data/train.de`, `data/m30k.` -> `data/m30k.train.de`).
+The text goes through the same `TextPipeline` that training builds, from the same `data` settings:
+the same tokenizers (a joint sentencepiece model when `data.spm_joint`, lowercasing only with
+moses), the same vocabularies (joint with a joint sentencepiece model; `--min-freq`,
+`data.max_vocab`) built on the same training pairs (`data.train_subset`). The OOV rate of every
+split is the share of its tokens that the train vocabulary maps to <unk>.
+
+`--corpus` is "multi30k", or own data given the way `data.train` gives it: a path prefix `P`
+(`P.<src_lang>[.gz]` and `P.<tgt_lang>[.gz]`) or a `.tsv` file; `--valid` and `--test` likewise.
+When they are not given, they are looked for next to the train files: a prefix ending in `train`
+(`data/train`) has `data/val` (or `valid`, `dev`) and `data/test`; a folder `D` means `D/train`.
 """
 
 from __future__ import annotations
@@ -19,10 +26,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnmt.data.corpus import CorpusSpec, ParallelCorpus, cache_dir, load_corpus
-from attnmt.data.tokenizers import MosesTokenizer, SentencePieceTokenizer, Tokenizer, train_sentencepiece
+from attnmt.config import DataConfig, config_from_dict, load_config
+from attnmt.data.corpus import CorpusSpec, ParallelCorpus, cache_dir, corpus_spec, load_corpus
+from attnmt.data.pipeline import TextPipeline
+from attnmt.data.tokenizers import Tokenizer
 from attnmt.data.vocab import Vocab
-from attnmt.errors import DataError
+from attnmt.errors import ConfigError, DataError
 
 logger = logging.getLogger(__name__)
 
@@ -79,86 +88,127 @@ def format_table(rows: list[SideStats]) -> str:
     return "\n".join(lines)
 
 
-def own_data_spec(corpus: str, src_lang: str, tgt_lang: str) -> CorpusSpec:
-    """CorpusSpec for own data under a folder or prefix: `<prefix><split>` text files or TSV.
+def _exists(prefix: str, lang: str) -> bool:
+    """Whether `prefix` names own data as `data.train` does: a .tsv file or `<prefix>.<lang>[.gz]`."""
+    if prefix.endswith((".tsv", ".tsv.gz")):
+        return Path(prefix).is_file()
+    return any(Path(f"{prefix}.{lang}{gz}").is_file() for gz in ("", ".gz"))
 
-    The validation split is the first of `val`, `valid`, `dev` that exists; a single TSV file
-    is the train split.
+
+def own_data_spec(train: str, src_lang: str, tgt_lang: str, *, valid: str | None = None,
+                  test: str | None = None) -> CorpusSpec:
+    """CorpusSpec of own data named as in a config: `train` is a path prefix or a .tsv file.
+
+    A folder `D` stands for the prefix `D/train` (or `D/train.tsv`). Without `valid`/`test`, a train prefix (or
+    .tsv file) named `train` finds its neighbours `val`, `valid` or `dev`, and `test`.
+
+    Raises:
+        DataError: no train files there; the message names what was looked for.
     """
-    if corpus.endswith((".tsv", ".tsv.gz")):
-        return CorpusSpec(name=corpus, src_lang=src_lang, tgt_lang=tgt_lang, train=corpus)
-    prefix = corpus + os.sep if Path(corpus).is_dir() and not corpus.endswith(("/", os.sep)) else corpus
+    if Path(train).is_dir():
+        candidates = [os.path.join(train, "train" + ext) for ext in ("", ".tsv", ".tsv.gz")]
+        train = next((c for c in candidates if _exists(c, src_lang)), candidates[0])
+    if not _exists(train, src_lang):
+        raise DataError(f"--corpus {train}: found neither {train}.{src_lang}[.gz] nor a .tsv file; give "
+                        "'multi30k', a path prefix as in data.train (data/train for data/train.de), a folder "
+                        "holding train.<lang> files, or a .tsv file")
+    folder, name = os.path.split(train)
+    stem = next(name[: len(name) - len(ext)] for ext in (".tsv.gz", ".tsv", "") if name.endswith(ext))
 
-    def find(split: str) -> str | None:
-        """The TSV file, or the prefix of the text files, of `split`; None if neither exists."""
-        for tsv in (f"{prefix}{split}.tsv", f"{prefix}{split}.tsv.gz"):
-            if Path(tsv).is_file():
-                return tsv
-        texts = (f"{prefix}{split}.{src_lang}", f"{prefix}{split}.{src_lang}.gz")
-        return f"{prefix}{split}" if any(Path(t).is_file() for t in texts) else None
+    def neighbour(*names: str) -> str | None:
+        """The first of `names` next to train (text files or .tsv), when train is named `...train`."""
+        if not stem.endswith("train"):
+            return None
+        for other in names:
+            for ext in ("", ".tsv", ".tsv.gz"):
+                candidate = os.path.join(folder, stem[: -len("train")] + other + ext)
+                if _exists(candidate, src_lang):
+                    return candidate
+        return None
 
-    train = find("train")
-    if train is None:
-        raise DataError(f"--corpus {corpus}: found neither {prefix}train.{src_lang}[.gz] nor {prefix}train.tsv; "
-                        "give 'multi30k', a folder, a path prefix or a .tsv file")
-    valid = next(filter(None, map(find, ("val", "valid", "dev"))), None)
-    return CorpusSpec(name=corpus, src_lang=src_lang, tgt_lang=tgt_lang, train=train, valid=valid,
-                      test=find("test"))
-
-
-def _build_tokenizers(args: argparse.Namespace, train: ParallelCorpus) -> tuple[Tokenizer, Tokenizer]:
-    if args.tokenizer == "moses":
-        return (MosesTokenizer(args.src_lang, lowercase=args.lowercase),
-                MosesTokenizer(args.tgt_lang, lowercase=args.lowercase))
-    texts = train.src + train.tgt
-    if args.lowercase:
-        texts = [t.lower() for t in texts]
-    model = train_sentencepiece(texts, vocab_size=args.vocab_size, model_type="bpe",
-                                cache_dir=cache_dir() / "sentencepiece")
-    tokenizer = SentencePieceTokenizer(model)
-    return tokenizer, tokenizer
+    return CorpusSpec(name="files", src_lang=src_lang, tgt_lang=tgt_lang, train=train,
+                      valid=valid or neighbour("val", "valid", "dev"), test=test or neighbour("test"))
 
 
-def _tokenize(tokenizer: Tokenizer, texts: list[str], lowercase: bool) -> list[list[str]]:
-    if lowercase and isinstance(tokenizer, SentencePieceTokenizer):
-        texts = [t.lower() for t in texts]
-    return [tokenizer.tokenize(t) for t in texts]
+# config key -> the `attnmt data stats` option that sets it
+FLAGS = {"data.src_lang": "--src-lang", "data.tgt_lang": "--tgt-lang", "data.spm_vocab_size": "--vocab-size",
+         "data.min_freq": "--min-freq", "data.tokenizer": "--tokenizer", "data.lowercase": "--lowercase"}
 
 
-def compute_stats(args: argparse.Namespace) -> list[SideStats]:
-    """Statistics for every requested split, both languages; the vocabulary comes from train."""
-    if args.corpus == "multi30k":
-        spec = CorpusSpec(name="multi30k", src_lang=args.src_lang, tgt_lang=args.tgt_lang)
+def data_config(args: argparse.Namespace) -> DataConfig:
+    """The `DataConfig` that the options describe (or that `--config` holds), validated as in training."""
+    options = {"--corpus": args.corpus, "--valid": args.valid, "--test": args.test, "--src-lang": args.src_lang,
+               "--tgt-lang": args.tgt_lang, "--tokenizer": args.tokenizer, "--vocab-size": args.vocab_size,
+               "--min-freq": args.min_freq}
+    given = [flag for flag, value in options.items() if value is not None] + (["--lowercase"] if args.lowercase else [])
+    if args.config:
+        if given:
+            raise DataError(f"--config takes the data settings from the config; drop {', '.join(given)}")
+        return load_config(args.config).data
+    defaults = DataConfig()
+    tokenizer = args.tokenizer or defaults.tokenizer
+    if args.lowercase and tokenizer == "sentencepiece":
+        raise DataError("--lowercase applies to --tokenizer moses only: training does not lowercase for "
+                        "sentencepiece (data.lowercase is refused there too)")
+    src_lang, tgt_lang = args.src_lang or defaults.src_lang, args.tgt_lang or defaults.tgt_lang
+    data = {"src_lang": src_lang, "tgt_lang": tgt_lang, "tokenizer": tokenizer, "lowercase": args.lowercase,
+            "spm_vocab_size": args.vocab_size or defaults.spm_vocab_size,
+            "min_freq": args.min_freq or defaults.min_freq}
+    corpus = args.corpus or "multi30k"
+    if corpus == "multi30k":
+        if args.valid or args.test:
+            raise DataError("--valid and --test name own data; Multi30k has its splits (use --splits)")
+    else:
+        spec = own_data_spec(corpus, src_lang, tgt_lang, valid=args.valid, test=args.test)
+        data.update(corpus="files", train=spec.train, valid=spec.valid, test=spec.test)
+    try:
+        return config_from_dict({"data": data}, source="options").data
+    except ConfigError as err:  # name the option the user typed, not the config key it fills
+        message = str(err).removeprefix("options: ")
+        for key, flag in FLAGS.items():
+            message = message.replace(key, flag)
+        raise DataError(message) from None
+
+
+def compute_stats(args: argparse.Namespace) -> tuple[DataConfig, list[SideStats]]:
+    """Statistics for every requested split, both languages, tokenized by the pipeline that
+    training would build from the same data settings; the vocabularies come from train."""
+    d = data_config(args)
+    spec = corpus_spec(d)
+    if d.corpus == "multi30k":
         splits = list(args.splits or DEFAULT_SPLITS)
     else:
-        spec = own_data_spec(args.corpus, args.src_lang, args.tgt_lang)
         present = [s for s, files in zip(DEFAULT_SPLITS, (spec.train, spec.valid, spec.test)) if files]
         splits = list(args.splits or present)
     start = time.perf_counter()
     train = load_corpus(spec, "train")
-    src_tok, tgt_tok = _build_tokenizers(args, train)
-    train_tokens = (_tokenize(src_tok, train.src, args.lowercase), _tokenize(tgt_tok, train.tgt, args.lowercase))
-    vocabs = [Vocab.build(tokens, min_freq=args.min_freq) for tokens in train_tokens]
+    if d.train_subset:  # as training does: the vocabulary sees the pairs that are trained on
+        train = ParallelCorpus(train.src[: d.train_subset], train.tgt[: d.train_subset], train.name)
+    pipeline = TextPipeline.build(d, train, cache_dir=cache_dir() / "sentencepiece")
+    tokenizers = (pipeline.src_tokenizer, pipeline.tgt_tokenizer)
+    vocabs = (pipeline.src_vocab, pipeline.tgt_vocab)
     rows = []
     for split in splits:
-        if split == "train":
-            tokens = train_tokens
-        else:
-            corpus = load_corpus(spec, split)
-            tokens = (_tokenize(src_tok, corpus.src, args.lowercase), _tokenize(tgt_tok, corpus.tgt, args.lowercase))
-        for lang, side, vocab in zip((args.src_lang, args.tgt_lang), tokens, vocabs):
-            rows.append(side_stats(split, lang, side, vocab))
+        corpus = train if split == "train" else load_corpus(spec, split)
+        for lang, texts, tokenizer, vocab in zip((d.src_lang, d.tgt_lang), (corpus.src, corpus.tgt), tokenizers, vocabs):
+            rows.append(side_stats(split, lang, _tokenize(tokenizer, texts), vocab))
     logger.debug("statistics computed in %.1f s", time.perf_counter() - start)
-    return rows
+    return d, rows
+
+
+def _tokenize(tokenizer: Tokenizer, texts: list[str]) -> list[list[str]]:
+    return [tokenizer.tokenize(t) for t in texts]
 
 
 def stats_command(args: argparse.Namespace) -> int:
     """Print the statistics table of `attnmt data stats`; returns the exit code."""
-    if args.min_freq < 1:
-        raise DataError(f"--min-freq={args.min_freq} must be >= 1")
-    rows = compute_stats(args)
-    tokenizer = args.tokenizer + (f" ({args.vocab_size} pieces, joint)" if args.tokenizer == "sentencepiece" else "")
-    print(f"corpus {args.corpus} {args.src_lang}->{args.tgt_lang}, tokenizer {tokenizer}"
-          f"{', lowercased' if args.lowercase else ''}; vocab built on train with min_freq={args.min_freq}")
+    d, rows = compute_stats(args)
+    corpus = "multi30k" if d.corpus == "multi30k" else d.train
+    tokenizer = d.tokenizer
+    if d.tokenizer == "sentencepiece":
+        tokenizer += f" ({d.spm_model_type}, {d.spm_vocab_size} pieces{', joint' if d.spm_joint else ''})"
+    print(f"corpus {corpus} {d.src_lang}->{d.tgt_lang}, tokenizer {tokenizer}"
+          f"{', lowercased' if d.lowercase else ''}; vocab built on train with min_freq={d.min_freq}"
+          f"{f', max_vocab={d.max_vocab}' if d.max_vocab else ''}")
     print(format_table(rows))
     return 0
