@@ -69,3 +69,36 @@ def test_inverse_sqrt_schedule_peaks_at_warmup():
         sched.step()
     assert used[0] == pytest.approx(0.1) and used[4] == pytest.approx(0.5) and used[9] == pytest.approx(1.0)
     assert used[39] == pytest.approx((10 / 40) ** 0.5) and max(used) == pytest.approx(1.0)
+
+
+TINY_TRANSFORMER = ["model.arch=transformer", "model.d_model=16", "model.heads=2", "model.ff_dim=32",
+                    "model.enc_layers=1", "model.dec_layers=1"]
+
+
+@pytest.mark.parametrize("amp,dtype", [("bf16", torch.bfloat16), ("none", torch.float32), ("auto", torch.float32)])
+def test_amp_bf16_autocasts_the_transformer_on_cpu(tmp_path, toy_config, monkeypatch, amp, dtype):
+    from attnmt.models.transformer import TransformerSeq2Seq
+
+    seen = set()
+    original = TransformerSeq2Seq.forward
+
+    def forward(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        if self.training:
+            seen.add(out.logits.dtype)
+        return out
+
+    monkeypatch.setattr(TransformerSeq2Seq, "forward", forward)
+    cfg = load_config(toy_config, ["train.epochs=1", "data.train_subset=48", "train.device=cpu", f"train.amp={amp}",
+                                   *TINY_TRANSFORMER])
+    train(cfg, tmp_path / "run")
+    assert seen == {dtype}  # bf16 logits only under autocast; `auto` means CUDA only
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r for r in rows if r["event"] == "epoch"][0]["val_loss"] < 10  # it trained, and finitely
+
+
+def test_amp_bf16_with_the_rnn_on_cpu_is_refused_naming_the_key(tmp_path, toy_config):
+    cfg = load_config(toy_config, ["train.epochs=1", "train.device=cpu", "train.amp=bf16"])
+    with pytest.raises(AttnmtError, match=r"train.amp='bf16' on a CPU works with model.arch='transformer' only"):
+        train(cfg, tmp_path / "run")
+    assert list((tmp_path / "run").iterdir()) == []  # refused before anything was written

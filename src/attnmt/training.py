@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import random
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,8 @@ import torch
 from torch import nn
 
 from attnmt.checkpoint import (
+    LEGACY_TRAIN_STATE,
+    TRAIN_STATE,
     epoch_checkpoints,
     load_train_state,
     load_weights,
@@ -115,12 +118,13 @@ class TrainResult:
 
 
 class MetricsLog:
-    """Append-only JSONL log (one object per event), mirrored to TensorBoard when asked."""
+    """Append-only JSONL log (one object per event), mirrored to TensorBoard when asked.
+    With no path (a rank other than 0) it writes nothing."""
 
-    def __init__(self, path: Path, tensorboard: bool = False):
+    def __init__(self, path: Path | None, tensorboard: bool = False):
         self.path = path
         self.writer = None
-        if tensorboard:
+        if tensorboard and path is not None:
             try:
                 from torch.utils.tensorboard import SummaryWriter
 
@@ -129,6 +133,8 @@ class MetricsLog:
                 log.warning("train.tensorboard is on but tensorboard is not installed (pip install tensorboard)")
 
     def write(self, **record) -> None:
+        if self.path is None:
+            return
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         if self.writer is not None and "step" in record:
@@ -136,25 +142,68 @@ class MetricsLog:
                 if isinstance(value, (int, float)) and key not in ("step", "epoch"):
                     self.writer.add_scalar(f"{record.get('event', 'train')}/{key}", value, record["step"])
 
+    def size(self) -> int:
+        return self.path.stat().st_size if self.path is not None and self.path.exists() else 0
 
-def train(cfg: Config, run_dir: str | Path, *, resume: bool = False) -> TrainResult:
-    """Train `cfg`'s model, writing everything to `run_dir`; with `resume`, continue from its state."""
+
+# Files and folders a run writes; `--overwrite` deletes these and nothing else.
+RUN_FILES = ("config.json", "vocab.src.json", "vocab.tgt.json", "tokenizers.json", "best.json", "last.json",
+             "average.json", TRAIN_STATE, LEGACY_TRAIN_STATE, "metrics.jsonl", "checkpoints", "tensorboard", "cache")
+RUN_MARKERS = ("config.json", "metrics.jsonl", TRAIN_STATE, LEGACY_TRAIN_STATE)
+
+
+def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse to start a fresh run where a finished or interrupted run lives, unless `overwrite`."""
+    if resume or overwrite:
+        return
+    found = [name for name in RUN_MARKERS if (run_dir / name).exists()]
+    if found:
+        raise AttnmtError(f"{run_dir} already holds a run ({', '.join(found)}): continue it with --resume {run_dir}, "
+                          f"start it again from scratch with --overwrite (deletes that run), or pick another --run-dir")
+
+
+def clear_run_dir(run_dir: Path) -> None:
+    """Delete what a previous run wrote in `run_dir` (`--overwrite`); other files stay."""
+    for name in RUN_FILES:
+        path = run_dir / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    for model_file in run_dir.glob("*.model"):  # sentencepiece models beside tokenizers.json
+        model_file.unlink()
+
+
+def train(cfg: Config, run_dir: str | Path, *, resume: bool = False, overwrite: bool = False) -> TrainResult:
+    """Train `cfg`'s model, writing everything to `run_dir`; with `resume`, continue from its state.
+
+    Raises:
+        AttnmtError: `run_dir` already holds a run and neither `resume` nor `overwrite` is given.
+    """
     threads = torch.get_num_threads()
     if cfg.train.num_threads:
         torch.set_num_threads(cfg.train.num_threads)
     try:
-        return _train(cfg, Path(run_dir), resume=resume)
+        return _train(cfg, Path(run_dir), resume=resume, overwrite=overwrite)
     finally:
         torch.set_num_threads(threads)
 
 
-def _train(cfg: Config, run_dir: Path, *, resume: bool) -> TrainResult:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    t, d = cfg.train, cfg.data
-    seed_everything(t.seed)
-    device = resolve_device(t.device)
+# ---- data
 
-    # ---- data
+@dataclass
+class TrainData:
+    pipeline: TextPipeline
+    train_examples: list
+    val_corpus: ParallelCorpus
+    val_batches: list[Batch]
+    n_val_bleu: int
+    batch_args: dict
+
+
+def load_data(cfg: Config, run_dir: Path, *, resume: bool) -> TrainData:
+    """Read the corpora; build the tokenizers and vocabularies (or load them on resume)."""
+    t, d = cfg.train, cfg.data
     spec = corpus_spec(d)
     train_corpus = load_corpus(spec, "train")
     if d.train_subset:
@@ -168,58 +217,192 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool) -> TrainResult:
         pipeline.save(run_dir)
         save_config(cfg, run_dir / "config.json")
     vocab = pipeline.tgt_vocab
-    pad_id, bos_id, eos_id = vocab.pad_id, vocab.bos_id, vocab.eos_id
+    batch_args = dict(batch_size=t.batch_size, batch_by=t.batch_by, pad_id=vocab.pad_id, bos_id=vocab.bos_id,
+                      eos_id=vocab.eos_id)
     train_examples = pipeline.encode_corpus(train_corpus, max_len=d.max_len)
-    val_examples = pipeline.encode_corpus(val_corpus)
-    batch_args = dict(batch_size=t.batch_size, batch_by=t.batch_by, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
-    val_batches = make_batches(val_examples, shuffle=False, **batch_args)
+    val_batches = make_batches(pipeline.encode_corpus(val_corpus), shuffle=False, **batch_args)
     n_val_bleu = min(len(val_corpus.src), t.eval_max_sentences or len(val_corpus.src))
+    return TrainData(pipeline, train_examples, val_corpus, val_batches, n_val_bleu, batch_args)
 
-    # ---- model and optimizer
-    model = build_model(cfg.model, len(pipeline.src_vocab), len(vocab), pad_id=pad_id, bos_id=bos_id,
-                        eos_id=eos_id).to(device)
+
+def epoch_batches(data: TrainData, t, epoch: int) -> list[Batch]:
+    """The epoch's batches; they depend only on (seed, epoch), so a resumed run skips those done."""
+    return make_batches(data.train_examples, shuffle=True, seed=t.seed, epoch=epoch, **data.batch_args)
+
+
+# ---- model
+
+@dataclass
+class Trainable:
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    step_schedule: torch.optim.lr_scheduler.LambdaLR
+    plateau: torch.optim.lr_scheduler.ReduceLROnPlateau | None
+    use_amp: bool
+
+
+def build_trainable(cfg: Config, data: TrainData, device: torch.device) -> Trainable:
+    """The model, its optimizer and schedules, and whether bf16 autocast is on."""
+    t, vocab = cfg.train, data.pipeline.tgt_vocab
+    model = build_model(cfg.model, len(data.pipeline.src_vocab), len(vocab), pad_id=vocab.pad_id,
+                        bos_id=vocab.bos_id, eos_id=vocab.eos_id).to(device)
     optimizer = make_optimizer(model, t)
-    step_schedule = make_step_schedule(optimizer, t)
     plateau = (torch.optim.lr_scheduler.ReduceLROnPlateau(
         optimizer, mode="max" if t.early_stopping_metric == "bleu" else "min",
         factor=t.plateau_factor, patience=t.plateau_patience, min_lr=t.min_lr)
         if t.schedule == "plateau" else None)
-    use_amp = device.type == "cuda" and t.amp in ("auto", "bf16")
+    use_amp = use_bf16(cfg, device)
     log.info("model: %s, %.1fM parameters, device %s%s", cfg.model.arch, count_parameters(model) / 1e6,
              device, ", bf16 autocast" if use_amp else "")
+    return Trainable(model, optimizer, make_step_schedule(optimizer, t), plateau, use_amp)
+
+
+def use_bf16(cfg: Config, device: torch.device) -> bool:
+    """`train.amp`: bf16 autocast on CUDA for 'auto'; on any device for 'bf16', but on a CPU the
+    Transformer only.
+
+    Raises:
+        AttnmtError: `amp: bf16` for the RNN on a CPU, naming the key.
+    """
+    amp = cfg.train.amp
+    if amp == "bf16" and device.type == "cpu" and cfg.model.arch == "rnn":
+        raise AttnmtError("train.amp='bf16' on a CPU works with model.arch='transformer' only: the CPU's autocast "
+                          "keeps the RNN's GRU in float32 while its linear layers turn bf16. Use train.amp=none "
+                          "(or auto) for the RNN on a CPU")
+    return amp == "bf16" or (amp == "auto" and device.type == "cuda")
+
+
+# ---- validate
+
+def validate(model: nn.Module, data: TrainData, cfg: Config, device: torch.device) -> dict:
+    """Validation loss, perplexity, BLEU and chrF of `model` (greedy or `train.eval_beam`)."""
+    pad_id = data.pipeline.tgt_vocab.pad_id
+    val_nll, val_tokens = corpus_loss(model, data.val_batches, device, pad_id=pad_id)
+    hyps = decode_sources(model, data.pipeline, data.val_corpus.src[:data.n_val_bleu], beam_size=cfg.train.eval_beam,
+                          search_cfg=cfg.search, device=device)
+    scores = score_translations([h.text for h in hyps], data.val_corpus.tgt[:data.n_val_bleu],
+                                tgt_lang=cfg.data.tgt_lang)
+    return dict(val_loss=round(val_nll / max(val_tokens, 1), 4), val_ppl=round(perplexity(val_nll, val_tokens), 2),
+                val_bleu=scores["bleu"], val_chrf=scores["chrf"], _val_loss=val_nll / max(val_tokens, 1))
+
+
+def selection_score(record: dict, t) -> float:
+    """Higher is better: BLEU, or the negated validation loss."""
+    return record["val_bleu"] if t.early_stopping_metric == "bleu" else -record["_val_loss"]
+
+
+# ---- decide
+
+def decide_after_epoch(state: dict, scores: dict, trainable: Trainable, t) -> tuple[bool, bool]:
+    """Step the plateau schedule, track the best epoch; returns (improved, stop early)."""
+    score = selection_score(scores, t)
+    if trainable.plateau is not None:
+        trainable.plateau.step(scores["val_bleu"] if t.early_stopping_metric == "bleu" else scores["_val_loss"])
+    improved = state["best_score"] is None or score > state["best_score"]
+    if improved:
+        state.update(best_score=score, best_epoch=state["epoch"], bad_epochs=0)
+    else:
+        state["bad_epochs"] += 1
+    stop = bool(t.early_stopping_patience) and state["bad_epochs"] >= t.early_stopping_patience
+    if stop:
+        log.info("early stopping: no improvement in %d epochs", state["bad_epochs"])
+    return improved, stop
+
+
+# ---- checkpoint
+
+def write_pointer(run_dir: Path, name: str, info: dict | None) -> None:
+    """Write best.json / last.json (or remove it when `info` is None)."""
+    if info is None:
+        (run_dir / name).unlink(missing_ok=True)
+    else:
+        write_json(run_dir / name, info)
+
+
+def save_resume_state(run_dir: Path, weights: Path, trainable: Trainable, state: dict, device: torch.device) -> None:
+    """Write everything `--resume` needs (safetensors + JSON) next to weights already saved."""
+    saved = {
+        "weights": str(weights),
+        "optimizer": trainable.optimizer.state_dict(),
+        "schedule": trainable.step_schedule.state_dict(),
+        "counters": dict(state),
+        "world_size": 1,
+        "accum_steps": 1,
+        "rng": {"cpu": [torch.get_rng_state()]},
+    }
+    if trainable.plateau is not None:
+        saved["plateau"] = trainable.plateau.state_dict()
+    if device.type == "cuda":
+        saved["rng"]["cuda"] = [torch.cuda.get_rng_state(device)]
+    save_train_state(run_dir, saved)
+    # Mid-epoch weights are needed only until the next state is safely written.
+    for old in (run_dir / "checkpoints").glob("resume_step*.safetensors"):
+        if old.name != Path(weights).name:
+            old.unlink(missing_ok=True)
+
+
+def restore_resume_state(run_dir: Path, trainable: Trainable, state: dict, device: torch.device) -> None:
+    """Load what `save_resume_state` wrote into the model, optimizer, schedules, counters and RNG."""
+    saved = load_train_state(run_dir)
+    load_weights(trainable.model, run_dir / saved["weights"])
+    trainable.optimizer.load_state_dict(saved["optimizer"])
+    trainable.step_schedule.load_state_dict(saved["schedule"])
+    if trainable.plateau is not None:
+        trainable.plateau.load_state_dict(saved["plateau"])
+    state.update(saved["counters"])
+    torch.set_rng_state(saved["rng"]["cpu"][0])
+    if device.type == "cuda" and "cuda" in saved["rng"]:
+        torch.cuda.set_rng_state(saved["rng"]["cuda"][0], device)
+
+
+def _train(cfg: Config, run_dir: Path, *, resume: bool, overwrite: bool) -> TrainResult:
+    t = cfg.train
+    check_run_dir(run_dir, resume=resume, overwrite=overwrite)
+    if overwrite and not resume:
+        clear_run_dir(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    seed_everything(t.seed)
+    device = resolve_device(t.device)
+    use_bf16(cfg, device)  # refuse an impossible `train.amp` before anything is written
+
+    data = load_data(cfg, run_dir, resume=resume)
+    trainable = build_trainable(cfg, data, device)
+    model, optimizer = trainable.model, trainable.optimizer
+    pad_id = data.pipeline.tgt_vocab.pad_id
 
     state = {"epoch": 0, "step": 0, "best_score": None, "best_epoch": None, "bad_epochs": 0, "seconds": 0.0,
-             "batch_in_epoch": 0, "epoch_loss": 0.0, "epoch_tokens": 0, "metrics_bytes": 0}
+             "update_in_epoch": 0, "epoch_loss": 0.0, "epoch_tokens": 0, "metrics_bytes": 0,
+             "best_info": None, "last_info": None}
     metrics_path = run_dir / "metrics.jsonl"
     if resume:
-        saved = load_train_state(run_dir / "train_state.pt")
-        load_weights(model, run_dir / saved["weights"])
-        optimizer.load_state_dict(saved["optimizer"])
-        step_schedule.load_state_dict(saved["schedule"])
-        if plateau is not None:
-            plateau.load_state_dict(saved["plateau"])
-        state.update(saved["counters"])
-        torch.set_rng_state(saved["rng_cpu"])
-        if device.type == "cuda" and "rng_cuda" in saved:
-            torch.cuda.set_rng_state(saved["rng_cuda"])
-        # The log continues from where the saved state was taken, as if the run had never stopped.
+        restore_resume_state(run_dir, trainable, state, device)
+        # The log and the best/last pointers continue from where the saved state was taken, as if
+        # the run had never stopped (a time-budget stop's evaluation is undone here).
         with open(metrics_path, "ab") as handle:
             handle.truncate(state["metrics_bytes"])
-        log.info("resuming %s in epoch %d after batch %d (step %d)", run_dir, state["epoch"] + 1,
-                 state["batch_in_epoch"], state["step"])
+        write_pointer(run_dir, "best.json", state["best_info"])
+        write_pointer(run_dir, "last.json", state["last_info"])
+        log.info("resuming %s in epoch %d after update %d (step %d)", run_dir, state["epoch"] + 1,
+                 state["update_in_epoch"], state["step"])
 
     metrics = MetricsLog(metrics_path, tensorboard=t.tensorboard)
     if not resume:
         metrics.write(event="start", params=count_parameters(model), device=str(device),
-                      train_pairs=len(train_examples), val_pairs=len(val_examples))
+                      train_pairs=len(data.train_examples), val_pairs=sum(len(b) for b in data.val_batches))
     from tqdm.auto import tqdm
+
+    start_time = time.perf_counter() - state["seconds"]
 
     def save_progress(weights_file: Path) -> None:
         state["seconds"] = time.perf_counter() - start_time
-        state["metrics_bytes"] = metrics_path.stat().st_size
-        _save_resume_state(run_dir, weights_file, model, optimizer, step_schedule, plateau, state, device)
+        state["metrics_bytes"] = metrics.size()
+        save_resume_state(run_dir, weights_file, trainable, state, device)
 
-    start_time = time.perf_counter() - state["seconds"]
+    def save_mid_epoch() -> Path:
+        weights_file = Path("checkpoints") / f"resume_step{state['step']:07d}.safetensors"
+        save_weights(model, run_dir / weights_file)
+        save_progress(weights_file)
+        return weights_file
 
     def out_of_time() -> bool:
         return bool(t.max_minutes) and time.perf_counter() - start_time > 60 * t.max_minutes
@@ -233,35 +416,37 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool) -> TrainResult:
     while state["epoch"] < t.epochs and not stop:
         epoch = state["epoch"] + 1
         model.train()
-        # Batches depend only on (seed, epoch): a resumed run skips the ones already trained on.
-        batches = make_batches(train_examples, shuffle=True, seed=t.seed, epoch=epoch, **batch_args)
-        skip = state["batch_in_epoch"]
-        bar = tqdm(batches[skip:], desc=f"epoch {epoch}", leave=False, disable=None, mininterval=1.0)
+        # ---- data: this epoch's batches, without those a resumed run already trained on
+        batches = epoch_batches(data, t, epoch)
+        bar = tqdm(batches[state["update_in_epoch"]:], desc=f"epoch {epoch}", leave=False, disable=None,
+                   mininterval=1.0)
         loss_sum = torch.full((), state["epoch_loss"], dtype=torch.float64, device=device)
         tokens_seen, bad_steps, window_start, window_tokens = state["epoch_tokens"], 0, time.perf_counter(), 0
+        budget_stop = False
         for batch in bar:
-            state["batch_in_epoch"] += 1
+            # ---- step
+            state["update_in_epoch"] += 1
             batch = batch.to(device)
             ntok = batch.num_tgt_tokens
-            loss, finite = train_step(model, batch, optimizer, step_schedule, train_cfg=t, use_amp=use_amp,
-                                      pad_id=pad_id)
-            if not finite:
+            loss, finite = train_step(model, batch, optimizer, trainable.step_schedule, train_cfg=t,
+                                      use_amp=trainable.use_amp, pad_id=pad_id)
+            if finite:
+                bad_steps = 0
+                state["step"] += 1
+                loss_sum += loss.double()
+                tokens_seen += ntok
+                window_tokens += ntok
+            else:
                 # A bad step never reaches the weights: train_step dropped its gradients.
                 bad_steps += 1
-                log.warning("epoch %d batch %d (examples %s...): non-finite loss or gradient; step skipped "
-                            "(%d in a row)", epoch, state["batch_in_epoch"], batch.index[:4].tolist(), bad_steps)
-                metrics.write(event="bad_step", epoch=epoch, batch=state["batch_in_epoch"], step=state["step"],
+                log.warning("epoch %d update %d (examples %s...): non-finite loss or gradient; step skipped "
+                            "(%d in a row)", epoch, state["update_in_epoch"], batch.index[:4].tolist(), bad_steps)
+                metrics.write(event="bad_step", epoch=epoch, batch=state["update_in_epoch"], step=state["step"],
                               examples=batch.index[:8].tolist())
                 if bad_steps >= t.max_bad_steps:
                     raise AttnmtError(f"{bad_steps} consecutive non-finite steps (train.max_bad_steps="
                                       f"{t.max_bad_steps}); lower train.lr or check the data")
-                continue
-            bad_steps = 0
-            state["step"] += 1
-            loss_sum += loss.detach().double()
-            tokens_seen += ntok
-            window_tokens += ntok
-            if state["step"] % t.log_every == 0:
+            if finite and state["step"] % t.log_every == 0:
                 elapsed = time.perf_counter() - window_start
                 train_loss = float(loss_sum) / max(tokens_seen, 1)
                 rate = window_tokens / max(elapsed, 1e-9)
@@ -269,53 +454,62 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool) -> TrainResult:
                 metrics.write(event="train", epoch=epoch, step=state["step"], loss=round(train_loss, 4),
                               tokens_per_s=round(rate), lr=optimizer.param_groups[0]["lr"])
                 window_start, window_tokens = time.perf_counter(), 0
-            if t.save_every_steps and state["step"] % t.save_every_steps == 0 and state["batch_in_epoch"] < len(batches):
+            # ---- decide (mid-epoch): periodic save, time budget
+            mid_epoch = state["update_in_epoch"] < len(batches)
+            budget_stop = out_of_time()
+            periodic = finite and bool(t.save_every_steps) and state["step"] % t.save_every_steps == 0
+            if mid_epoch and (periodic or budget_stop):
                 state["epoch_loss"], state["epoch_tokens"] = float(loss_sum), tokens_seen
-                weights_file = Path("checkpoints") / f"resume_step{state['step']:07d}.safetensors"
-                save_weights(model, run_dir / weights_file)
-                save_progress(weights_file)
-            if out_of_time():
+                weights_file = save_mid_epoch()
+            if budget_stop:
                 stop = True
-                log.info("train.max_minutes=%s reached in epoch %d: validating and stopping", t.max_minutes, epoch)
+                log.info("train.max_minutes=%s reached in epoch %d after update %d of %d", t.max_minutes, epoch,
+                         state["update_in_epoch"], len(batches))
                 break
         bar.close()
+        if budget_stop and mid_epoch:
+            # The resumable state stays mid-epoch (saved above, before this evaluation, which a
+            # resumed run undoes); the weights are validated and made evaluable through last.json
+            # (and best.json if they beat the best epoch), but the epoch is not complete.
+            scores = validate(model, data, cfg, device)
+            info = {"file": str(weights_file), "epoch": epoch, "complete": False, "step": state["step"],
+                    **_public(scores)}
+            write_json(run_dir / "last.json", info)
+            if state["best_score"] is None or selection_score(scores, t) > state["best_score"]:
+                write_json(run_dir / "best.json", info)
+            metrics.write(event="stop", epoch=epoch, step=state["step"], update_in_epoch=state["update_in_epoch"],
+                          updates_in_epoch=len(batches), **_public(scores))
+            log.info("stopped mid-epoch %d: val loss %.3f BLEU %.2f; resume with --resume %s --set "
+                     "train.max_minutes=M", epoch, scores["val_loss"], scores["val_bleu"], run_dir)
+            break
         train_loss = float(loss_sum) / max(tokens_seen, 1)
 
-        # ---- validation
-        val_nll, val_tokens = corpus_loss(model, val_batches, device, pad_id=pad_id)
-        hyps = decode_sources(model, pipeline, val_corpus.src[:n_val_bleu], beam_size=t.eval_beam,
-                              search_cfg=cfg.search, device=device)
-        scores = score_translations([h.text for h in hyps], val_corpus.tgt[:n_val_bleu], tgt_lang=d.tgt_lang)
-        val_loss = val_nll / max(val_tokens, 1)
-        state.update(epoch=epoch, batch_in_epoch=0, epoch_loss=0.0, epoch_tokens=0)
+        # ---- validate
+        scores = validate(model, data, cfg, device)
+        state.update(epoch=epoch, update_in_epoch=0, epoch_loss=0.0, epoch_tokens=0)
         state["seconds"] = time.perf_counter() - start_time
-        record = dict(event="epoch", epoch=epoch, step=state["step"], train_loss=round(train_loss, 4),
-                      val_loss=round(val_loss, 4), val_ppl=round(perplexity(val_nll, val_tokens), 2),
-                      val_bleu=scores["bleu"], val_chrf=scores["chrf"], lr=optimizer.param_groups[0]["lr"],
-                      seconds=round(state["seconds"], 1))
-        log.info("epoch %d: train loss %.3f | val loss %.3f ppl %.2f BLEU %.2f chrF %.2f | %.0f s", epoch,
-                 train_loss, val_loss, record["val_ppl"], scores["bleu"], scores["chrf"], state["seconds"])
-        score = scores["bleu"] if t.early_stopping_metric == "bleu" else -val_loss
-        if plateau is not None:
-            plateau.step(score if t.early_stopping_metric == "bleu" else val_loss)
 
-        # ---- checkpoints: weights first, then the pointers that name them
+        # ---- decide
+        improved, stop = decide_after_epoch(state, scores, trainable, t)
+
+        # ---- checkpoint: weights first, then the pointers that name them
+        record = dict(event="epoch", epoch=epoch, step=state["step"], train_loss=round(train_loss, 4),
+                      **_public(scores), lr=optimizer.param_groups[0]["lr"], seconds=round(state["seconds"], 1))
+        log.info("epoch %d: train loss %.3f | val loss %.3f ppl %.2f BLEU %.2f chrF %.2f | %.0f s", epoch,
+                 train_loss, record["val_loss"], record["val_ppl"], record["val_bleu"], record["val_chrf"],
+                 state["seconds"])
         weights = Path("checkpoints") / f"epoch_{epoch:03d}.safetensors"
         save_weights(model, run_dir / weights, metadata={"epoch": str(epoch), "step": str(state["step"])})
-        improved = state["best_score"] is None or score > state["best_score"]
+        info = {"file": str(weights), "epoch": epoch, **_public(record)}
         if improved:
-            state.update(best_score=score, best_epoch=epoch, bad_epochs=0)
-            write_json(run_dir / "best.json", {"file": str(weights), "epoch": epoch, **_public(record)})
-        else:
-            state["bad_epochs"] += 1
-        write_json(run_dir / "last.json", {"file": str(weights), "epoch": epoch, **_public(record)})
+            state["best_info"] = info
+            write_json(run_dir / "best.json", info)
+        state["last_info"] = info
+        write_json(run_dir / "last.json", info)
         record["best"] = improved
         metrics.write(**record)
         save_progress(weights)
         _prune_checkpoints(run_dir, keep=t.keep_last)
-        if t.early_stopping_patience and state["bad_epochs"] >= t.early_stopping_patience:
-            log.info("early stopping: no improvement in %d epochs", state["bad_epochs"])
-            break
 
     best = json.loads((run_dir / "best.json").read_text()) if (run_dir / "best.json").exists() else {}
     metrics.write(event="end", epochs=state["epoch"], seconds=round(state["seconds"], 1), best_epoch=state["best_epoch"])
@@ -323,26 +517,8 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool) -> TrainResult:
 
 
 def _public(record: dict) -> dict:
-    return {k: v for k, v in record.items() if k not in ("event", "epoch")}
-
-
-def _save_resume_state(run_dir, weights, model, optimizer, step_schedule, plateau, state, device) -> None:
-    saved = {
-        "weights": str(weights),
-        "optimizer": optimizer.state_dict(),
-        "schedule": step_schedule.state_dict(),
-        "counters": dict(state),
-        "rng_cpu": torch.get_rng_state(),
-    }
-    if plateau is not None:
-        saved["plateau"] = plateau.state_dict()
-    if device.type == "cuda":
-        saved["rng_cuda"] = torch.cuda.get_rng_state(device)
-    save_train_state(run_dir / "train_state.pt", saved)
-    # Mid-epoch weights are needed only until the next state is safely written.
-    for old in (run_dir / "checkpoints").glob("resume_step*.safetensors"):
-        if old.name != Path(weights).name:
-            old.unlink(missing_ok=True)
+    """A record's values for pointers and logs: without the event, the epoch and private keys."""
+    return {k: v for k, v in record.items() if k not in ("event", "epoch") and not k.startswith("_")}
 
 
 def _prune_checkpoints(run_dir: Path, keep: int) -> None:
@@ -356,7 +532,6 @@ def _prune_checkpoints(run_dir: Path, keep: int) -> None:
     for path in files[: max(0, len(files) - keep)]:
         if str(path.relative_to(run_dir)) not in pinned:
             path.unlink(missing_ok=True)
-
 
 # What `--resume RUN --set ...` may change: how long and how verbosely the run goes on, never
 # what it trains (data, model, optimizer, schedule), so the resumed run stays one consistent run.
@@ -380,7 +555,9 @@ def _extend_run(cfg: Config, run_dir: Path, overrides: list[str]) -> Config:
 
 
 def train_command(args) -> int:
-    """`attnmt train CONFIG [--set k=v ...] [--run-dir DIR] [--resume RUN_DIR]`."""
+    """`attnmt train CONFIG [--set k=v ...] [--run-dir DIR] [--overwrite] [--resume RUN_DIR]`."""
+    if args.resume and getattr(args, "overwrite", False):
+        raise AttnmtError("--overwrite starts a run afresh and cannot be combined with --resume")
     if args.resume:
         run_dir = Path(args.resume)
         cfg = load_saved_config(run_dir / "config.json")
@@ -391,9 +568,7 @@ def train_command(args) -> int:
             raise AttnmtError("train needs a CONFIG file (or --resume RUN_DIR)")
         cfg = load_config(args.config, args.overrides)
         run_dir = Path(args.run_dir or Path("runs") / Path(args.config).stem)
-        if (run_dir / "train_state.pt").exists():
-            raise AttnmtError(f"{run_dir} already holds a run: use --resume {run_dir}, or another --run-dir")
-    result = train(cfg, run_dir, resume=bool(args.resume))
+    result = train(cfg, run_dir, resume=bool(args.resume), overwrite=bool(getattr(args, "overwrite", False)))
     print(json.dumps({"run_dir": str(result.run_dir), "epochs": result.epochs,
                       "seconds": round(result.seconds, 1), "best": result.best}, indent=2))
     return 0
