@@ -101,4 +101,4 @@ def test_amp_bf16_with_the_rnn_on_cpu_is_refused_naming_the_key(tmp_path, toy_co
     cfg = load_config(toy_config, ["train.epochs=1", "train.device=cpu", "train.amp=bf16"])
     with pytest.raises(AttnmtError, match=r"train.amp='bf16' on a CPU works with model.arch='transformer' only"):
         train(cfg, tmp_path / "run")
-    assert list((tmp_path / "run").iterdir()) == []  # refused before anything was written
+    assert not (tmp_path / "run").exists()  # refused before anything was written

@@ -1,6 +1,12 @@
 """The training loop: one place for loss, optimizer, schedule, AMP, clipping, validation,
 early stopping, checkpoints and logs. Driven by a `Config`; shared by every model.
 
+The loop is named steps that read in order: data (`load_data`, `epoch_updates`), model
+(`build_trainable`), step (`train_step`, one call per update), validate (`validate`), decide
+(`decide_after_epoch`, the time budget, the bad-step guard) and checkpoint (`save_resume_state`).
+It is the same loop on one process and on N data-parallel ranks under torchrun: `distributed`
+supplies the process group and makes every collective a no-op on one process (docs/distributed.md).
+
 Shapes:
     batch    sentences in a batch
     tgt_len  padded target length
@@ -17,6 +23,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 import torch
 from torch import nn
@@ -36,6 +43,22 @@ from attnmt.data.batching import Batch, make_batches
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
 from attnmt.data.pipeline import TextPipeline
 from attnmt.decoding import decode_sources
+from attnmt.distributed import (
+    SINGLE,
+    World,
+    any_,
+    barrier,
+    broadcast_from_main,
+    close_world,
+    env_rank,
+    gather_to_main,
+    init_world,
+    no_sync,
+    shard_update,
+    sum_,
+    unwrap_model,
+    wrap_model,
+)
 from attnmt.errors import AttnmtError
 from attnmt.evaluation import corpus_loss, perplexity, score_translations
 from attnmt.models import build_model, count_parameters
@@ -81,30 +104,49 @@ def make_step_schedule(optimizer: torch.optim.Optimizer, cfg) -> torch.optim.lr_
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def train_step(model: nn.Module, batch: Batch, optimizer: torch.optim.Optimizer,
-               schedule: torch.optim.lr_scheduler.LRScheduler, *, train_cfg, use_amp: bool,
-               pad_id: int) -> tuple[torch.Tensor, bool]:
-    """One update: forward, summed loss / target tokens, backward, clip, optimizer and schedule step.
+def train_step(model: nn.Module, batches: Batch | Sequence[Batch], optimizer: torch.optim.Optimizer,
+               schedule: torch.optim.lr_scheduler.LRScheduler, *, train_cfg, use_amp: bool, pad_id: int,
+               global_tokens: int | None = None, world: World = SINGLE) -> tuple[torch.Tensor, bool]:
+    """One update: forward and backward over this rank's batches (accumulated), clip, optimizer
+    and schedule step.
 
-    A non-finite loss or gradient norm skips the update (its gradients are dropped), so a bad
-    batch never reaches the weights; checking it is this step's one host synchronisation.
+    The gradient is that of the summed loss of the update's global batches (all ranks' together)
+    divided by their `global_tokens` target tokens, so N ranks, or one process accumulating the
+    same batches, take the same step. DDP averages gradients over ranks, hence the factor
+    `world.size`; it all-reduces only in the last backward (the others run under `no_sync`).
+    A non-finite summed loss or gradient norm skips the update on every rank alike (its
+    gradients are dropped), so a bad batch never reaches the weights; checking it is this step's
+    one host synchronisation.
+
+    Args:
+        batches: this rank's batches for the update (one Batch: an update of one batch).
+        global_tokens: target tokens of the update on all ranks (default: those of `batches`).
 
     Returns:
-        (summed loss over the batch's target tokens, detached; whether the update was applied)
+        (summed loss over the update's target tokens on all ranks, detached, float64; whether
+        the update was applied)
     """
-    with torch.autocast(batch.src_ids.device.type, dtype=torch.bfloat16, enabled=use_amp):
-        logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in,
-                       teacher_forcing=train_cfg.teacher_forcing).logits  # (batch, tgt_len, vocab)
-    loss = sequence_loss(logits, batch.tgt_out, pad_id=pad_id, label_smoothing=train_cfg.label_smoothing)
-    (loss / batch.num_tgt_tokens).backward()
+    batches = [batches] if isinstance(batches, Batch) else list(batches)
+    global_tokens = global_tokens or sum(b.num_tgt_tokens for b in batches)
+    scale = world.size / global_tokens
+    local_loss = torch.zeros((), dtype=torch.float64, device=batches[0].src_ids.device)
+    for i, batch in enumerate(batches):
+        with no_sync(model, skip=i < len(batches) - 1):
+            with torch.autocast(batch.src_ids.device.type, dtype=torch.bfloat16, enabled=use_amp):
+                logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in,
+                               teacher_forcing=train_cfg.teacher_forcing).logits  # (batch, tgt_len, vocab)
+            loss = sequence_loss(logits, batch.tgt_out, pad_id=pad_id, label_smoothing=train_cfg.label_smoothing)
+            (loss * scale).backward()
+        local_loss += loss.detach().double()
+    total_loss = sum_(world, local_loss)
     max_norm = train_cfg.clip if train_cfg.clip > 0 else float("inf")
-    grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-    finite = bool(torch.isfinite(grad_norm) & torch.isfinite(loss))
+    grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm)  # the same on every rank after DDP
+    finite = bool(torch.isfinite(grad_norm) & torch.isfinite(total_loss))
     if finite:
         optimizer.step()
         schedule.step()
     optimizer.zero_grad(set_to_none=True)
-    return loss.detach(), finite
+    return total_loss, finite
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -184,7 +226,12 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False, overwrite: 
     if cfg.train.num_threads:
         torch.set_num_threads(cfg.train.num_threads)
     try:
-        return _train(cfg, Path(run_dir), resume=resume, overwrite=overwrite)
+        device = resolve_device(cfg.train.device)
+        use_bf16(cfg, device)  # refuse an impossible `train.amp` before anything is written
+        world, device = init_world(cfg.train.backend, device)  # SINGLE outside torchrun
+        result = _train(cfg, Path(run_dir), resume=resume, overwrite=overwrite, world=world, device=device)
+        close_world(world)  # on an error, the process exits and torchrun stops the other ranks
+        return result
     finally:
         torch.set_num_threads(threads)
 
@@ -201,8 +248,9 @@ class TrainData:
     batch_args: dict
 
 
-def load_data(cfg: Config, run_dir: Path, *, resume: bool) -> TrainData:
-    """Read the corpora; build the tokenizers and vocabularies (or load them on resume)."""
+def load_data(cfg: Config, run_dir: Path, *, resume: bool, world: World = SINGLE) -> TrainData:
+    """Read the corpora; build the tokenizers and vocabularies (or load them on resume).
+    Rank 0 builds and saves them; the other ranks then load what it saved."""
     t, d = cfg.train, cfg.data
     spec = corpus_spec(d)
     train_corpus = load_corpus(spec, "train")
@@ -210,12 +258,13 @@ def load_data(cfg: Config, run_dir: Path, *, resume: bool) -> TrainData:
         train_corpus = ParallelCorpus(train_corpus.src[: d.train_subset], train_corpus.tgt[: d.train_subset],
                                       f"{train_corpus.name}[:{d.train_subset}]")
     val_corpus = load_corpus(spec, "val")
-    if resume:
-        pipeline = TextPipeline.load(run_dir)
-    else:
+    if not resume and world.main:
         pipeline = TextPipeline.build(d, train_corpus, cache_dir=run_dir / "cache")
         pipeline.save(run_dir)
         save_config(cfg, run_dir / "config.json")
+    barrier(world)
+    if resume or not world.main:
+        pipeline = TextPipeline.load(run_dir)
     vocab = pipeline.tgt_vocab
     batch_args = dict(batch_size=t.batch_size, batch_by=t.batch_by, pad_id=vocab.pad_id, bos_id=vocab.bos_id,
                       eos_id=vocab.eos_id)
@@ -225,36 +274,69 @@ def load_data(cfg: Config, run_dir: Path, *, resume: bool) -> TrainData:
     return TrainData(pipeline, train_examples, val_corpus, val_batches, n_val_bleu, batch_args)
 
 
-def epoch_batches(data: TrainData, t, epoch: int) -> list[Batch]:
-    """The epoch's batches; they depend only on (seed, epoch), so a resumed run skips those done."""
-    return make_batches(data.train_examples, shuffle=True, seed=t.seed, epoch=epoch, **data.batch_args)
+@dataclass
+class Update:
+    batches: list[Batch]   # this rank's share
+    global_tokens: int     # target tokens of the update on all ranks
+
+
+def epoch_updates(data: TrainData, t, epoch: int, world: World = SINGLE) -> list[Update]:
+    """The epoch's updates, and this rank's share of each.
+
+    Every rank builds the same global batches from (seed, epoch), so a resumed run skips the
+    updates already done. An update takes `world.size * train.accum_steps` consecutive batches,
+    shared by `shard_update` (token-balanced); the last `len % that` batches of the epoch are
+    left out (other ones every epoch), so N ranks and one process with `accum_steps: N` train
+    exactly the same updates.
+
+    Raises:
+        AttnmtError: fewer batches in an epoch than one update takes.
+    """
+    batches = make_batches(data.train_examples, shuffle=True, seed=t.seed, epoch=epoch, **data.batch_args)
+    group = world.size * t.accum_steps
+    if group == 1:
+        return [Update([batch], batch.num_tgt_tokens) for batch in batches]
+    if len(batches) < group:
+        raise AttnmtError(f"an epoch has {len(batches)} batches, fewer than one update takes ({world.size} ranks x "
+                          f"train.accum_steps={t.accum_steps}): lower train.batch_size or train.accum_steps")
+    updates = []
+    for start in range(0, len(batches) - len(batches) % group, group):
+        members = batches[start:start + group]
+        updates.append(Update(shard_update(members, world.size)[world.rank],
+                              sum(batch.num_tgt_tokens for batch in members)))
+    return updates
 
 
 # ---- model
 
 @dataclass
 class Trainable:
-    model: nn.Module
+    model: nn.Module       # what trains: DDP around `core` under torchrun, `core` itself otherwise
+    core: nn.Module        # the model: what is validated, saved and loaded
     optimizer: torch.optim.Optimizer
     step_schedule: torch.optim.lr_scheduler.LambdaLR
     plateau: torch.optim.lr_scheduler.ReduceLROnPlateau | None
     use_amp: bool
 
 
-def build_trainable(cfg: Config, data: TrainData, device: torch.device) -> Trainable:
-    """The model, its optimizer and schedules, and whether bf16 autocast is on."""
+def build_trainable(cfg: Config, data: TrainData, device: torch.device, world: World = SINGLE) -> Trainable:
+    """The model (in DDP under torchrun), its optimizer and schedules, and whether bf16 autocast is on."""
     t, vocab = cfg.train, data.pipeline.tgt_vocab
-    model = build_model(cfg.model, len(data.pipeline.src_vocab), len(vocab), pad_id=vocab.pad_id,
-                        bos_id=vocab.bos_id, eos_id=vocab.eos_id).to(device)
-    optimizer = make_optimizer(model, t)
+    core = build_model(cfg.model, len(data.pipeline.src_vocab), len(vocab), pad_id=vocab.pad_id,
+                       bos_id=vocab.bos_id, eos_id=vocab.eos_id).to(device)
+    model = wrap_model(world, core)
+    if world.rank:  # the same initial weights everywhere (DDP broadcasts rank 0's), other dropout masks
+        torch.manual_seed(t.seed + world.rank)
+    optimizer = make_optimizer(core, t)
     plateau = (torch.optim.lr_scheduler.ReduceLROnPlateau(
         optimizer, mode="max" if t.early_stopping_metric == "bleu" else "min",
         factor=t.plateau_factor, patience=t.plateau_patience, min_lr=t.min_lr)
         if t.schedule == "plateau" else None)
     use_amp = use_bf16(cfg, device)
-    log.info("model: %s, %.1fM parameters, device %s%s", cfg.model.arch, count_parameters(model) / 1e6,
-             device, ", bf16 autocast" if use_amp else "")
-    return Trainable(model, optimizer, make_step_schedule(optimizer, t), plateau, use_amp)
+    log.info("model: %s, %.1fM parameters, device %s%s%s", cfg.model.arch, count_parameters(core) / 1e6,
+             device, ", bf16 autocast" if use_amp else "",
+             f", {world.size} ranks x {t.accum_steps} batches an update" if world.size * t.accum_steps > 1 else "")
+    return Trainable(model, core, optimizer, make_step_schedule(optimizer, t), plateau, use_amp)
 
 
 def use_bf16(cfg: Config, device: torch.device) -> bool:
@@ -319,21 +401,27 @@ def write_pointer(run_dir: Path, name: str, info: dict | None) -> None:
         write_json(run_dir / name, info)
 
 
-def save_resume_state(run_dir: Path, weights: Path, trainable: Trainable, state: dict, device: torch.device) -> None:
-    """Write everything `--resume` needs (safetensors + JSON) next to weights already saved."""
+def save_resume_state(run_dir: Path, weights: Path, trainable: Trainable, state: dict, device: torch.device,
+                      world: World = SINGLE, accum_steps: int = 1) -> None:
+    """Write everything `--resume` needs (safetensors + JSON) next to weights already saved.
+    Every rank calls it (each one's random state is gathered); rank 0 writes."""
+    rng = {"cpu": torch.get_rng_state()}
+    if device.type == "cuda":
+        rng["cuda"] = torch.cuda.get_rng_state(device)
+    ranks = gather_to_main(world, rng)
+    if not world.main:
+        return
     saved = {
         "weights": str(weights),
         "optimizer": trainable.optimizer.state_dict(),
         "schedule": trainable.step_schedule.state_dict(),
         "counters": dict(state),
-        "world_size": 1,
-        "accum_steps": 1,
-        "rng": {"cpu": [torch.get_rng_state()]},
+        "world_size": world.size,
+        "accum_steps": accum_steps,
+        "rng": {key: [r[key] for r in ranks] for key in rng},
     }
     if trainable.plateau is not None:
         saved["plateau"] = trainable.plateau.state_dict()
-    if device.type == "cuda":
-        saved["rng"]["cuda"] = [torch.cuda.get_rng_state(device)]
     save_train_state(run_dir, saved)
     # Mid-epoch weights are needed only until the next state is safely written.
     for old in (run_dir / "checkpoints").glob("resume_step*.safetensors"):
@@ -341,33 +429,45 @@ def save_resume_state(run_dir: Path, weights: Path, trainable: Trainable, state:
             old.unlink(missing_ok=True)
 
 
-def restore_resume_state(run_dir: Path, trainable: Trainable, state: dict, device: torch.device) -> None:
-    """Load what `save_resume_state` wrote into the model, optimizer, schedules, counters and RNG."""
+def restore_resume_state(run_dir: Path, trainable: Trainable, state: dict, device: torch.device,
+                         world: World = SINGLE) -> None:
+    """Load what `save_resume_state` wrote into the model, optimizer, schedules, counters and RNG.
+
+    Raises:
+        AttnmtError: the run was trained on another number of ranks.
+    """
     saved = load_train_state(run_dir)
-    load_weights(trainable.model, run_dir / saved["weights"])
+    trained_on = int(saved.get("world_size", 1))
+    if trained_on != world.size:
+        raise AttnmtError(f"{run_dir} was trained on {trained_on} rank(s) and is being resumed on {world.size}: "
+                          f"resume it on {trained_on} (torchrun --nproc-per-node {trained_on} -m attnmt train "
+                          f"--resume {run_dir}), so that every update takes the same batches")
+    load_weights(trainable.core, run_dir / saved["weights"])
     trainable.optimizer.load_state_dict(saved["optimizer"])
     trainable.step_schedule.load_state_dict(saved["schedule"])
     if trainable.plateau is not None:
         trainable.plateau.load_state_dict(saved["plateau"])
     state.update(saved["counters"])
-    torch.set_rng_state(saved["rng"]["cpu"][0])
+    torch.set_rng_state(saved["rng"]["cpu"][world.rank])
     if device.type == "cuda" and "cuda" in saved["rng"]:
-        torch.cuda.set_rng_state(saved["rng"]["cuda"][0], device)
+        torch.cuda.set_rng_state(saved["rng"]["cuda"][world.rank], device)
 
 
-def _train(cfg: Config, run_dir: Path, *, resume: bool, overwrite: bool) -> TrainResult:
+def _train(cfg: Config, run_dir: Path, *, resume: bool, overwrite: bool, world: World,
+           device: torch.device) -> TrainResult:
     t = cfg.train
-    check_run_dir(run_dir, resume=resume, overwrite=overwrite)
-    if overwrite and not resume:
-        clear_run_dir(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    check_run_dir(run_dir, resume=resume, overwrite=overwrite)  # every rank reads before rank 0 writes
+    barrier(world)
+    if world.main:
+        if overwrite and not resume:
+            clear_run_dir(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
     seed_everything(t.seed)
-    device = resolve_device(t.device)
-    use_bf16(cfg, device)  # refuse an impossible `train.amp` before anything is written
 
-    data = load_data(cfg, run_dir, resume=resume)
-    trainable = build_trainable(cfg, data, device)
-    model, optimizer = trainable.model, trainable.optimizer
+    # ---- data and model
+    data = load_data(cfg, run_dir, resume=resume, world=world)
+    trainable = build_trainable(cfg, data, device, world)
+    model, core, optimizer = trainable.model, trainable.core, trainable.optimizer
     pad_id = data.pipeline.tgt_vocab.pad_id
 
     state = {"epoch": 0, "step": 0, "best_score": None, "best_epoch": None, "bad_epochs": 0, "seconds": 0.0,
@@ -375,37 +475,41 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool, overwrite: bool) -> Trai
              "best_info": None, "last_info": None}
     metrics_path = run_dir / "metrics.jsonl"
     if resume:
-        restore_resume_state(run_dir, trainable, state, device)
-        # The log and the best/last pointers continue from where the saved state was taken, as if
-        # the run had never stopped (a time-budget stop's evaluation is undone here).
-        with open(metrics_path, "ab") as handle:
-            handle.truncate(state["metrics_bytes"])
-        write_pointer(run_dir, "best.json", state["best_info"])
-        write_pointer(run_dir, "last.json", state["last_info"])
+        restore_resume_state(run_dir, trainable, state, device, world)
+        if world.main:
+            # The log and the best/last pointers continue from where the saved state was taken, as
+            # if the run had never stopped (a time-budget stop's evaluation is undone here).
+            with open(metrics_path, "ab") as handle:
+                handle.truncate(state["metrics_bytes"])
+            write_pointer(run_dir, "best.json", state["best_info"])
+            write_pointer(run_dir, "last.json", state["last_info"])
         log.info("resuming %s in epoch %d after update %d (step %d)", run_dir, state["epoch"] + 1,
                  state["update_in_epoch"], state["step"])
 
-    metrics = MetricsLog(metrics_path, tensorboard=t.tensorboard)
+    metrics = MetricsLog(metrics_path if world.main else None, tensorboard=t.tensorboard)
     if not resume:
-        metrics.write(event="start", params=count_parameters(model), device=str(device),
-                      train_pairs=len(data.train_examples), val_pairs=sum(len(b) for b in data.val_batches))
+        metrics.write(event="start", params=count_parameters(core), device=str(device),
+                      train_pairs=len(data.train_examples), val_pairs=sum(len(b) for b in data.val_batches),
+                      **({"ranks": world.size} if world.size > 1 else {}),
+                      **({"accum_steps": t.accum_steps} if t.accum_steps > 1 else {}))
     from tqdm.auto import tqdm
 
     start_time = time.perf_counter() - state["seconds"]
 
-    def save_progress(weights_file: Path) -> None:
+    def save_progress(weights_file: Path) -> None:  # every rank calls it; rank 0 writes
         state["seconds"] = time.perf_counter() - start_time
         state["metrics_bytes"] = metrics.size()
-        save_resume_state(run_dir, weights_file, trainable, state, device)
+        save_resume_state(run_dir, weights_file, trainable, state, device, world, t.accum_steps)
 
     def save_mid_epoch() -> Path:
         weights_file = Path("checkpoints") / f"resume_step{state['step']:07d}.safetensors"
-        save_weights(model, run_dir / weights_file)
+        if world.main:
+            save_weights(core, run_dir / weights_file)
         save_progress(weights_file)
         return weights_file
 
-    def out_of_time() -> bool:
-        return bool(t.max_minutes) and time.perf_counter() - start_time > 60 * t.max_minutes
+    def out_of_time() -> bool:  # every rank stops when any rank's clock says so
+        return bool(t.max_minutes) and any_(world, time.perf_counter() - start_time > 60 * t.max_minutes)
 
     stop = out_of_time()
     if t.early_stopping_patience and state["bad_epochs"] >= t.early_stopping_patience:
@@ -416,33 +520,35 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool, overwrite: bool) -> Trai
     while state["epoch"] < t.epochs and not stop:
         epoch = state["epoch"] + 1
         model.train()
-        # ---- data: this epoch's batches, without those a resumed run already trained on
-        batches = epoch_batches(data, t, epoch)
-        bar = tqdm(batches[state["update_in_epoch"]:], desc=f"epoch {epoch}", leave=False, disable=None,
-                   mininterval=1.0)
+        # ---- data: this epoch's updates (this rank's share), without those already done
+        updates = epoch_updates(data, t, epoch, world)
+        bar = tqdm(updates[state["update_in_epoch"]:], desc=f"epoch {epoch}", leave=False,
+                   disable=None if world.main else True, mininterval=1.0)
         loss_sum = torch.full((), state["epoch_loss"], dtype=torch.float64, device=device)
         tokens_seen, bad_steps, window_start, window_tokens = state["epoch_tokens"], 0, time.perf_counter(), 0
         budget_stop = False
-        for batch in bar:
+        for update in bar:
             # ---- step
             state["update_in_epoch"] += 1
-            batch = batch.to(device)
-            ntok = batch.num_tgt_tokens
-            loss, finite = train_step(model, batch, optimizer, trainable.step_schedule, train_cfg=t,
-                                      use_amp=trainable.use_amp, pad_id=pad_id)
+            batches = [batch.to(device) for batch in update.batches]
+            loss, finite = train_step(model, batches, optimizer, trainable.step_schedule, train_cfg=t,
+                                      use_amp=trainable.use_amp, pad_id=pad_id, global_tokens=update.global_tokens,
+                                      world=world)
+            ntok = update.global_tokens
             if finite:
                 bad_steps = 0
                 state["step"] += 1
-                loss_sum += loss.double()
+                loss_sum += loss
                 tokens_seen += ntok
                 window_tokens += ntok
             else:
-                # A bad step never reaches the weights: train_step dropped its gradients.
+                # A bad step never reaches the weights: train_step dropped its gradients (on every rank).
                 bad_steps += 1
+                examples = torch.cat([batch.index for batch in update.batches])
                 log.warning("epoch %d update %d (examples %s...): non-finite loss or gradient; step skipped "
-                            "(%d in a row)", epoch, state["update_in_epoch"], batch.index[:4].tolist(), bad_steps)
+                            "(%d in a row)", epoch, state["update_in_epoch"], examples[:4].tolist(), bad_steps)
                 metrics.write(event="bad_step", epoch=epoch, batch=state["update_in_epoch"], step=state["step"],
-                              examples=batch.index[:8].tolist())
+                              examples=examples[:8].tolist())
                 if bad_steps >= t.max_bad_steps:
                     raise AttnmtError(f"{bad_steps} consecutive non-finite steps (train.max_bad_steps="
                                       f"{t.max_bad_steps}); lower train.lr or check the data")
@@ -455,7 +561,7 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool, overwrite: bool) -> Trai
                               tokens_per_s=round(rate), lr=optimizer.param_groups[0]["lr"])
                 window_start, window_tokens = time.perf_counter(), 0
             # ---- decide (mid-epoch): periodic save, time budget
-            mid_epoch = state["update_in_epoch"] < len(batches)
+            mid_epoch = state["update_in_epoch"] < len(updates)
             budget_stop = out_of_time()
             periodic = finite and bool(t.save_every_steps) and state["step"] % t.save_every_steps == 0
             if mid_epoch and (periodic or budget_stop):
@@ -464,32 +570,33 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool, overwrite: bool) -> Trai
             if budget_stop:
                 stop = True
                 log.info("train.max_minutes=%s reached in epoch %d after update %d of %d", t.max_minutes, epoch,
-                         state["update_in_epoch"], len(batches))
+                         state["update_in_epoch"], len(updates))
                 break
         bar.close()
         if budget_stop and mid_epoch:
             # The resumable state stays mid-epoch (saved above, before this evaluation, which a
             # resumed run undoes); the weights are validated and made evaluable through last.json
             # (and best.json if they beat the best epoch), but the epoch is not complete.
-            scores = validate(model, data, cfg, device)
-            info = {"file": str(weights_file), "epoch": epoch, "complete": False, "step": state["step"],
-                    **_public(scores)}
-            write_json(run_dir / "last.json", info)
-            if state["best_score"] is None or selection_score(scores, t) > state["best_score"]:
-                write_json(run_dir / "best.json", info)
-            metrics.write(event="stop", epoch=epoch, step=state["step"], update_in_epoch=state["update_in_epoch"],
-                          updates_in_epoch=len(batches), **_public(scores))
-            log.info("stopped mid-epoch %d: val loss %.3f BLEU %.2f; resume with --resume %s --set "
-                     "train.max_minutes=M", epoch, scores["val_loss"], scores["val_bleu"], run_dir)
+            if world.main:
+                scores = validate(core, data, cfg, device)
+                info = {"file": str(weights_file), "epoch": epoch, "complete": False, "step": state["step"],
+                        **_public(scores)}
+                write_json(run_dir / "last.json", info)
+                if state["best_score"] is None or selection_score(scores, t) > state["best_score"]:
+                    write_json(run_dir / "best.json", info)
+                metrics.write(event="stop", epoch=epoch, step=state["step"], update_in_epoch=state["update_in_epoch"],
+                              updates_in_epoch=len(updates), **_public(scores))
+                log.info("stopped mid-epoch %d: val loss %.3f BLEU %.2f; resume with --resume %s --set "
+                         "train.max_minutes=M", epoch, scores["val_loss"], scores["val_bleu"], run_dir)
             break
         train_loss = float(loss_sum) / max(tokens_seen, 1)
 
-        # ---- validate
-        scores = validate(model, data, cfg, device)
+        # ---- validate: once, on rank 0; every rank receives the scores
+        scores = broadcast_from_main(world, validate(core, data, cfg, device) if world.main else None)
         state.update(epoch=epoch, update_in_epoch=0, epoch_loss=0.0, epoch_tokens=0)
         state["seconds"] = time.perf_counter() - start_time
 
-        # ---- decide
+        # ---- decide: the same on every rank, from the same scores
         improved, stop = decide_after_epoch(state, scores, trainable, t)
 
         # ---- checkpoint: weights first, then the pointers that name them
@@ -499,17 +606,20 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool, overwrite: bool) -> Trai
                  train_loss, record["val_loss"], record["val_ppl"], record["val_bleu"], record["val_chrf"],
                  state["seconds"])
         weights = Path("checkpoints") / f"epoch_{epoch:03d}.safetensors"
-        save_weights(model, run_dir / weights, metadata={"epoch": str(epoch), "step": str(state["step"])})
         info = {"file": str(weights), "epoch": epoch, **_public(record)}
         if improved:
             state["best_info"] = info
-            write_json(run_dir / "best.json", info)
         state["last_info"] = info
-        write_json(run_dir / "last.json", info)
-        record["best"] = improved
-        metrics.write(**record)
+        if world.main:
+            save_weights(core, run_dir / weights, metadata={"epoch": str(epoch), "step": str(state["step"])})
+            if improved:
+                write_json(run_dir / "best.json", info)
+            write_json(run_dir / "last.json", info)
+            record["best"] = improved
+            metrics.write(**record)
         save_progress(weights)
-        _prune_checkpoints(run_dir, keep=t.keep_last)
+        if world.main:
+            _prune_checkpoints(run_dir, keep=t.keep_last)
 
     best = json.loads((run_dir / "best.json").read_text()) if (run_dir / "best.json").exists() else {}
     metrics.write(event="end", epochs=state["epoch"], seconds=round(state["seconds"], 1), best_epoch=state["best_epoch"])
@@ -537,7 +647,7 @@ def _prune_checkpoints(run_dir: Path, keep: int) -> None:
 # what it trains (data, model, optimizer, schedule), so the resumed run stays one consistent run.
 EXTENDABLE_KEYS = ("train.epochs", "train.max_minutes", "train.early_stopping_patience", "train.num_threads",
                    "train.log_every", "train.save_every_steps", "train.keep_last", "train.max_bad_steps",
-                   "train.tensorboard")
+                   "train.tensorboard", "train.backend")
 
 
 def _extend_run(cfg: Config, run_dir: Path, overrides: list[str]) -> Config:
@@ -549,7 +659,8 @@ def _extend_run(cfg: Config, run_dir: Path, overrides: list[str]) -> Config:
                               f"same run. On resume only these can change: {', '.join(EXTENDABLE_KEYS)}")
     source = str(run_dir / "config.json")
     cfg = config_from_dict(apply_overrides(cfg.to_dict(), overrides, source=f"--set on {source}"), source=source)
-    save_config(cfg, run_dir / "config.json")
+    if env_rank() == 0:  # under torchrun, rank 0 alone writes
+        save_config(cfg, run_dir / "config.json")
     log.info("resumed run extended: %s", ", ".join(overrides))
     return cfg
 
@@ -569,6 +680,7 @@ def train_command(args) -> int:
         cfg = load_config(args.config, args.overrides)
         run_dir = Path(args.run_dir or Path("runs") / Path(args.config).stem)
     result = train(cfg, run_dir, resume=bool(args.resume), overwrite=bool(getattr(args, "overwrite", False)))
-    print(json.dumps({"run_dir": str(result.run_dir), "epochs": result.epochs,
-                      "seconds": round(result.seconds, 1), "best": result.best}, indent=2))
+    if env_rank() == 0:
+        print(json.dumps({"run_dir": str(result.run_dir), "epochs": result.epochs,
+                          "seconds": round(result.seconds, 1), "best": result.best}, indent=2))
     return 0
