@@ -31,7 +31,9 @@ import attnmt.training as training
 from attnmt.checkpoint import load_train_state, load_weights_file
 from attnmt.cli import main
 from attnmt.data.batching import make_batches
-from attnmt.distributed import shard_update
+from attnmt.config import load_config
+from attnmt.distributed import init_world, shard_update
+from attnmt.errors import AttnmtError, ConfigError
 from attnmt.translator import Translator
 from conftest import TOY_CONFIG, write_toy_corpus
 
@@ -150,6 +152,27 @@ def test_shard_update_gives_every_rank_its_own_equal_token_balanced_share():
         [[int(b.index[0]) for b in s] for s in shares]
     with pytest.raises(ValueError, match="7 batches cannot be shared equally by 2 ranks"):
         shard_update(batches[:7], 2)
+
+
+def test_accum_steps_and_backend_are_validated_naming_the_key(toy_yaml, monkeypatch):
+    with pytest.raises(ConfigError, match=r"train.accum_steps=0 must be positive"):
+        load_config(toy_yaml, ["train.accum_steps=0"])
+    with pytest.raises(ConfigError, match=r"train.backend='mpi' is not one of 'auto', 'gloo', 'nccl'"):
+        load_config(toy_yaml, ["train.backend=mpi"])
+    assert init_world("auto", torch.device("cpu"))[0].grouped is False  # no torchrun: no process group
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(AttnmtError, match=r"train.backend='nccl' needs CUDA devices, but train.device is cpu"):
+        init_world("nccl", torch.device("cpu"))
+
+
+def test_an_update_larger_than_an_epoch_is_refused(toy_yaml, tmp_path):
+    from attnmt.training import train
+
+    cfg = load_config(toy_yaml, ["train.epochs=1", "data.train_subset=32", "train.accum_steps=3"])  # 2 batches
+    with pytest.raises(AttnmtError, match=r"an epoch has 2 batches, fewer than one update takes \(1 ranks x "
+                                          r"train.accum_steps=3\)"):
+        train(cfg, tmp_path / "run")
 
 
 @pytest.mark.parametrize("arch", ["rnn", "transformer"])

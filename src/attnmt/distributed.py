@@ -18,6 +18,7 @@ Shapes:
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from contextlib import nullcontext
@@ -129,7 +130,11 @@ def wrap_model(world: World, model: nn.Module) -> nn.Module:
     from torch.nn.parallel import DistributedDataParallel
 
     ids = [world.device.index] if world.device.type == "cuda" else None
-    return DistributedDataParallel(model, device_ids=ids, broadcast_buffers=False)
+    # The buffers (sinusoidal positions) are the same constants on every rank: no sync per forward.
+    # torch 2.13 renamed broadcast_buffers; either way it is still synced once, at construction.
+    quiet = ("forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
+             else "broadcast_buffers")
+    return DistributedDataParallel(model, device_ids=ids, **{quiet: False})
 
 
 def unwrap_model(model: nn.Module) -> nn.Module:
