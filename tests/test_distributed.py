@@ -6,6 +6,7 @@ The ranks are forked from the test process (torch is already imported, so they s
 under a second), with torchrun's environment variables set by hand; one test runs torchrun itself
 through the real command line."""
 
+import importlib.util
 import json
 import os
 import signal
@@ -35,7 +36,12 @@ from attnmt.config import load_config
 from attnmt.distributed import init_world, shard_update
 from attnmt.errors import AttnmtError, ConfigError
 from attnmt.translator import Translator
-from conftest import TOY_CONFIG, write_toy_corpus
+
+# tests/conftest.py's toy corpus, by path: `import conftest` may find tests/data/conftest.py.
+_spec = importlib.util.spec_from_file_location("attnmt_tests_conftest", Path(__file__).with_name("conftest.py"))
+_conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_conftest)
+TOY_CONFIG, write_toy_corpus = _conftest.TOY_CONFIG, _conftest.write_toy_corpus
 
 RANKS_TIMEOUT_S = 120  # hard limit for every multi-process run: nothing may hang CI
 TIMING_KEYS = {"tokens_per_s", "seconds"}
