@@ -76,7 +76,7 @@ class Evil:
 def test_old_pickle_train_state_gets_a_clear_error_and_nothing_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with open(tmp_path / "train_state.pt", "wb") as handle:
-        pickle.dump({"optimizer": Evil()}, handle)
+        pickle.dump({"optimizer": Evil()}, handle, protocol=2)  # the protocol torch.load expects
     with pytest.raises(CheckpointError, match=r"train_state.pt: a training state in the old pickle format.*"
                                               r"convert_legacy_train_state"):
         load_train_state(tmp_path)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -268,6 +269,54 @@ def epoch_checkpoints(run_dir: Path) -> list[Path]:
     """The run's per-epoch weight files, oldest first."""
     return sorted((Path(run_dir) / "checkpoints").glob("epoch_*.safetensors"))
 
+
+# Files and folders a run writes; `--overwrite` deletes these and nothing else.
+RUN_FILES = ("config.json", "vocab.src.json", "vocab.tgt.json", "tokenizers.json", "best.json", "last.json",
+             "average.json", TRAIN_STATE, LEGACY_TRAIN_STATE, "metrics.jsonl", "checkpoints", "tensorboard", "cache")
+RUN_MARKERS = ("config.json", "metrics.jsonl", TRAIN_STATE, LEGACY_TRAIN_STATE)
+
+
+def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse to start a fresh run where a finished or interrupted run lives, unless `overwrite`."""
+    if resume or overwrite:
+        return
+    found = [name for name in RUN_MARKERS if (run_dir / name).exists()]
+    if found:
+        raise AttnmtError(f"{run_dir} already holds a run ({', '.join(found)}): continue it with --resume {run_dir}, "
+                          f"start it again from scratch with --overwrite (deletes that run), or pick another --run-dir")
+
+
+def clear_run_dir(run_dir: Path) -> None:
+    """Delete what a previous run wrote in `run_dir` (`--overwrite`); other files stay."""
+    for name in RUN_FILES:
+        path = run_dir / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    for model_file in run_dir.glob("*.model"):  # sentencepiece models beside tokenizers.json
+        model_file.unlink()
+
+
+def write_pointer(run_dir: Path, name: str, info: dict | None) -> None:
+    """Write best.json / last.json (or remove it when `info` is None)."""
+    if info is None:
+        (run_dir / name).unlink(missing_ok=True)
+    else:
+        write_json(run_dir / name, info)
+
+
+def prune_checkpoints(run_dir: Path, keep: int) -> None:
+    """Delete old epoch checkpoints, never the ones that best/last/train_state point to."""
+    pinned = set()
+    for name in ("best.json", "last.json"):
+        path = run_dir / name
+        if path.exists():
+            pinned.add(json.loads(path.read_text())["file"])
+    files = epoch_checkpoints(run_dir)
+    for path in files[: max(0, len(files) - keep)]:
+        if str(path.relative_to(run_dir)) not in pinned:
+            path.unlink(missing_ok=True)
 
 def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
     """Element-wise mean of several checkpoints of one model (in float64, cast back)."""

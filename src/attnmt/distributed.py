@@ -137,11 +137,6 @@ def wrap_model(world: World, model: nn.Module) -> nn.Module:
     return DistributedDataParallel(model, device_ids=ids, **{quiet: False})
 
 
-def unwrap_model(model: nn.Module) -> nn.Module:
-    """The model inside DDP (what is saved, validated and loaded)."""
-    return getattr(model, "module", model)
-
-
 def no_sync(model: nn.Module, skip: bool):
     """A context in which DDP does not all-reduce gradients (`skip`: an accumulation step that is
     not the update's last); a null context otherwise."""

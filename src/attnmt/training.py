@@ -19,7 +19,6 @@ import json
 import logging
 import math
 import random
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,14 +28,15 @@ import torch
 from torch import nn
 
 from attnmt.checkpoint import (
-    LEGACY_TRAIN_STATE,
-    TRAIN_STATE,
-    epoch_checkpoints,
+    check_run_dir,
+    clear_run_dir,
     load_train_state,
     load_weights,
+    prune_checkpoints,
     save_train_state,
     save_weights,
     write_json,
+    write_pointer,
 )
 from attnmt.config import Config, apply_overrides, config_from_dict, load_config, load_saved_config, save_config
 from attnmt.data.batching import Batch, make_batches
@@ -56,7 +56,6 @@ from attnmt.distributed import (
     no_sync,
     shard_update,
     sum_,
-    unwrap_model,
     wrap_model,
 )
 from attnmt.errors import AttnmtError
@@ -186,34 +185,6 @@ class MetricsLog:
 
     def size(self) -> int:
         return self.path.stat().st_size if self.path is not None and self.path.exists() else 0
-
-
-# Files and folders a run writes; `--overwrite` deletes these and nothing else.
-RUN_FILES = ("config.json", "vocab.src.json", "vocab.tgt.json", "tokenizers.json", "best.json", "last.json",
-             "average.json", TRAIN_STATE, LEGACY_TRAIN_STATE, "metrics.jsonl", "checkpoints", "tensorboard", "cache")
-RUN_MARKERS = ("config.json", "metrics.jsonl", TRAIN_STATE, LEGACY_TRAIN_STATE)
-
-
-def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
-    """Refuse to start a fresh run where a finished or interrupted run lives, unless `overwrite`."""
-    if resume or overwrite:
-        return
-    found = [name for name in RUN_MARKERS if (run_dir / name).exists()]
-    if found:
-        raise AttnmtError(f"{run_dir} already holds a run ({', '.join(found)}): continue it with --resume {run_dir}, "
-                          f"start it again from scratch with --overwrite (deletes that run), or pick another --run-dir")
-
-
-def clear_run_dir(run_dir: Path) -> None:
-    """Delete what a previous run wrote in `run_dir` (`--overwrite`); other files stay."""
-    for name in RUN_FILES:
-        path = run_dir / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-    for model_file in run_dir.glob("*.model"):  # sentencepiece models beside tokenizers.json
-        model_file.unlink()
 
 
 def train(cfg: Config, run_dir: str | Path, *, resume: bool = False, overwrite: bool = False) -> TrainResult:
@@ -392,14 +363,6 @@ def decide_after_epoch(state: dict, scores: dict, trainable: Trainable, t) -> tu
 
 
 # ---- checkpoint
-
-def write_pointer(run_dir: Path, name: str, info: dict | None) -> None:
-    """Write best.json / last.json (or remove it when `info` is None)."""
-    if info is None:
-        (run_dir / name).unlink(missing_ok=True)
-    else:
-        write_json(run_dir / name, info)
-
 
 def save_resume_state(run_dir: Path, weights: Path, trainable: Trainable, state: dict, device: torch.device,
                       world: World = SINGLE, accum_steps: int = 1) -> None:
@@ -619,7 +582,7 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool, overwrite: bool, world: 
             metrics.write(**record)
         save_progress(weights)
         if world.main:
-            _prune_checkpoints(run_dir, keep=t.keep_last)
+            prune_checkpoints(run_dir, keep=t.keep_last)
 
     best = json.loads((run_dir / "best.json").read_text()) if (run_dir / "best.json").exists() else {}
     metrics.write(event="end", epochs=state["epoch"], seconds=round(state["seconds"], 1), best_epoch=state["best_epoch"])
@@ -630,18 +593,6 @@ def _public(record: dict) -> dict:
     """A record's values for pointers and logs: without the event, the epoch and private keys."""
     return {k: v for k, v in record.items() if k not in ("event", "epoch") and not k.startswith("_")}
 
-
-def _prune_checkpoints(run_dir: Path, keep: int) -> None:
-    """Delete old epoch checkpoints, never the ones that best/last/train_state point to."""
-    pinned = set()
-    for name in ("best.json", "last.json"):
-        path = run_dir / name
-        if path.exists():
-            pinned.add(json.loads(path.read_text())["file"])
-    files = epoch_checkpoints(run_dir)
-    for path in files[: max(0, len(files) - keep)]:
-        if str(path.relative_to(run_dir)) not in pinned:
-            path.unlink(missing_ok=True)
 
 # What `--resume RUN --set ...` may change: how long and how verbosely the run goes on, never
 # what it trains (data, model, optimizer, schedule), so the resumed run stays one consistent run.
