@@ -1,5 +1,6 @@
 """Checkpoints: atomic writes, safetensors round trip, clear errors, and no code execution."""
 
+import json
 import os
 import pickle
 
@@ -10,6 +11,7 @@ from torch import nn
 from attnmt.checkpoint import (
     atomic_write,
     average_weights,
+    convert_legacy_train_state,
     load_train_state,
     load_weights,
     save_train_state,
@@ -71,21 +73,66 @@ class Evil:
         return (os.system, ("touch PWNED",))
 
 
-def test_pickle_that_runs_code_is_refused(tmp_path, monkeypatch):
+def test_old_pickle_train_state_gets_a_clear_error_and_nothing_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    path = tmp_path / "train_state.pt"
-    with open(path, "wb") as handle:
-        pickle.dump({"optimizer": Evil()}, handle)
+    with open(tmp_path / "train_state.pt", "wb") as handle:
+        pickle.dump({"optimizer": Evil()}, handle, protocol=2)  # the protocol torch.load expects
+    with pytest.raises(CheckpointError, match=r"train_state.pt: a training state in the old pickle format.*"
+                                              r"convert_legacy_train_state"):
+        load_train_state(tmp_path)
+    # The converter reads it with weights_only=True, which refuses the code.
     with pytest.raises(CheckpointError, match=r"train_state.pt: refused or unreadable training state"):
-        load_train_state(path)
+        convert_legacy_train_state(tmp_path)
     assert not (tmp_path / "PWNED").exists()
 
 
-def test_train_state_round_trip(tmp_path):
-    state = {"step": 3, "rng": torch.get_rng_state(), "opt": {"lr": 0.1, "m": torch.ones(2)}}
-    save_train_state(tmp_path / "s.pt", state)
-    back = load_train_state(tmp_path / "s.pt")
-    assert back["step"] == 3 and torch.equal(back["rng"], state["rng"])
+def test_old_train_state_converts_and_loads_without_pickle(tmp_path):
+    opt = torch.optim.Adam([nn.Parameter(torch.ones(3))], lr=0.1)
+    opt.param_groups[0]["params"][0].grad = torch.ones(3)
+    opt.step()
+    rng = torch.get_rng_state()
+    torch.save({"weights": "checkpoints/epoch_001.safetensors", "optimizer": opt.state_dict(),
+                "schedule": {"last_epoch": 4}, "counters": {"epoch": 1, "batch_in_epoch": 7},
+                "rng_cpu": rng}, tmp_path / "train_state.pt")
+    convert_legacy_train_state(tmp_path)
+    back = load_train_state(tmp_path)
+    assert back["counters"] == {"epoch": 1, "update_in_epoch": 7} and back["world_size"] == 1
+    assert torch.equal(back["rng"]["cpu"][0], rng)
+    assert torch.equal(back["optimizer"]["state"][0]["exp_avg"], opt.state_dict()["state"][0]["exp_avg"])
+
+
+def test_train_state_is_safetensors_and_json_and_round_trips(tmp_path):
+    opt = torch.optim.AdamW([nn.Parameter(torch.ones(2, 3)), nn.Parameter(torch.zeros(4))], lr=0.1,
+                            betas=(0.8, 0.9))
+    for p in opt.param_groups[0]["params"]:
+        p.grad = torch.full_like(p, 0.5)
+    opt.step()
+    state = {"step": 3, "best": float("-inf"), "rng": {"cpu": [torch.get_rng_state()]},
+             "optimizer": opt.state_dict(), "info": {"file": "x", "nested": [1, 2.5, None, True]}}
+    save_train_state(tmp_path, state)
+    save_train_state(tmp_path, state)  # a second save replaces the first tensor file
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["train_state_000002.safetensors"]
+    text = (tmp_path / "train_state.json").read_text()
+    assert json.loads(text)["state"]["step"] == 3  # plain JSON, readable without attnmt
+    back = load_train_state(tmp_path)
+    assert back["step"] == 3 and back["best"] == float("-inf") and back["info"] == state["info"]
+    assert torch.equal(back["rng"]["cpu"][0], state["rng"]["cpu"][0])
+    saved_opt = opt.state_dict()
+    assert back["optimizer"]["param_groups"] == saved_opt["param_groups"]  # int keys, tuples kept
+    for index, moments in saved_opt["state"].items():
+        for key, value in moments.items():
+            assert torch.equal(back["optimizer"]["state"][index][key], value), (index, key)
+    other = torch.optim.AdamW([nn.Parameter(torch.ones(2, 3)), nn.Parameter(torch.zeros(4))], lr=0.1)
+    other.load_state_dict(back["optimizer"])  # accepted by torch as it is
+
+
+def test_missing_tensor_file_of_a_train_state_is_named(tmp_path):
+    save_train_state(tmp_path, {"m": torch.ones(2)})
+    (tmp_path / "checkpoints" / "train_state_000001.safetensors").unlink()
+    with pytest.raises(CheckpointError, match=r"train_state_000001.safetensors: checkpoint not found"):
+        load_train_state(tmp_path)
+    with pytest.raises(CheckpointError, match=r"train_state.json: training state not found"):
+        load_train_state(tmp_path / "elsewhere")
 
 
 def test_average_weights(tmp_path):

@@ -20,7 +20,7 @@ def test_train_evaluate_translate_attention(tmp_path, toy_config, capsys, monkey
     run_dir = tmp_path / "run"
     assert main(["train", str(toy_config), "--run-dir", str(run_dir), "--set", "train.epochs=6"]) == 0
     for name in ("config.json", "vocab.src.json", "vocab.tgt.json", "tokenizers.json", "best.json",
-                 "last.json", "metrics.jsonl", "train_state.pt"):
+                 "last.json", "metrics.jsonl", "train_state.json"):
         assert (run_dir / name).is_file(), name
     epochs = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     epochs = [r for r in epochs if r["event"] == "epoch"]

@@ -1,4 +1,6 @@
-"""A run killed with SIGKILL mid-epoch and resumed ends exactly where an uninterrupted run ends."""
+"""A run killed with SIGKILL, or stopped by its time budget, mid-epoch and resumed ends exactly
+where an uninterrupted run ends: the RNN with Adam, a constant rate and sentence batches, and the
+Transformer with AdamW, inverse-sqrt warmup or plateau, and token batches."""
 
 import json
 import os
@@ -10,8 +12,10 @@ import time
 import pytest
 import torch
 
+import attnmt.training as training
 from attnmt.checkpoint import load_train_state, load_weights_file
 from attnmt.cli import main
+from attnmt.translator import Translator
 
 TIMING_KEYS = {"tokens_per_s", "seconds"}
 
@@ -26,6 +30,12 @@ def final_weights(run_dir):
     return load_weights_file(run_dir / info["file"])
 
 
+def assert_same_weights(a, b):
+    assert a.keys() == b.keys()
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=1e-5, atol=1e-6, msg=name)
+
+
 def test_sigkill_mid_epoch_then_resume_matches_uninterrupted_run(tmp_path, toy_config):
     settings = ["--set", "train.epochs=3", "--set", "train.save_every_steps=4", "--set", "train.num_threads=1",
                 "--set", "model.dropout=0.2", "--set", "train.log_every=5"]
@@ -36,13 +46,13 @@ def test_sigkill_mid_epoch_then_resume_matches_uninterrupted_run(tmp_path, toy_c
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-m", "attnmt", "train", str(toy_config), "--run-dir", str(killed),
                              *settings], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    state_file, caught = killed / "train_state.pt", None
+    state_file, caught = killed / "train_state.json", None
     deadline = time.time() + 120
     try:
         while time.time() < deadline and proc.poll() is None:
             if state_file.exists():
-                counters = load_train_state(state_file)["counters"]
-                if counters["epoch"] >= 1 and counters["batch_in_epoch"] > 0:
+                counters = json.loads(state_file.read_text())["state"]["counters"]  # replaced atomically
+                if counters["epoch"] >= 1 and counters["update_in_epoch"] > 0:
                     caught = counters
                     os.kill(proc.pid, signal.SIGKILL)
                     break
@@ -53,10 +63,7 @@ def test_sigkill_mid_epoch_then_resume_matches_uninterrupted_run(tmp_path, toy_c
     assert proc.returncode == -signal.SIGKILL
 
     assert main(["train", "--resume", str(killed)]) == 0
-    a, b = final_weights(straight), final_weights(killed)
-    assert a.keys() == b.keys()
-    for name in a:
-        torch.testing.assert_close(a[name], b[name], rtol=1e-5, atol=1e-6, msg=name)
+    assert_same_weights(final_weights(straight), final_weights(killed))
     assert metrics_without_timings(straight) == metrics_without_timings(killed)
 
 
@@ -86,3 +93,89 @@ def test_resume_refuses_changes_to_what_is_trained(tmp_path, toy_config, capsys)
     assert main(["train", "--resume", str(run), "--set", "train.epochs=zero"]) == 2
     assert "train.epochs" in capsys.readouterr().err
     assert (run / "config.json").read_text() == before
+
+
+SETUPS = {
+    "rnn-adam-constant-sentences": ["model.dropout=0.2"],
+    "transformer-adamw-inverse_sqrt-tokens": [
+        "model.arch=transformer", "model.d_model=16", "model.heads=2", "model.ff_dim=32", "model.enc_layers=1",
+        "model.dec_layers=1", "model.dropout=0.1", "train.optimizer=adamw", "train.weight_decay=0.01",
+        "train.schedule=inverse_sqrt", "train.warmup_steps=10", "train.batch_by=tokens", "train.batch_size=120",
+        "train.lr=5e-3"],
+    "transformer-adam-plateau-tokens": [
+        "model.arch=transformer", "model.d_model=16", "model.heads=2", "model.ff_dim=32", "model.enc_layers=1",
+        "model.dec_layers=1", "model.dropout=0.1", "train.schedule=plateau", "train.plateau_patience=0",
+        "train.plateau_factor=0.5", "train.early_stopping_metric=loss", "train.batch_by=tokens",
+        "train.batch_size=120", "train.lr=5e-2"],
+}
+
+
+def stop_budget_after(monkeypatch, updates):
+    """From the `updates`-th update on, training.py's clock says the time budget is spent."""
+    original, calls = training.train_step, {"n": 0}
+
+    def counting_step(*args, **kwargs):
+        calls["n"] += 1
+        return original(*args, **kwargs)
+
+    clock = lambda: 0.0 if calls["n"] < updates else 1e9  # noqa: E731
+    monkeypatch.setattr(training, "train_step", counting_step)
+    monkeypatch.setattr(training, "time", type("FakeTime", (), {"perf_counter": staticmethod(clock)}))
+
+
+@pytest.mark.parametrize("setup", list(SETUPS))
+def test_time_budget_stop_mid_epoch_then_resume_matches_uninterrupted_run(tmp_path, toy_config, monkeypatch, setup):
+    settings = ["train.num_threads=1", "train.save_every_steps=1000", "train.log_every=7", "data.train_subset=200",
+                *SETUPS[setup]]
+    sets = [arg for item in settings for arg in ("--set", item)]
+    straight = tmp_path / "straight"
+    assert main(["train", str(toy_config), "--run-dir", str(straight), "--set", "train.epochs=3", *sets]) == 0
+    rows = metrics_without_timings(straight)
+    per_epoch = [r["step"] for r in rows if r["event"] == "epoch"][0]
+    assert [r["step"] for r in rows if r["event"] == "epoch"] == [per_epoch, 2 * per_epoch, 3 * per_epoch]
+
+    # Two epochs with a budget that runs out 5 updates into epoch 2, then extended to three.
+    cut = tmp_path / "cut"
+    stop_budget_after(monkeypatch, per_epoch + 5)
+    assert main(["train", str(toy_config), "--run-dir", str(cut), "--set", "train.epochs=2",
+                 "--set", "train.max_minutes=1", *sets]) == 0
+    monkeypatch.undo()
+    counters = load_train_state(cut)["counters"]
+    assert (counters["epoch"], counters["update_in_epoch"], counters["step"]) == (1, 5, per_epoch + 5)
+    stop = [r for r in metrics_without_timings(cut) if r["event"] == "stop"]
+    assert len(stop) == 1 and stop[0]["update_in_epoch"] == 5 and stop[0]["updates_in_epoch"] == per_epoch
+    last = json.loads((cut / "last.json").read_text())
+    assert last["complete"] is False and last["step"] == per_epoch + 5 and "val_bleu" in last
+    assert Translator.load(cut, checkpoint="last").translate(["hund ."], beam_size=1)[0].text  # evaluable
+
+    assert main(["train", "--resume", str(cut), "--set", "train.epochs=3", "--set", "train.max_minutes=null"]) == 0
+    assert_same_weights(final_weights(straight), final_weights(cut))
+    assert metrics_without_timings(straight) == metrics_without_timings(cut)
+    assert json.loads((straight / "best.json").read_text())["file"] == json.loads((cut / "best.json").read_text())["file"]
+
+
+def test_a_used_run_directory_is_refused_unless_resumed_or_overwritten(tmp_path, toy_config, capsys):
+    run = tmp_path / "run"
+    fast = ["--set", "train.epochs=1", "--set", "data.train_subset=64"]
+    assert main(["train", str(toy_config), "--run-dir", str(run), *fast]) == 0
+    (run / "notes.txt").write_text("mine")
+    capsys.readouterr()
+    assert main(["train", str(toy_config), "--run-dir", str(run), *fast]) == 2
+    err = capsys.readouterr().err
+    assert f"{run} already holds a run" in err and f"--resume {run}" in err and "--overwrite" in err
+    assert "Traceback" not in err
+    assert main(["train", "--resume", str(run), "--overwrite"]) == 2
+    assert "cannot be combined with --resume" in capsys.readouterr().err
+
+    assert main(["train", str(toy_config), "--run-dir", str(run), "--overwrite", *fast]) == 0
+    events = [r["event"] for r in metrics_without_timings(run)]
+    assert events == ["start", "epoch", "end"]  # one run, not appended to the old log
+    assert (run / "notes.txt").read_text() == "mine"  # --overwrite deletes only what a run writes
+
+    interrupted = tmp_path / "interrupted"  # config and state, but no metrics: still a run
+    interrupted.mkdir()
+    for name in ("config.json", "train_state.json"):
+        (run / name).rename(interrupted / name) if name == "train_state.json" else \
+            (interrupted / name).write_text((run / name).read_text())
+    assert main(["train", str(toy_config), "--run-dir", str(interrupted), *fast]) == 2
+    assert "already holds a run (config.json, train_state.json)" in capsys.readouterr().err

@@ -69,3 +69,81 @@ def test_inverse_sqrt_schedule_peaks_at_warmup():
         sched.step()
     assert used[0] == pytest.approx(0.1) and used[4] == pytest.approx(0.5) and used[9] == pytest.approx(1.0)
     assert used[39] == pytest.approx((10 / 40) ** 0.5) and max(used) == pytest.approx(1.0)
+
+
+TINY_TRANSFORMER = ["model.arch=transformer", "model.d_model=16", "model.heads=2", "model.ff_dim=32",
+                    "model.enc_layers=1", "model.dec_layers=1"]
+
+
+@pytest.mark.parametrize("amp,dtype", [("bf16", torch.bfloat16), ("none", torch.float32), ("auto", torch.float32)])
+def test_amp_bf16_autocasts_the_transformer_on_cpu(tmp_path, toy_config, monkeypatch, amp, dtype):
+    from attnmt.models.transformer import TransformerSeq2Seq
+
+    seen = set()
+    original = TransformerSeq2Seq.forward
+
+    def forward(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        if self.training:
+            seen.add(out.logits.dtype)
+        return out
+
+    monkeypatch.setattr(TransformerSeq2Seq, "forward", forward)
+    cfg = load_config(toy_config, ["train.epochs=1", "data.train_subset=48", "train.device=cpu", f"train.amp={amp}",
+                                   *TINY_TRANSFORMER])
+    train(cfg, tmp_path / "run")
+    assert seen == {dtype}  # bf16 logits only under autocast; `auto` means CUDA only
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r for r in rows if r["event"] == "epoch"][0]["val_loss"] < 10  # it trained, and finitely
+
+
+def test_amp_bf16_with_the_rnn_on_cpu_is_refused_naming_the_key(tmp_path, toy_config):
+    cfg = load_config(toy_config, ["train.epochs=1", "train.device=cpu", "train.amp=bf16"])
+    with pytest.raises(AttnmtError, match=r"train.amp='bf16' on a CPU works with model.arch='transformer' only"):
+        train(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+def test_accumulated_update_is_the_gradient_of_the_summed_loss_over_all_its_tokens(tmp_path, toy_config):
+    """accum_steps=2 against an update written out by hand: one Adam step on the summed
+    cross-entropy of two batches divided by their target tokens together."""
+    import torch.nn.functional as F
+
+    from attnmt.data.batching import make_batches
+    from attnmt.data.corpus import corpus_spec, load_corpus
+    from attnmt.data.pipeline import TextPipeline
+    from attnmt.models import build_model
+
+    cfg = load_config(toy_config, ["train.epochs=1", "data.train_subset=64", "train.accum_steps=2", "train.clip=0",
+                                   "model.dropout=0.0"])  # 64 pairs, 4 batches of 16: 2 updates
+    run = tmp_path / "run"
+    train(cfg, run)
+
+    pipeline = TextPipeline.load(run)
+    vocab = pipeline.tgt_vocab
+    torch.manual_seed(cfg.train.seed)
+    model = build_model(cfg.model, len(pipeline.src_vocab), len(vocab), pad_id=vocab.pad_id, bos_id=vocab.bos_id,
+                        eos_id=vocab.eos_id)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr, betas=cfg.train.betas)
+    corpus = load_corpus(corpus_spec(cfg.data), "train")
+    examples = pipeline.encode_corpus(type(corpus)(corpus.src[:64], corpus.tgt[:64], "first 64"),
+                                      max_len=cfg.data.max_len)
+    batches = make_batches(examples, batch_size=16, shuffle=True, seed=cfg.train.seed, epoch=1, pad_id=vocab.pad_id,
+                           bos_id=vocab.bos_id, eos_id=vocab.eos_id)
+    assert len(batches) == 4
+    model.train()
+    for pair in (batches[0:2], batches[2:4]):
+        total, tokens = 0.0, 0
+        for b in pair:
+            logits = model(b.src_ids, b.src_mask, b.src_lengths, b.tgt_in).logits
+            total = total + F.cross_entropy(logits.reshape(-1, logits.size(-1)), b.tgt_out.reshape(-1),
+                                            ignore_index=vocab.pad_id, reduction="sum")
+            tokens += int((b.tgt_out != vocab.pad_id).sum())
+        (total / tokens).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    from attnmt.checkpoint import load_weights_file
+
+    trained = load_weights_file(run / "checkpoints" / "epoch_001.safetensors")
+    for name, value in model.state_dict().items():
+        torch.testing.assert_close(trained[name], value, rtol=1e-5, atol=1e-6, msg=name)

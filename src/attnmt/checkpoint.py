@@ -7,13 +7,14 @@ A run directory holds:
     tokenizers.json             tokenizer settings (+ sentencepiece *.model files beside it)
     checkpoints/epoch_NNN.safetensors   model weights after each epoch (the last `keep_last`)
     best.json, last.json        small pointers: {"file": "checkpoints/epoch_NNN.safetensors", ...}
-    train_state.pt              optimizer / scheduler / counters / random states, for --resume
+    train_state.json            counters, optimizer/scheduler settings, for --resume; names ...
+    checkpoints/train_state_NNNNNN.safetensors   ... the optimizer moments and random states
+    checkpoints/resume_stepNNNNNNN.safetensors   the mid-epoch weights the state resumes from
     metrics.jsonl               one JSON object per log event
 
 Every file is written to a temporary name in the same folder, flushed, fsynced and
-`os.replace`d into place, so a crash at any moment leaves the previous file intact. Weights are
-loaded from safetensors (no pickle); the training state is loaded with
-``torch.load(weights_only=True)``, which refuses pickled code.
+`os.replace`d into place, so a crash at any moment leaves the previous file intact. Tensors are
+read from safetensors and everything else from JSON: nothing is unpickled.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -123,21 +125,125 @@ def load_weights(model: nn.Module, path: Path) -> None:
 
 # ----------------------------------------------------------------------------- training state
 
-def save_train_state(path: Path, state: dict[str, Any]) -> None:
-    """Save optimizer/scheduler/counters/RNG state with torch.save (tensors and plain data only)."""
-    atomic_write(Path(path), lambda tmp: torch.save(state, tmp))
+TRAIN_STATE = "train_state.json"
+LEGACY_TRAIN_STATE = "train_state.pt"  # the pickle of attnmt before safetensors training states
 
 
-def load_train_state(path: Path) -> dict[str, Any]:
-    """Load a training state with ``weights_only=True``: a pickle that would run code is refused."""
-    path = Path(path)
+def save_train_state(run_dir: Path, state: dict[str, Any]) -> None:
+    """Save a training state (nested dicts/lists of plain values and tensors) as safetensors + JSON.
+
+    The tensors go to a new ``checkpoints/train_state_NNNNNN.safetensors`` and the rest, with that
+    file's name, to ``train_state.json``, written last: the JSON is the commit point, so a crash
+    at any moment leaves a complete previous state. Older tensor files are then deleted.
+
+    Raises:
+        TypeError: a value that is neither plain data nor a tensor (a programming error).
+    """
+    from safetensors.torch import save_file
+
+    run_dir = Path(run_dir)
+    previous = _read_state_json(run_dir / TRAIN_STATE) if (run_dir / TRAIN_STATE).is_file() else {}
+    number = int(previous.get("number", 0)) + 1
+    tensors: dict[str, torch.Tensor] = {}
+    body = _encode(state, tensors, "state")
+    tensor_file = Path("checkpoints") / f"train_state_{number:06d}.safetensors"
+    atomic_write(run_dir / tensor_file, lambda tmp: save_file(tensors, str(tmp)))
+    write_json(run_dir / TRAIN_STATE, {"format": 1, "number": number, "tensors": str(tensor_file), "state": body})
+    for old in (run_dir / "checkpoints").glob("train_state_*.safetensors"):
+        if old.name != tensor_file.name:
+            old.unlink(missing_ok=True)
+
+
+def load_train_state(run_dir: Path) -> dict[str, Any]:
+    """Load the state `save_train_state` wrote: JSON and safetensors only, nothing unpickled.
+
+    Raises:
+        CheckpointError: no state, a state in the old pickle format, or unreadable files.
+    """
+    run_dir = Path(run_dir)
+    path = run_dir / TRAIN_STATE
     if not path.is_file():
+        if (run_dir / LEGACY_TRAIN_STATE).is_file():
+            raise CheckpointError(
+                f"{run_dir / LEGACY_TRAIN_STATE}: a training state in the old pickle format, which attnmt no "
+                f"longer reads. Its weights still work with evaluate/translate. To resume it, convert it once "
+                f"(this unpickles it with torch.load(weights_only=True)): python -c \"from attnmt.checkpoint "
+                f"import convert_legacy_train_state as c; c('{run_dir}')\"")
         raise CheckpointError(f"{path}: training state not found (cannot resume)")
+    info = _read_state_json(path)
+    if info.get("format") != 1 or "tensors" not in info or "state" not in info:
+        raise CheckpointError(f"{path}: not an attnmt training state (expected format 1 with 'tensors' and 'state')")
+    tensors = load_weights_file(run_dir / info["tensors"])
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        return _decode(info["state"], tensors)
+    except KeyError as err:
+        raise CheckpointError(f"{path}: names tensor {err} missing from {info['tensors']}") from None
+
+
+def convert_legacy_train_state(run_dir: Path) -> None:
+    """Rewrite an old ``train_state.pt`` (pickle) as safetensors + JSON; the .pt file is kept.
+
+    The pickle is read with ``torch.load(weights_only=True)``, which refuses pickled code.
+    """
+    run_dir = Path(run_dir)
+    path = run_dir / LEGACY_TRAIN_STATE
+    try:
+        old = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises UnpicklingError, RuntimeError, EOFError, ... here
         raise CheckpointError(f"{path}: refused or unreadable training state ({type(err).__name__}: "
                               f"{str(err).splitlines()[0] if str(err) else ''})") from None
+    counters = dict(old["counters"])
+    counters["update_in_epoch"] = counters.pop("batch_in_epoch", 0)
+    state = {"weights": old["weights"], "optimizer": old["optimizer"], "schedule": old["schedule"],
+             "counters": counters, "world_size": 1, "accum_steps": 1,
+             "rng": {"cpu": [old["rng_cpu"]], **({"cuda": [old["rng_cuda"]]} if "rng_cuda" in old else {})}}
+    if "plateau" in old:
+        state["plateau"] = old["plateau"]
+    save_train_state(run_dir, state)
+    log.info("converted %s to %s", path, run_dir / TRAIN_STATE)
+
+
+def _read_state_json(path: Path) -> dict:
+    info = read_json(path)
+    if not isinstance(info, dict):
+        raise CheckpointError(f"{path}: expected a JSON object")
+    return info
+
+
+_TENSOR, _INT_KEYS, _TUPLE = "__tensor__", "__int_keys__", "__tuple__"
+
+
+def _encode(obj: Any, tensors: dict[str, torch.Tensor], name: str) -> Any:
+    """Plain JSON for `obj`, with each tensor moved into `tensors` and replaced by its name."""
+    if isinstance(obj, torch.Tensor):
+        tensors[name] = obj.detach().to("cpu").contiguous().clone()
+        return {_TENSOR: name}
+    if isinstance(obj, dict):
+        if all(isinstance(k, str) for k in obj):
+            return {k: _encode(v, tensors, f"{name}.{k}") for k, v in obj.items()}
+        if all(isinstance(k, int) and not isinstance(k, bool) for k in obj):  # optimizer state by param index
+            return {_INT_KEYS: {str(k): _encode(v, tensors, f"{name}.{k}") for k, v in obj.items()}}
+    if isinstance(obj, tuple):
+        return {_TUPLE: [_encode(v, tensors, f"{name}.{i}") for i, v in enumerate(obj)]}
+    if isinstance(obj, list):
+        return [_encode(v, tensors, f"{name}.{i}") for i, v in enumerate(obj)]
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    raise TypeError(f"{name}: a training state holds plain data and tensors, not {type(obj).__name__}")
+
+
+def _decode(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
+    if isinstance(obj, dict):
+        if set(obj) == {_TENSOR}:
+            return tensors[obj[_TENSOR]]
+        if set(obj) == {_INT_KEYS}:
+            return {int(k): _decode(v, tensors) for k, v in obj[_INT_KEYS].items()}
+        if set(obj) == {_TUPLE}:
+            return tuple(_decode(v, tensors) for v in obj[_TUPLE])
+        return {k: _decode(v, tensors) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_decode(v, tensors) for v in obj]
+    return obj
 
 
 # ----------------------------------------------------------------------------- run directory
@@ -163,6 +269,54 @@ def epoch_checkpoints(run_dir: Path) -> list[Path]:
     """The run's per-epoch weight files, oldest first."""
     return sorted((Path(run_dir) / "checkpoints").glob("epoch_*.safetensors"))
 
+
+# Files and folders a run writes; `--overwrite` deletes these and nothing else.
+RUN_FILES = ("config.json", "vocab.src.json", "vocab.tgt.json", "tokenizers.json", "best.json", "last.json",
+             "average.json", TRAIN_STATE, LEGACY_TRAIN_STATE, "metrics.jsonl", "checkpoints", "tensorboard", "cache")
+RUN_MARKERS = ("config.json", "metrics.jsonl", TRAIN_STATE, LEGACY_TRAIN_STATE)
+
+
+def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse to start a fresh run where a finished or interrupted run lives, unless `overwrite`."""
+    if resume or overwrite:
+        return
+    found = [name for name in RUN_MARKERS if (run_dir / name).exists()]
+    if found:
+        raise AttnmtError(f"{run_dir} already holds a run ({', '.join(found)}): continue it with --resume {run_dir}, "
+                          f"start it again from scratch with --overwrite (deletes that run), or pick another --run-dir")
+
+
+def clear_run_dir(run_dir: Path) -> None:
+    """Delete what a previous run wrote in `run_dir` (`--overwrite`); other files stay."""
+    for name in RUN_FILES:
+        path = run_dir / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    for model_file in run_dir.glob("*.model"):  # sentencepiece models beside tokenizers.json
+        model_file.unlink()
+
+
+def write_pointer(run_dir: Path, name: str, info: dict | None) -> None:
+    """Write best.json / last.json (or remove it when `info` is None)."""
+    if info is None:
+        (run_dir / name).unlink(missing_ok=True)
+    else:
+        write_json(run_dir / name, info)
+
+
+def prune_checkpoints(run_dir: Path, keep: int) -> None:
+    """Delete old epoch checkpoints, never the ones that best/last/train_state point to."""
+    pinned = set()
+    for name in ("best.json", "last.json"):
+        path = run_dir / name
+        if path.exists():
+            pinned.add(json.loads(path.read_text())["file"])
+    files = epoch_checkpoints(run_dir)
+    for path in files[: max(0, len(files) - keep)]:
+        if str(path.relative_to(run_dir)) not in pinned:
+            path.unlink(missing_ok=True)
 
 def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
     """Element-wise mean of several checkpoints of one model (in float64, cast back)."""

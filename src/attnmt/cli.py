@@ -144,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="override a config value, e.g. --set train.lr=3e-4 (repeatable)")
     train.add_argument("--run-dir", default=None, help="where to write the run (default: runs/<config name>)")
     train.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue an interrupted run exactly")
+    train.add_argument("--overwrite", action="store_true",
+                       help="start afresh in a --run-dir that holds a run, deleting that run's files")
 
     evaluate = sub.add_parser("evaluate", help="score a trained run on a split")
     evaluate.add_argument("run_dir")

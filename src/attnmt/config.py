@@ -106,6 +106,8 @@ class TrainConfig:
     log_every: int = 50
     tensorboard: bool = False
     num_threads: int | None = None           # CPU threads (default: torch's choice)
+    accum_steps: int = 1                     # batches per rank accumulated into each update
+    backend: Literal["auto", "gloo", "nccl"] = "auto"  # torchrun only; auto = nccl on CUDA, else gloo
 
 
 @dataclass(frozen=True)
@@ -292,7 +294,7 @@ def _check_values(cfg: Config, source: str) -> None:
         "model.heads": m.heads, "model.ff_dim": m.ff_dim, "model.enc_layers": m.enc_layers,
         "model.dec_layers": m.dec_layers, "train.epochs": t.epochs, "train.batch_size": t.batch_size,
         "train.lr": t.lr, "train.log_every": t.log_every, "train.max_bad_steps": t.max_bad_steps,
-        "train.eval_beam": t.eval_beam, "search.beam_size": s.beam_size,
+        "train.eval_beam": t.eval_beam, "train.accum_steps": t.accum_steps, "search.beam_size": s.beam_size,
         "search.max_len_ratio": s.max_len_ratio, "search.max_input_tokens": s.max_input_tokens,
     }
     for key, value in positive.items():
