@@ -169,9 +169,9 @@ def toy_translator(serve_run):
     return Translator.load(serve_run, device="cpu")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def served(serve_run):
-    """`attnmt serve` on the toy RNN run, shared by a module's tests."""
+    """`attnmt serve` on the toy RNN run, shared by the API and page tests."""
     server = ServeProcess(serve_run)
     yield server
     server.stop()
