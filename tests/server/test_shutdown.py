@@ -15,16 +15,16 @@ from tests.server.conftest import ServeProcess
 
 
 def test_sigterm_finishes_requests_in_flight(serve_run, toy_translator):
-    server = ServeProcess(serve_run, "--max-batch-sentences", "8")
-    texts = [f"Hund katze {w} haus baum auto mann frau ." for w in "rot blau groß klein".split()] * 8  # 32
+    server = ServeProcess(serve_run, "--max-batch-sentences", "4")
+    texts = [f"Hund katze {w} haus baum auto mann frau ." for w in "rot blau groß klein".split()] * 4  # 16
     try:
-        with ThreadPoolExecutor(max_workers=3) as pool:
+        with ThreadPoolExecutor(max_workers=2) as pool:
             futures = [pool.submit(httpx.post, server.url + "/v1/translate", timeout=300,
-                                   json={"texts": texts, "beam_size": 8, "attention": False}) for _ in range(3)]
+                                   json={"texts": texts, "beam_size": 4, "attention": False}) for _ in range(2)]
             deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:  # all three arrived, sentences still waiting
+            while time.monotonic() < deadline:  # both arrived, sentences still waiting
                 health = httpx.get(server.url + "/health", timeout=30).json()
-                if health["in_flight"] == 3 and health["queued"] > 0:
+                if health["in_flight"] == 2 and health["queued"] > 0:
                     break
                 time.sleep(0.01)
             else:
@@ -34,7 +34,7 @@ def test_sigterm_finishes_requests_in_flight(serve_run, toy_translator):
         code, log = server.wait()
     finally:
         server.stop()
-    expected = [r.text for r in toy_translator.translate(texts[:4], beam_size=8)] * 8
+    expected = [r.text for r in toy_translator.translate(texts[:4], beam_size=4)] * 4
     for answer in answers:
         assert answer.status_code == 200, answer.text
         assert [t["text"] for t in answer.json()["translations"]] == expected
