@@ -128,14 +128,12 @@ class ThreadServer:
 
 
 @pytest.fixture(scope="session")
-def toy_transformer_run(tmp_path_factory):
-    """A tiny Transformer (2 layers, 2 heads) trained briefly on the toy corpus; its run directory."""
+def toy_transformer_run(toy_run, tmp_path_factory):
+    """A tiny Transformer (2 layers, 2 heads) trained briefly on toy_run's corpus; its run directory."""
     from attnmt.cli import main
 
-    from tests.conftest import write_toy_corpus
-
+    folder = Path(json.loads((toy_run / "config.json").read_text())["data"]["train"]).parent
     base = tmp_path_factory.mktemp("toy_transformer")
-    folder = write_toy_corpus(base / "toy")
     config = base / "toy_transformer.yaml"
     config.write_text(TOY_TRANSFORMER.format(folder=folder))
     run_dir = base / "run"
@@ -175,3 +173,39 @@ def served(serve_run):
     server = ServeProcess(serve_run)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def served_transformer(toy_transformer_run):
+    """`attnmt serve` on the tiny Transformer run."""
+    server = ServeProcess(toy_transformer_run)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def serve_process():
+    """Start `attnmt serve` processes: serve_process(run_dir, *flags); all stopped after the test."""
+    started = []
+
+    def start(run_dir, *flags):
+        started.append(ServeProcess(run_dir, *flags))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def thread_server():
+    """Start the app in a thread: thread_server(translator, **settings); all stopped after the test."""
+    started = []
+
+    def start(translator, **settings):
+        started.append(ThreadServer(translator, **settings))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()

@@ -11,8 +11,6 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.server.conftest import MAX_INPUT_TOKENS
-
 SENTENCES = ["Hund katze rot .", "Ein kind spielt ball .", "Groß haus blau wasser baum ."]
 
 
@@ -118,18 +116,19 @@ def test_v1_translate_matches_the_translator(served, toy_translator):
     assert r.json()["translations"][0]["attention"] is None and r.json()["beam_size"] == 3
 
 
-def test_empty_and_overlong_texts(served, toy_translator):
+def test_empty_and_overlong_texts(served, serve_run, toy_translator):
     r = post(served, "/v1/translate", json={"texts": ["", "   ", "Hund ."]})
     first, blank, dog = r.json()["translations"]
     assert first["text"] == "" and first["tokens"] == [] and first["attention"] == []
     assert blank["text"] == "" and dog["text"] == toy_translator.translate("Hund .", beam_size=3)[0].text
     assert post(served, "/translate", json={"q": "", "source": "de", "target": "en"}).json() == {"translatedText": ""}
 
-    long_text = " ".join(["hund katze"] * 10)  # 20 tokens: cut to search.max_input_tokens
+    max_tokens = json.loads((serve_run / "config.json").read_text())["search"]["max_input_tokens"]
+    long_text = " ".join(["hund katze"] * max_tokens)  # twice as many tokens as the model reads
     r = post(served, "/v1/translate", json={"texts": [long_text], "beam_size": 1, "attention": False})
     got = r.json()["translations"][0]
-    assert len(got["source_tokens"]) == MAX_INPUT_TOKENS
-    assert any(f"cut to search.max_input_tokens={MAX_INPUT_TOKENS}" in w for w in got["warnings"])
+    assert len(got["source_tokens"]) == max_tokens
+    assert any(f"cut to search.max_input_tokens={max_tokens}" in w for w in got["warnings"])
     r = post(served, "/translate", json={"q": long_text, "source": "de", "target": "en"})
     assert r.status_code == 200 and "cut to" in r.json()["warnings"][0]
 

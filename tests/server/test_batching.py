@@ -11,8 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.server.conftest import ThreadServer
-
 
 class WrappedTranslator:
     """A Translator that records calls, can hold them (gate) and raises on texts containing `fail_on`."""
@@ -58,11 +56,9 @@ def wrapped(toy_translator):
 
 
 @pytest.fixture
-def server(wrapped):
-    server = ThreadServer(wrapped, max_wait_ms=20, max_batch_sentences=64)
-    yield server
+def server(wrapped, thread_server):
+    yield thread_server(wrapped, max_wait_ms=20, max_batch_sentences=64)
     wrapped.gate.set()
-    server.stop()
 
 
 def hold_first_batch(server, wrapped, pool):
@@ -127,10 +123,8 @@ def test_model_fault_is_500_for_that_request_only(server, wrapped, toy_translato
 
 
 @pytest.fixture
-def guarded(toy_translator):
-    server = ThreadServer(toy_translator, api_key="s3cret", cors_origin="http://example.test")
-    yield server
-    server.stop()
+def guarded(toy_translator, thread_server):
+    return thread_server(toy_translator, api_key="s3cret", cors_origin="http://example.test")
 
 
 def test_api_key_gives_403_without_it(guarded):
@@ -147,7 +141,7 @@ def test_api_key_gives_403_without_it(guarded):
     assert httpx.get(guarded.url + "/v1/model").json()["api_key_required"] is True
 
 
-def test_cors_only_for_the_given_origin(guarded, toy_translator):
+def test_cors_only_for_the_given_origin(guarded, toy_translator, thread_server):
     r = httpx.get(guarded.url + "/languages", headers={"Origin": "http://example.test"})
     assert r.headers["access-control-allow-origin"] == "http://example.test"
     r = httpx.get(guarded.url + "/languages", headers={"Origin": "http://evil.test"})
@@ -157,11 +151,8 @@ def test_cors_only_for_the_given_origin(guarded, toy_translator):
     r = httpx.options(guarded.url + "/translate", headers=preflight)
     assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "http://example.test"
 
-    plain = ThreadServer(toy_translator)  # no --cors-origin: no cross-origin access at all
-    try:
-        r = httpx.get(plain.url + "/languages", headers={"Origin": "http://example.test"})
-        assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
-        r = httpx.options(plain.url + "/translate", headers=preflight)
-        assert "access-control-allow-origin" not in r.headers and r.json()["error"]
-    finally:
-        plain.stop()
+    plain = thread_server(toy_translator)  # no --cors-origin: no cross-origin access at all
+    r = httpx.get(plain.url + "/languages", headers={"Origin": "http://example.test"})
+    assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+    r = httpx.options(plain.url + "/translate", headers=preflight)
+    assert "access-control-allow-origin" not in r.headers and r.json()["error"]

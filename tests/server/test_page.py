@@ -15,8 +15,6 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.server.conftest import ServeProcess
-
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
 
 CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or "")
@@ -148,13 +146,6 @@ def test_server_errors_are_shown(page, served):
     page.fill("#beam-size", "0")
     page.click("#translate-button")
     assert "Beam size must be" in page.text_content("#error-message")
-
-
-@pytest.fixture(scope="module")
-def served_transformer(toy_transformer_run):
-    server = ServeProcess(toy_transformer_run)
-    yield server
-    server.stop()
 
 
 def choose(page, select: str, value: str) -> None:

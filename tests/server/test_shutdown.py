@@ -11,11 +11,10 @@ import httpx
 import pytest
 
 from attnmt.cli import main
-from tests.server.conftest import ServeProcess
 
 
-def test_sigterm_finishes_requests_in_flight(serve_run, toy_translator):
-    server = ServeProcess(serve_run, "--max-batch-sentences", "4")
+def test_sigterm_finishes_requests_in_flight(serve_run, toy_translator, serve_process):
+    server = serve_process(serve_run, "--max-batch-sentences", "4")
     texts = [f"Hund katze {w} haus baum auto mann frau ." for w in "rot blau groß klein".split()] * 4  # 16
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:
@@ -44,8 +43,8 @@ def test_sigterm_finishes_requests_in_flight(serve_run, toy_translator):
         httpx.get(server.url + "/health", timeout=5)
 
 
-def test_ctrl_c_exits_0_and_binds_loopback(serve_run):
-    server = ServeProcess(serve_run)
+def test_ctrl_c_exits_0_and_binds_loopback(serve_run, serve_process):
+    server = serve_process(serve_run)
     try:
         server.signal(signal.SIGINT)
         code, log = server.wait()
