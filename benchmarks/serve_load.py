@@ -47,10 +47,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(run_dir: str, beam: int, extra: list[str], timeout: float = 300) -> tuple[subprocess.Popen, str]:
+def start_server(run_dir: str, beam: int, extra: list[str], threads: int | None = None,
+                 timeout: float = 300) -> tuple[subprocess.Popen, str]:
     port = free_port()
     cmd = [sys.executable, "-m", "attnmt", "serve", run_dir, "--port", str(port), "--beam", str(beam), *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = dict(os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {}))
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -145,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=120, help="per-request timeout, seconds")
     p.add_argument("--max-seconds", type=float, default=600, help="stop sending after this long per cell")
     p.add_argument("--warmup", type=int, default=20, help="requests sent (and not counted) before each mode")
+    p.add_argument("--server-threads", type=int, default=None,
+                   help="torch threads in the server (OMP_NUM_THREADS; default: torch's, one per core)")
     p.add_argument("--json", default=None, help="also write the results here")
     args = p.parse_args(argv)
 
@@ -154,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
               "run_dir": args.run_dir, "beam": args.beam, "requests": args.requests, "results": []}
     print(f"# {report['date']} · {report['machine']}\n# {report['command']}", flush=True)
     for mode in args.modes:
-        proc, url = start_server(args.run_dir, args.beam, MODES[mode])
+        proc, url = start_server(args.run_dir, args.beam, MODES[mode], args.server_threads)
         try:
             asyncio.run(run_cell(url, sentences[: args.warmup], min(4, max(args.clients)), args.source, args.target,
                                  args.timeout, args.max_seconds))

@@ -6,6 +6,7 @@ The routes stay thin: they parse, call `TranslationService.translate`, and shape
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 from pathlib import Path
@@ -52,7 +53,9 @@ class TranslationService:
 
     def check_api_key(self, given: str | None) -> None:
         """403 unless the server has no key or `given` is it (LibreTranslate's message)."""
-        if self.settings.api_key is not None and given != self.settings.api_key:
+        expected = self.settings.api_key
+        if expected is not None and not (isinstance(given, str) and
+                                         hmac.compare_digest(given.encode(), expected.encode())):
             raise ApiError(403, "Invalid API key")
 
     def check_texts(self, texts: Sequence[str]) -> None:
