@@ -149,6 +149,16 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("demo --run-dir {rnn}", r"not empty and was not made by `attnmt demo`"),
         ("demo --run-dir {config}", r"is a file, not a folder"),
     ],
+    "serve": [  # each fails before the server starts
+        ("serve {rnn} --port x", r"argument --port: 'x' is not an integer"),
+        ("serve {rnn} --port 70000", r"port=70000 must be in 0..65535"),
+        ("serve {tmp}", r"no config.json; is it a run directory"),
+        ("serve {rnn} --max-batch-sentences 0", r"argument --max-batch-sentences: 0 must be a positive integer"),
+        ("serve {rnn} --max-wait-ms -1", r"argument --max-wait-ms: -1 must be a finite number >= 0"),
+        ("serve {rnn} --max-texts 0", r"argument --max-texts: 0 must be a positive integer"),
+        ("serve {rnn} --beam 0", r"argument --beam: 0 must be a positive integer"),
+        ("serve {rnn} --device cuda:99", r"--device='cuda:99' but"),
+    ],
 }
 
 

@@ -7,6 +7,7 @@
     attnmt attention       draw an attention heatmap for one sentence
     attnmt average         average the weights of checkpoints
     attnmt demo            the README's main job
+    attnmt serve           HTTP service (LibreTranslate API + /v1) and the attention page
 
 Each sub-command's work lives with the concept it serves; this module only parses arguments
 and turns user errors into one clear line on stderr, `attnmt VERB: error: ...`, and exit code 2:
@@ -43,6 +44,7 @@ COMMANDS = {
     "attention": "attnmt.plotting:attention_command",
     "average": "attnmt.checkpoint:average_command",
     "demo": "attnmt.demo:demo_command",
+    "serve": "attnmt.server.command:serve_command",
 }
 
 
@@ -185,6 +187,20 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--config", default=None, help="config file or packaged name (default: multi30k_rnn on a GPU, "
                       "quickstart_rnn on a CPU)")
     demo.add_argument("--run-dir", default="runs/demo", help="a new folder, or one an earlier demo made (replaced)")
+
+    serve = sub.add_parser("serve", help="serve a run over HTTP: LibreTranslate API, /v1 API, attention page")
+    serve.add_argument("run_dir")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0: every interface)")
+    serve.add_argument("--port", type=non_negative_int, default=8000)
+    serve.add_argument("--max-wait-ms", type=non_negative_float, default=5.0,
+                       help="how long a sentence waits for others to share its batch")
+    serve.add_argument("--max-batch-sentences", type=positive_int, default=32, help="most sentences per model call (1: no batching)")
+    serve.add_argument("--max-texts", type=positive_int, default=64, help="most texts per request (more: 413)")
+    serve.add_argument("--beam", type=positive_int, default=None, help="default beam size (default: the run's)")
+    serve.add_argument("--api-key", default=None, help="require this key (api_key field or X-API-Key header)")
+    serve.add_argument("--cors-origin", default=None, help="allow cross-origin requests from this origin")
+    serve.add_argument("--checkpoint", default="best")
+    serve.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     return parser
 
 

@@ -1,0 +1,130 @@
+"""LibreTranslate's API: POST /translate (JSON or form body) and GET /languages.
+
+Request and response shapes, messages and status codes follow LibreTranslate's app.py, so its
+clients work unchanged: missing parameters, unknown languages and formats get 400, a wrong API
+key 403, a fault inside the model 500, each as {"error": "..."}. Where attnmt's rules differ:
+an empty `q` string translates to an empty string (LibreTranslate says "missing q"), more texts
+than --max-texts get 413, and a cut input adds a `warnings` field.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import ValidationError
+
+from attnmt.server.errors import ApiError
+from attnmt.server.routes.deps import get_service
+from attnmt.server.schemas import ErrorResponse, Language, LibreTranslateRequest, LibreTranslateResponse
+from attnmt.server.service import TranslationService, language_name
+from attnmt.server.settings import MAX_BEAM
+
+router = APIRouter(tags=["LibreTranslate"])
+
+ERRORS = {400: {"model": ErrorResponse, "description": "Invalid request"},
+          403: {"model": ErrorResponse, "description": "Invalid API key"},
+          413: {"model": ErrorResponse, "description": "Body over 1 MiB, or more texts than --max-texts"},
+          500: {"model": ErrorResponse, "description": "Translation error (a fault inside the model)"}}
+
+_BODY_DOC = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": LibreTranslateRequest.model_json_schema()},
+    "application/x-www-form-urlencoded": {"schema": LibreTranslateRequest.model_json_schema()},
+    "multipart/form-data": {"schema": LibreTranslateRequest.model_json_schema()}}}}
+
+
+async def _read_body(request: Request) -> dict:
+    """The body as a dict, from JSON or a form (LibreTranslate accepts both)."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "application/json" or content_type.endswith("+json"):
+        raw = await request.body()
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise ApiError(400, "Invalid request: malformed JSON body") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "Invalid request: the JSON body must be an object")
+        return data
+    if content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        try:
+            form = await request.form()
+        except Exception:  # a malformed multipart body
+            raise ApiError(400, "Invalid request: malformed form body") from None
+        data = {}
+        for key in form.keys():
+            values = form.getlist(key)
+            if not all(isinstance(v, str) for v in values):
+                raise ApiError(400, f"Invalid request: {key} must be text, not a file")
+            data[key] = values[0] if len(values) == 1 else values
+        return data
+    if not content_type and not await request.body():
+        return {}
+    raise ApiError(400, f"Invalid request: send a JSON or a form body, not {content_type or 'an untyped body'}")
+
+
+def _parse(data: dict) -> LibreTranslateRequest:
+    try:
+        return LibreTranslateRequest.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        name = str(first["loc"][0]) if first.get("loc") else "body"
+        if first.get("type") == "extra_forbidden":
+            raise ApiError(400, f"Invalid request: unknown parameter {name}") from None
+        if name == "alternatives":
+            raise ApiError(400, "Invalid request: alternatives parameter is not a number") from None
+        if name == "q":
+            raise ApiError(400, "Invalid request: q must be a string or a list of strings") from None
+        raise ApiError(400, f"Invalid request: {name} must be a string") from None
+
+
+@router.post("/translate", response_model=LibreTranslateResponse, response_model_exclude_none=True,
+             responses=ERRORS, openapi_extra=_BODY_DOC)
+async def translate(request: Request, service: TranslationService = Depends(get_service)):
+    """Translate text from a language to another (LibreTranslate's request and response)."""
+    body = _parse(await _read_body(request))
+    service.check_api_key(body.api_key)
+    for name in ("q", "source", "target"):
+        value = getattr(body, name)
+        if value is None or (name != "q" and not value):
+            raise ApiError(400, f"Invalid request: missing {name} parameter")
+    alternatives = max(0, body.alternatives or 0)
+    if alternatives > MAX_BEAM - 1:
+        raise ApiError(400, f"Invalid request: alternatives parameter must be <= {MAX_BEAM - 1}")
+    batch = isinstance(body.q, list)
+    texts = body.q if batch else [body.q]
+    service.check_texts(texts)
+    if body.source not in ("auto", service.source_lang):
+        raise ApiError(400, f"{body.source} is not supported: this model translates {service.pair}")
+    if body.target != service.target_lang:
+        raise ApiError(400, f"{body.target} is not supported: this model translates {service.pair}")
+    text_format = body.format or "text"
+    if text_format != "text":
+        raise ApiError(400, f"{text_format} format is not supported: this server translates plain text")
+
+    settings = service.settings_for(beam_size=max(service.beam_size, alternatives + 1), n_best=alternatives + 1)
+    results = await service.translate(texts, settings)
+
+    def others(result) -> list[str]:  # alternatives without the best and without repeats
+        seen, out = {result.text}, []
+        for alt in result.alternatives[1:]:
+            if alt.text not in seen:
+                seen.add(alt.text)
+                out.append(alt.text)
+        return out
+
+    answer = LibreTranslateResponse(translatedText=[r.text for r in results] if batch else results[0].text)
+    if alternatives:
+        answer.alternatives = [others(r) for r in results] if batch else others(results[0])
+    if body.source == "auto":
+        detected = {"confidence": 100.0, "language": service.source_lang}
+        answer.detectedLanguage = [detected] * len(texts) if batch else detected
+    if any(r.warnings for r in results):
+        answer.warnings = [r.warnings for r in results] if batch else results[0].warnings
+    return answer
+
+
+@router.get("/languages", response_model=list[Language])
+async def languages(service: TranslationService = Depends(get_service)) -> list[Language]:
+    """The languages this model reads and writes, with the targets each translates to."""
+    return [Language(code=service.source_lang, name=language_name(service.source_lang), targets=[service.target_lang]),
+            Language(code=service.target_lang, name=language_name(service.target_lang), targets=[])]

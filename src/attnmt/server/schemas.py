@@ -1,0 +1,132 @@
+"""Pydantic models for every request and response of the service.
+
+LibreTranslate's shapes (`/translate`, `/languages`, `{"error": ...}`) are copied field for field
+so that its clients work unchanged; attnmt's own `/v1` API adds tokens, scores and attention.
+Unknown fields are refused (extra="forbid"), so a typo is an error, not a silent default.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from attnmt.server.settings import MAX_BEAM
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorResponse(BaseModel):
+    """Every error, as LibreTranslate writes it."""
+
+    error: str = Field(..., examples=["fr is not supported: this model translates de -> en"])
+
+
+# ---- LibreTranslate-compatible ----------------------------------------------------------------
+
+class LibreTranslateRequest(_Strict):
+    """POST /translate, as a JSON or a form body (fields checked in LibreTranslate's order)."""
+
+    q: Optional[Union[str, list[str]]] = Field(None, description="text, or a list of texts")
+    source: Optional[str] = Field(None, description="source language code, or 'auto'", examples=["de"])
+    target: Optional[str] = Field(None, description="target language code", examples=["en"])
+    format: Optional[str] = Field("text", description="'text' (plain text; 'html' is not supported)")
+    alternatives: Optional[int] = Field(0, description="how many alternative translations to add")
+    api_key: Optional[str] = Field(None, description="needed when the server runs with --api-key")
+
+
+class DetectedLanguage(BaseModel):
+    confidence: float
+    language: str
+
+
+class LibreTranslateResponse(BaseModel):
+    translatedText: Union[str, list[str]]
+    alternatives: Optional[Union[list[str], list[list[str]]]] = None
+    detectedLanguage: Optional[Union[DetectedLanguage, list[DetectedLanguage]]] = None
+    warnings: Optional[Union[list[str], list[list[str]]]] = Field(
+        None, description="attnmt's addition: present when an input was cut")
+
+
+class Language(BaseModel):
+    code: str = Field(..., examples=["de"])
+    name: str = Field(..., examples=["German"])
+    targets: list[str] = Field(..., examples=[["en"]])
+
+
+# ---- health ---------------------------------------------------------------------------------
+
+class HealthResponse(BaseModel):
+    status: str = Field(..., examples=["ok"])
+    model: str = Field(..., description="the run's name")
+    queued: int = Field(..., description="sentences waiting for a batch")
+    running: int = Field(..., description="sentences in the model now")
+    in_flight: int = Field(..., description="translation requests not yet answered")
+    batches: int = Field(..., description="model calls so far")
+    sentences: int = Field(..., description="sentences translated so far")
+    largest_batch: int = Field(..., description="most sentences in one model call")
+    failed_batches: int = Field(..., description="model calls that raised")
+
+
+# ---- attnmt's own API -----------------------------------------------------------------------
+
+class V1TranslateRequest(_Strict):
+    """POST /v1/translate."""
+
+    texts: list[str] = Field(..., description="texts to translate (at most --max-texts)",
+                             examples=[["Ein Hund läuft durch den Schnee ."]])
+    beam_size: Optional[int] = Field(None, ge=1, le=MAX_BEAM, description="1 = greedy; default: the server's")
+    n_best: int = Field(1, ge=1, le=MAX_BEAM, description="alternatives per text (at most beam_size)")
+    length_penalty: Optional[float] = Field(None, ge=0.0, le=10.0, description="default: the run's")
+    attention: bool = Field(True, description="return the attention matrix of each translation")
+    layer: Optional[int] = Field(None, description="Transformer: decoder layer (default: the mean)")
+    head: Optional[int] = Field(None, description="Transformer: head (default: the mean)")
+    api_key: Optional[str] = Field(None, description="needed when the server runs with --api-key")
+
+
+class V1Alternative(BaseModel):
+    text: str
+    tokens: list[str]
+    score: float
+
+
+class V1Translation(BaseModel):
+    text: str = Field(..., description="the detokenized translation")
+    tokens: list[str] = Field(..., description="output tokens (words or subwords), without <eos>")
+    source_tokens: list[str] = Field(..., description="the tokenized (and possibly cut) input")
+    score: float = Field(..., description="model score (length-normalized for beams)")
+    attention: Optional[list[list[float]]] = Field(
+        None, description="len(tokens) rows x len(source_tokens) columns; each row sums to 1")
+    alternatives: list[V1Alternative] = Field(..., description="n-best, best first (incl. the translation)")
+    warnings: list[str] = Field(..., description="e.g. the input was cut")
+
+
+class V1TranslateResponse(BaseModel):
+    translations: list[V1Translation]
+    beam_size: int
+    layer: Optional[int] = None
+    head: Optional[int] = None
+
+
+class V1Model(BaseModel):
+    name: str = Field(..., description="the run directory's name")
+    arch: str = Field(..., examples=["rnn", "transformer"])
+    source_lang: str
+    target_lang: str
+    tokenizer: str
+    parameters: int
+    src_vocab_size: int
+    tgt_vocab_size: int
+    layers: Optional[int] = Field(None, description="Transformer: decoder layers")
+    heads: Optional[int] = Field(None, description="Transformer: attention heads")
+    beam_size: int = Field(..., description="the server's default beam")
+    max_beam: int = MAX_BEAM
+    max_texts: int
+    max_input_tokens: int
+    best_valid_bleu: Optional[float] = Field(None, description="validation BLEU of the best checkpoint")
+    best_epoch: Optional[int] = None
+    test_scores: dict[str, dict] = Field(default_factory=dict,
+                                         description="attnmt evaluate reports found in the run, by file")
+    api_key_required: bool

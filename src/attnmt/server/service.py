@@ -1,0 +1,146 @@
+"""The loaded model as the routes see it: checks a request against the model, sends its texts
+through the micro-batcher, and describes the model (languages, sizes, scores).
+
+The routes stay thin: they parse, call `TranslationService.translate`, and shape the answer.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from pathlib import Path
+from typing import Sequence
+
+from attnmt.server.batcher import DecodeSettings, MicroBatcher
+from attnmt.server.errors import ApiError
+from attnmt.server.settings import MAX_BEAM, ServeSettings
+
+log = logging.getLogger(__name__)
+
+LANGUAGE_NAMES = {"de": "German", "en": "English", "fr": "French", "cs": "Czech", "es": "Spanish",
+                  "it": "Italian", "nl": "Dutch", "pt": "Portuguese", "ru": "Russian", "zh": "Chinese",
+                  "ja": "Japanese", "ar": "Arabic", "pl": "Polish", "tr": "Turkish", "uk": "Ukrainian"}
+
+
+def language_name(code: str) -> str:
+    return LANGUAGE_NAMES.get(code, code)
+
+
+class TranslationService:
+    """A Translator behind a MicroBatcher, with the checks every route shares."""
+
+    def __init__(self, translator, settings: ServeSettings, *, name: str | None = None):
+        self.translator = translator
+        self.settings = settings
+        cfg = translator.cfg
+        self.source_lang = cfg.data.src_lang
+        self.target_lang = cfg.data.tgt_lang
+        self.arch = cfg.model.arch
+        self.beam_size = settings.beam_size or cfg.search.beam_size
+        run_dir = getattr(translator, "run_dir", None)
+        self.name = name or (Path(run_dir).name if run_dir else "model")
+        self.batcher = MicroBatcher(translator.translate, max_wait_ms=settings.max_wait_ms,
+                                    max_batch_sentences=settings.max_batch_sentences)
+        self.in_flight = 0
+        self._card: dict | None = None
+
+    @property
+    def pair(self) -> str:
+        return f"{self.source_lang} -> {self.target_lang}"
+
+    # ---- checks ---------------------------------------------------------------------------
+
+    def check_api_key(self, given: str | None) -> None:
+        """403 unless the server has no key or `given` is it (LibreTranslate's message)."""
+        expected = self.settings.api_key
+        if expected is not None and not (isinstance(given, str) and
+                                         hmac.compare_digest(given.encode(), expected.encode())):
+            raise ApiError(403, "Invalid API key")
+
+    def check_texts(self, texts: Sequence[str]) -> None:
+        if len(texts) > self.settings.max_texts:
+            raise ApiError(413, f"Invalid request: request ({len(texts)} texts) exceeds text limit "
+                                f"({self.settings.max_texts})")
+
+    def settings_for(self, *, beam_size: int | None, n_best: int = 1, length_penalty: float | None = None,
+                     layer: int | None = None, head: int | None = None) -> DecodeSettings:
+        """Decoding settings for one request; 422 when they do not fit the model."""
+        beam = self.beam_size if beam_size is None else beam_size
+        if not 1 <= beam <= MAX_BEAM:
+            raise ApiError(422, f"Invalid request: beam_size={beam} must be in 1..{MAX_BEAM}")
+        if n_best > beam:
+            raise ApiError(422, f"Invalid request: n_best={n_best} must be at most beam_size={beam}")
+        if layer is not None or head is not None:
+            if self.arch != "transformer":
+                raise ApiError(422, f"Invalid request: layer/head selection needs a Transformer; "
+                                    f"this model is an {self.arch}")
+            layers, heads = self.translator.cfg.model.dec_layers, self.translator.cfg.model.heads
+            if layer is not None and not 0 <= layer < layers:
+                raise ApiError(422, f"Invalid request: layer={layer} must be in 0..{layers - 1}")
+            if head is not None and not 0 <= head < heads:
+                raise ApiError(422, f"Invalid request: head={head} must be in 0..{heads - 1}")
+        return DecodeSettings(beam, length_penalty, n_best, layer, head)
+
+    # ---- work -----------------------------------------------------------------------------
+
+    async def translate(self, texts: Sequence[str], settings: DecodeSettings) -> list:
+        """TranslationResults for texts; a fault inside the model becomes a 500 ApiError."""
+        self.in_flight += 1
+        try:
+            return await self.batcher.translate(list(texts), settings)
+        except ApiError:
+            raise
+        except Exception as err:  # a model fault: 500 for this request, the server goes on
+            log.error("translation failed: %s: %s", type(err).__name__, err)
+            raise ApiError(500, f"Cannot translate text: {type(err).__name__}: {err}") from None
+        finally:
+            self.in_flight -= 1
+
+    # ---- description ----------------------------------------------------------------------
+
+    def model_card(self) -> dict:
+        """What GET /v1/model says: architecture, languages, sizes, scores found in the run."""
+        if self._card is not None:
+            return self._card
+        t = self.translator
+        cfg = t.cfg
+        model = getattr(t, "model", None)
+        parameters = sum(p.numel() for p in model.parameters()) if model is not None else 0
+        card = dict(name=self.name, arch=self.arch, source_lang=self.source_lang, target_lang=self.target_lang,
+                    tokenizer=cfg.data.tokenizer, parameters=int(parameters),
+                    src_vocab_size=len(t.pipeline.src_vocab), tgt_vocab_size=len(t.pipeline.tgt_vocab),
+                    layers=cfg.model.dec_layers if self.arch == "transformer" else None,
+                    heads=cfg.model.heads if self.arch == "transformer" else None,
+                    beam_size=self.beam_size, max_beam=MAX_BEAM, max_texts=self.settings.max_texts,
+                    max_input_tokens=cfg.search.max_input_tokens,
+                    api_key_required=self.settings.api_key is not None)
+        card.update(run_scores(getattr(t, "run_dir", None)))
+        self._card = card
+        return card
+
+
+def run_scores(run_dir: str | Path | None) -> dict:
+    """Best validation BLEU (best.json) and `attnmt evaluate` reports (eval_*.json) of a run."""
+    found: dict = {"best_valid_bleu": None, "best_epoch": None, "test_scores": {}}
+    if run_dir is None:
+        return found
+    run_dir = Path(run_dir)
+    best = _read_json(run_dir / "best.json")
+    if isinstance(best, dict):
+        bleu = best.get("val_bleu")
+        found["best_valid_bleu"] = float(bleu) if isinstance(bleu, (int, float)) else None
+        found["best_epoch"] = best.get("epoch") if isinstance(best.get("epoch"), int) else None
+    for path in sorted(run_dir.glob("eval_*.json")):
+        report = _read_json(path)
+        if isinstance(report, dict):
+            found["test_scores"][path.stem] = {k: v for k, v in report.items()
+                                               if isinstance(v, (int, float, str)) or v is None}
+    return found
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,183 @@
+"""The page at / in a real browser: Playwright driving Debian's chromium (Playwright's own browser
+download is not available here). Skipped, with the reason, only when no chromium is found.
+
+Every request the page makes must go to the server on 127.0.0.1: the page loads nothing from
+the internet. Expected values come from the API (/v1/translate) and numpy, not from the page."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import urlparse
+
+import httpx
+import numpy as np
+import pytest
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
+
+CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or "")
+                 if p and Path(p).is_file()), None)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium found (apt-get install chromium)")
+
+GERMAN = "Hund katze rot haus ."
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        args = ["--no-sandbox"] if os.geteuid() == 0 else []
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page; requests to anywhere but 127.0.0.1 are refused and make the test fail."""
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    outside, errors = [], []
+
+    def guard(route):
+        if urlparse(route.request.url).hostname in ("127.0.0.1", None) or route.request.url.startswith("data:"):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    page = context.new_page()
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    page.set_default_timeout(120_000)
+    yield page
+    context.close()
+    assert outside == [], f"the page asked the internet for {outside}"
+    assert errors == [], f"JavaScript errors: {errors}"
+
+
+def open_page(page, url: str, arch: str) -> None:
+    page.goto(url + "/")
+    page.wait_for_function(f"document.getElementById('model-info').textContent.includes('{arch}')")
+
+
+def translate_on_page(page, text: str, *, keyboard: bool = False) -> None:
+    page.fill("#source-text", text)
+    with page.expect_response(lambda r: "/v1/translate" in r.url):
+        if keyboard:
+            page.press("#source-text", "Control+Enter")
+        else:
+            page.click("#translate-button")
+    page.wait_for_function("!document.getElementById('translate-button').disabled")
+
+
+def api_translation(url: str, text: str, beam: int, **extra) -> dict:
+    body = {"texts": [text], "beam_size": beam, "n_best": min(5, beam), **extra}
+    return httpx.post(url + "/v1/translate", json=body, timeout=120).json()["translations"][0]
+
+
+def grid_weights(page) -> np.ndarray:
+    rows = int(page.get_attribute("#attention-grid", "data-rows"))
+    cols = int(page.get_attribute("#attention-grid", "data-cols"))
+    weights = page.eval_on_selector_all("#attention-grid .cell", "cells => cells.map(c => Number(c.dataset.weight))")
+    return np.array(weights).reshape(rows, cols)
+
+
+def test_translation_shown_is_what_the_api_returns(page, served):
+    open_page(page, served.url, "rnn")
+    assert "best validation BLEU" in page.text_content("#model-info")
+    translate_on_page(page, GERMAN)
+    beam = int(page.input_value("#beam-size"))
+    expected = api_translation(served.url, GERMAN, beam)
+    assert page.text_content("#output-text") == expected["text"]
+    shown = page.eval_on_selector_all("#alternatives .alternative-text", "els => els.map(e => e.textContent)")
+    assert shown == [a["text"] for a in expected["alternatives"]]
+    tokens = page.eval_on_selector_all("#output-tokens .token", "els => els.map(e => e.textContent)")
+    assert tokens == expected["tokens"]
+    np.testing.assert_allclose(grid_weights(page), np.array(expected["attention"]), atol=1e-6)
+    assert page.is_hidden("#error-message")
+
+
+def test_hover_marks_the_argmax_of_the_row(page, served, tmp_path):
+    open_page(page, served.url, "rnn")
+    translate_on_page(page, GERMAN, keyboard=True)
+    expected = api_translation(served.url, GERMAN, int(page.input_value("#beam-size")))
+    assert len(expected["tokens"]) >= 3
+    row = np.array(expected["attention"][2])  # the third output token
+
+    page.hover("#output-tokens .token[data-row='2']")
+    marked = page.query_selector_all("#attention-grid .cell.most-attended")
+    assert len(marked) == 1
+    assert marked[0].get_attribute("data-row") == "2"
+    assert int(marked[0].get_attribute("data-col")) == int(np.argmax(row))
+    highlighted = page.eval_on_selector_all("#attention-grid .cell.active-row", "els => els.map(e => e.dataset.row)")
+    assert highlighted == ["2"] * len(expected["source_tokens"])
+    attended = page.eval_on_selector_all("#attention-grid .col-head.attended", "els => els.map(e => +e.dataset.col)")
+    assert attended == [c for c in range(len(row)) if row[c] >= row.max() / 2]
+    page.screenshot(path=str(tmp_path / "serve.png"), full_page=True)
+    assert (tmp_path / "serve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    page.hover("#attention-grid .col-head[data-col='1']")  # a source token: its column
+    columns = page.eval_on_selector_all("#attention-grid .cell.active-col", "els => els.map(e => e.dataset.col)")
+    assert columns == ["1"] * len(expected["tokens"])
+    assert page.query_selector_all("#attention-grid .cell.most-attended") == []
+
+
+def test_empty_and_overlong_inputs_show_a_message(page, served):
+    open_page(page, served.url, "rnn")
+    page.fill("#source-text", "   ")
+    page.click("#translate-button")
+    assert page.is_visible("#error-message")
+    assert "Type a sentence" in page.text_content("#error-message")
+
+    translate_on_page(page, ("Hund katze rot haus " * 500)[:10_000])
+    assert page.is_visible("#warning-message")
+    assert "cut to" in page.text_content("#warning-message")
+    assert page.is_visible("#output-text") and page.is_hidden("#error-message")
+
+
+def test_server_errors_are_shown(page, served):
+    open_page(page, served.url, "rnn")
+    page.route("**/v1/translate", lambda route: route.fulfill(
+        status=500, content_type="application/json", body='{"error": "Cannot translate text: RuntimeError: boom"}'))
+    translate_on_page(page, GERMAN)
+    assert page.is_visible("#error-message")
+    assert page.text_content("#error-message") == "Cannot translate text: RuntimeError: boom"
+    page.fill("#beam-size", "0")
+    page.click("#translate-button")
+    assert "Beam size must be" in page.text_content("#error-message")
+
+
+def choose(page, select: str, value: str) -> None:
+    """Pick value in a selector (when not already picked) and wait for the redraw it asks for."""
+    if page.input_value(select) == value:
+        return
+    with page.expect_response(lambda r: "/v1/translate" in r.url):
+        page.select_option(select, value)
+    page.wait_for_function("!document.getElementById('translate-button').disabled")
+
+
+def test_layer_and_head_switch_redraws_the_grid(page, served_transformer):
+    url = served_transformer.url
+    open_page(page, url, "transformer")
+    assert page.is_visible("#layer-select") and page.is_visible("#head-select")
+    layers = page.eval_on_selector_all("#layer-select option", "els => els.map(e => e.textContent)")
+    heads = page.eval_on_selector_all("#head-select option", "els => els.map(e => e.textContent)")
+    assert layers == ["average", "0", "1"] and heads == ["average", "0", "1"]
+    translate_on_page(page, GERMAN)
+    beam = int(page.input_value("#beam-size"))
+    averaged = grid_weights(page)
+    np.testing.assert_allclose(averaged, api_translation(url, GERMAN, beam)["attention"], atol=1e-6)
+
+    shown = {}
+    for layer, head in (("0", ""), ("0", "1"), ("1", "0")):
+        choose(page, "#layer-select", layer)
+        choose(page, "#head-select", head)
+        extra = {"layer": int(layer), **({"head": int(head)} if head else {})}
+        expected = np.array(api_translation(url, GERMAN, beam, **extra)["attention"])
+        shown[(layer, head)] = grid_weights(page)
+        np.testing.assert_allclose(shown[(layer, head)], expected, atol=1e-6)
+    views = [averaged, *shown.values()]
+    for i in range(len(views)):
+        for j in range(i + 1, len(views)):
+            assert views[i].shape != views[j].shape or not np.allclose(views[i], views[j], atol=1e-4)
