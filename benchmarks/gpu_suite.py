@@ -77,13 +77,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # ----------------------------------------------------------------------------- running stages
 
 class Budget:
-    """The overall deadline; each stage gets at most its cap and what is left."""
+    """The overall deadline; each stage gets at most its cap and what is left. A dry run on a
+    (possibly shared, slow) CPU has no caps, only the overall budget."""
 
-    def __init__(self, seconds: float):
-        self.start, self.seconds = time.monotonic(), seconds
+    def __init__(self, seconds: float, *, caps: bool = True):
+        self.start, self.seconds, self.caps = time.monotonic(), seconds, caps
 
     def left(self) -> float:
         return self.seconds - (time.monotonic() - self.start)
+
+    def cap(self, seconds: float) -> float:
+        """The time limit of a stage or run: its cap, or less when the budget has less left."""
+        return min(seconds, self.left()) if self.caps else self.left()
 
     def elapsed(self) -> float:
         return time.monotonic() - self.start
@@ -152,7 +157,7 @@ def stage_tests(args, out: Path, budget: Budget) -> dict:
     junit = out / "pytest.xml"
     cmd = [args.python, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", f"--junitxml={junit}",
            "tests/test_gpu.py"]
-    result = run_logged(cmd, out / "tests.log", timeout=min(150.0, budget.left()),
+    result = run_logged(cmd, out / "tests.log", timeout=budget.cap(150.0),
                         env=child_env({"ATTNMT_GPU_REPORT": str(report)}))
     result.pop("stdout")
     if result["status"] == "failed" and result["rc"] == 5:  # pytest: no tests collected/run
@@ -173,7 +178,7 @@ def quality_run(args, out: Path, budget: Budget, arch: str, cap: float) -> dict:
     for item in overrides:
         train_cmd += ["--set", item]
     log = out / f"quality_{arch}.log"
-    trained = run_logged(train_cmd, log, timeout=min(cap, budget.left()), env=child_env())
+    trained = run_logged(train_cmd, log, timeout=budget.cap(cap), env=child_env())
     result = {"config": CONFIGS[arch], "overrides": overrides, "run_dir": str(run_dir),
               "train_status": trained["status"], "train_seconds": trained["seconds"]}
     try:
@@ -186,7 +191,7 @@ def quality_run(args, out: Path, budget: Budget, arch: str, cap: float) -> dict:
         result["status"] = trained["status"]
         return result
     eval_cmd = [args.python, "-m", "attnmt", "evaluate", str(run_dir), "--beam", "5", "--device", device]
-    evaluated = run_logged(eval_cmd, log, timeout=min(120.0, max(budget.left(), 1.0)), env=child_env())
+    evaluated = run_logged(eval_cmd, log, timeout=max(budget.cap(120.0), 1.0), env=child_env())
     result["status"] = evaluated["status"]
     result["eval_seconds"] = evaluated["seconds"]
     if evaluated["status"] == "ok":
@@ -265,7 +270,7 @@ def stage_speed(args, out: Path, budget: Budget) -> dict:
             result["runs"][name] = {"status": "skipped", "why": "overall budget spent"}
             continue
         cmd = [args.python, str(ROOT / "benchmarks" / "bench.py"), *bench_args]
-        run = run_logged(cmd, out / "speed.log", timeout=min(120.0, budget.left()), env=child_env())
+        run = run_logged(cmd, out / "speed.log", timeout=budget.cap(120.0), env=child_env())
         run.pop("stdout")
         path = out / f"bench_{name}.json"
         if run["status"] == "ok" and path.exists():
@@ -313,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     out = Path(args.out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    budget = Budget(args.budget_s)
+    budget = Budget(args.budget_s, caps=not args.dry_run)
     summary = {"schema": SCHEMA, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "command": " ".join(["benchmarks/gpu_suite.sh", *(argv if argv is not None else sys.argv[1:])]),
                "dry_run": args.dry_run, "budget_s": args.budget_s, "env": environment(args.python),

@@ -121,7 +121,7 @@ def test_read_report_lines_merges_reported_figures(tmp_path):
 def test_dry_run_of_every_stage(tmp_path):
     """Every stage on the CPU with tiny sizes: the summary has each stage's figures."""
     out = tmp_path / "out"
-    assert suite.main([str(out), "--dry-run", "--budget-s", "900", "--quality-minutes", "0.05"]) == 0
+    assert suite.main([str(out), "--dry-run", "--budget-s", "1800", "--quality-minutes", "0.05"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["schema"] == suite.SCHEMA and summary["dry_run"] is True
     stages = summary["stages"]
