@@ -54,9 +54,11 @@ def test_static_update_equals_the_eager_step(pre_norm, extra, clip):
     static_loss, finite, grad_norm = static_update(static_model, padded, tokens, train_cfg=cfg, use_amp=False,
                                                    pad_id=PAD)
     assert bool(finite) and float(grad_norm) > 0
-    torch.testing.assert_close(static_loss, loss, rtol=1e-12, atol=1e-12)
+    # sequence_loss takes the softmax in float32 (a padded batch sums more, ignored, terms), so
+    # both agree to float32 rounding; a wrong mask or normaliser would differ by far more
+    torch.testing.assert_close(static_loss, loss, rtol=1e-6, atol=1e-9)
     for (name, p), expected in zip(static_model.named_parameters(), grads):
-        torch.testing.assert_close(p.grad, expected, rtol=1e-9, atol=1e-12, msg=name)
+        torch.testing.assert_close(p.grad, expected, rtol=1e-5, atol=1e-9, msg=name)
 
 
 def test_static_update_flags_a_non_finite_step():
