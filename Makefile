@@ -36,3 +36,23 @@ test-all: setup
 
 clean:
 	rm -rf $(VENV) runs build dist src/*.egg-info
+
+# ---- the GPU suite (docs/gpu.md): only the checkout travels to a GPU machine, so its wheels
+# and data go inside it, in git-ignored folders.
+# Wheels the GPU machine lacks (it is Python 3.12 with torch, sacrebleu, sentencepiece, regex,
+# click, joblib, tqdm, pyyaml): sacremoses, for Python 3.12 manylinux x86_64.
+GPU_WHEELS ?= sacremoses==0.2.0
+.PHONY: gpu-wheels gpu-data gpu-ready
+gpu-wheels:
+	mkdir -p .whl
+	$(PYTHON) -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+		-d .whl $(GPU_WHEELS)
+
+# Multi30k into data/multi30k from ATTNMT_DATA (benchmarks/gpu_suite.sh reads it from there).
+gpu-data:
+	@test -f "$(ATTNMT_DATA)/SHA256SUMS" || { echo "gpu-data: set ATTNMT_DATA to a folder holding Multi30k (SHA256SUMS)"; exit 1; }
+	mkdir -p data/multi30k
+	cp "$(ATTNMT_DATA)"/* data/multi30k/
+
+gpu-ready: gpu-wheels gpu-data

@@ -51,6 +51,7 @@ from attnmt.data.batching import Batch, make_batches, make_source_batch
 from attnmt.data.corpus import ParallelCorpus, cache_dir, corpus_spec, load_corpus
 from attnmt.data.pipeline import TextPipeline
 from attnmt.errors import AttnmtError
+from attnmt.graphs import make_train_step
 from attnmt.models import build_model, count_parameters
 from attnmt.search import output_budget
 from attnmt.decoding import decode_sources, encode_sources, search_batch
@@ -230,10 +231,12 @@ def make_attnmt_step(model: nn.Module, cfg: Config, device: torch.device, pad_id
     optimizer = make_optimizer(model, t)
     schedule = make_step_schedule(optimizer, t)
     use_amp = device.type == "cuda" and t.amp in ("auto", "bf16")
+    # train.compile (--set train.compile=default|cudagraphs): the step the training loop would use
+    update = make_train_step(t.compile, model, optimizer, schedule, train_cfg=t, use_amp=use_amp, pad_id=pad_id,
+                             eager=train_step)
 
     def step(batch: Batch) -> Tensor:
-        loss, _ = train_step(model, batch.to(device), optimizer, schedule, train_cfg=t, use_amp=use_amp,
-                             pad_id=pad_id)
+        loss, _ = update(batch.to(device))
         return loss
 
     return step

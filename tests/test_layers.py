@@ -16,7 +16,7 @@ LAYERS = {
     "models": 5,
     "search": 6,
     "decoding": 7, "engines": 8,
-    "distributed": 9, "evaluation": 9, "training": 10,
+    "distributed": 9, "evaluation": 9, "graphs": 9, "training": 10,
     "translator": 11, "plotting": 12,
     "server": 13, "demo": 13, "cli": 14, "__main__": 15, "__init__": 15,
 }

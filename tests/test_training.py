@@ -147,3 +147,16 @@ def test_accumulated_update_is_the_gradient_of_the_summed_loss_over_all_its_toke
     trained = load_weights_file(run / "checkpoints" / "epoch_001.safetensors")
     for name, value in model.state_dict().items():
         torch.testing.assert_close(trained[name], value, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_compiled_step_is_refused_with_accumulation(tmp_path):
+    """train.compile's faster steps take one batch an update: accumulation is refused, naming both keys."""
+    from types import SimpleNamespace
+
+    from attnmt.config import TrainConfig
+    from attnmt.errors import AttnmtError
+    from attnmt.training import make_update_step
+
+    cfg = TrainConfig(compile="default", accum_steps=2)
+    with pytest.raises(AttnmtError, match=r"train.compile='default' runs one process with train.accum_steps=1"):
+        make_update_step(SimpleNamespace(), cfg, pad_id=0)

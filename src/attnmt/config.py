@@ -96,6 +96,7 @@ class TrainConfig:
     label_smoothing: float = 0.0
     teacher_forcing: float = 1.0             # RNN only: 1.0 = always feed the gold previous token
     amp: Literal["auto", "none", "bf16"] = "auto"  # auto = bf16 autocast on CUDA only
+    compile: Literal["none", "default", "cudagraphs"] = "none"  # step: eager, torch.compile, CUDA graphs (graphs.py)
     early_stopping_metric: Literal["bleu", "loss"] = "bleu"
     early_stopping_patience: int | None = None
     eval_beam: int = 1                       # beam for the per-epoch validation BLEU (1 = greedy)
@@ -328,6 +329,9 @@ def _check_values(cfg: Config, source: str) -> None:
         fail(f"train.betas={list(t.betas)} must each be in [0, 1)")
     if m.arch == "transformer" and m.d_model % m.heads:
         fail(f"model.heads={m.heads} must divide model.d_model={m.d_model}")
+    if t.compile == "cudagraphs" and (m.arch != "transformer" or t.device == "cpu"):
+        fail(f"train.compile='cudagraphs' needs model.arch='transformer' on a CUDA device; got model.arch="
+             f"{m.arch!r}, train.device={t.device!r} (the RNN packs sequences on the host: use 'none' or 'default')")
     if t.schedule == "inverse_sqrt" and t.warmup_steps == 0:
         fail("train.warmup_steps must be positive with train.schedule='inverse_sqrt'")
     try:  # the spelling only: whether the device exists is checked where it is used (devices.py)

@@ -22,7 +22,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from torch import nn
@@ -61,6 +61,7 @@ from attnmt.distributed import (
 )
 from attnmt.errors import AttnmtError
 from attnmt.evaluation import corpus_loss, perplexity, score_translations
+from attnmt.graphs import make_train_step
 from attnmt.models import build_model, count_parameters
 from attnmt.models.loss import sequence_loss
 
@@ -303,6 +304,27 @@ def build_trainable(cfg: Config, data: TrainData, device: torch.device, world: W
     return Trainable(model, core, optimizer, make_step_schedule(optimizer, t), plateau, use_amp)
 
 
+UpdateStep = Callable[[list[Batch], int], tuple[torch.Tensor, bool]]
+
+
+def make_update_step(trainable: Trainable, train_cfg, *, pad_id: int, world: World = SINGLE) -> UpdateStep:
+    """The per-update step, `step(batches, global_tokens) -> (loss, finite)`: `train_step`, or
+    the faster step that `train.compile` asks for (graphs.py), which takes one batch an update
+    in one process."""
+    t = train_cfg
+    if t.compile == "none":
+        def step(batches: list[Batch], global_tokens: int) -> tuple[torch.Tensor, bool]:
+            return train_step(trainable.model, batches, trainable.optimizer, trainable.step_schedule, train_cfg=t,
+                              use_amp=trainable.use_amp, pad_id=pad_id, global_tokens=global_tokens, world=world)
+        return step
+    if world.size > 1 or t.accum_steps > 1:
+        raise AttnmtError(f"train.compile={t.compile!r} runs one process with train.accum_steps=1; got "
+                          f"{world.size} ranks and train.accum_steps={t.accum_steps} (use train.compile=none)")
+    fast = make_train_step(t.compile, trainable.model, trainable.optimizer, trainable.step_schedule, train_cfg=t,
+                           use_amp=trainable.use_amp, pad_id=pad_id, eager=train_step)
+    return lambda batches, global_tokens: fast(batches[0])
+
+
 def use_bf16(cfg: Config, device: torch.device) -> bool:
     """`train.amp`: bf16 autocast on CUDA for 'auto'; on any device for 'bf16', but on a CPU the
     Transformer only.
@@ -473,6 +495,7 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool, overwrite: bool, world: 
     if resume and (stop or state["epoch"] >= t.epochs):
         log.info("nothing left to train (epoch %d of %d, %.0f s): extend with --set train.epochs=N, "
                  "train.max_minutes=M or train.early_stopping_patience=P", state["epoch"], t.epochs, state["seconds"])
+    update_step = make_update_step(trainable, t, pad_id=pad_id, world=world)  # after the resume's optimizer state
     while state["epoch"] < t.epochs and not stop:
         epoch = state["epoch"] + 1
         model.train()
@@ -487,9 +510,7 @@ def _train(cfg: Config, run_dir: Path, *, resume: bool, overwrite: bool, world: 
             # ---- step
             state["update_in_epoch"] += 1
             batches = [batch.to(device) for batch in update.batches]
-            loss, finite = train_step(model, batches, optimizer, trainable.step_schedule, train_cfg=t,
-                                      use_amp=trainable.use_amp, pad_id=pad_id, global_tokens=update.global_tokens,
-                                      world=world)
+            loss, finite = update_step(batches, update.global_tokens)
             ntok = update.global_tokens
             if finite:
                 bad_steps = 0

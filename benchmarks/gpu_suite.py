@@ -1,0 +1,344 @@
+"""Every GPU figure in one command: the gpu-marked tests, speed, and quality (docs/gpu.md).
+
+    python benchmarks/gpu_suite.py OUT_DIR [--dry-run] [--budget-s 540] [--only tests,quality,speed]
+        [--quality-minutes 4] [--rnn-quality]
+
+Stages, each a subprocess with its own time limit, inside one overall budget (9 minutes on one
+H100 by default); a stage that does not fit is recorded as skipped, one that overruns as timeout:
+
+1. tests: ``pytest -m gpu`` (tests/test_gpu.py); reported figures (bf16 beam-search batch
+   invariance rate, SDPA backends) come back through ATTNMT_GPU_REPORT.
+2. quality: configs/multi30k_transformer.yaml trained for ``--quality-minutes`` of wall clock,
+   evaluated on test_2016_flickr with beam 5 (BLEU, chrF, epochs, sacreBLEU signature); the RNN
+   config too with ``--rnn-quality``.
+3. speed: benchmarks/bench.py for both default configs at 128 and 512 sentences a batch, with
+   each train.compile mode (none, default, cudagraphs where it applies), and greedy / beam-5
+   decoding of test_2016_flickr (the Transformer decodes the quality stage's trained run).
+   bench.py measures its reference in the same process, so every figure has its ratio.
+
+OUT_DIR gets summary.json (schema attnmt-gpu-suite/1) and one log per stage. Without CUDA the
+suite prints one line and exits 0; ``--dry-run`` runs every stage on the CPU with tiny sizes,
+to check the plumbing anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = "attnmt-gpu-suite/1"
+STAGES = ("tests", "quality", "speed")
+NO_CUDA = "gpu_suite: no CUDA device here (torch.cuda.is_available() is False): nothing to run"
+
+# Tiny settings that make a CPU dry run of every stage take seconds, not minutes.
+DRY_MODEL = {
+    "transformer": ["model.d_model=16", "model.heads=2", "model.ff_dim=16", "model.enc_layers=1",
+                    "model.dec_layers=1", "data.spm_vocab_size=500"],
+    "rnn": ["model.emb_dim=8", "model.enc_hidden=8", "model.dec_hidden=8", "model.attn_dim=8"],
+}
+CONFIGS = {"transformer": "configs/multi30k_transformer.yaml", "rnn": "configs/multi30k_rnn.yaml"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gpu_suite", description=__doc__.split("\n\n")[0])
+    p.add_argument("out_dir", help="where summary.json and the logs go (created)")
+    p.add_argument("--dry-run", action="store_true", help="every stage on the CPU with tiny sizes")
+    p.add_argument("--budget-s", type=float, default=540.0, help="overall wall-clock budget (default 9 min)")
+    p.add_argument("--only", default=",".join(STAGES), help=f"comma-separated stages out of {','.join(STAGES)}")
+    p.add_argument("--quality-minutes", type=float, default=4.0, help="training budget of the quality runs")
+    p.add_argument("--rnn-quality", action="store_true", help="also train and score the RNN (past 9 minutes)")
+    p.add_argument("--python", default=sys.executable, help=argparse.SUPPRESS)
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    stages = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown or not stages:
+        parser.error(f"--only: unknown stage(s) {', '.join(unknown) or '(none given)'}; choose from "
+                     f"{', '.join(STAGES)}")
+    if args.budget_s <= 0 or args.quality_minutes <= 0:
+        parser.error(f"--budget-s={args.budget_s} and --quality-minutes={args.quality_minutes} must be positive")
+    args.stages = stages
+    return args
+
+
+# ----------------------------------------------------------------------------- running stages
+
+class Budget:
+    """The overall deadline; each stage gets at most its cap and what is left. A dry run on a
+    (possibly shared, slow) CPU has no caps, only the overall budget."""
+
+    def __init__(self, seconds: float, *, caps: bool = True):
+        self.start, self.seconds, self.caps = time.monotonic(), seconds, caps
+
+    def left(self) -> float:
+        return self.seconds - (time.monotonic() - self.start)
+
+    def cap(self, seconds: float) -> float:
+        """The time limit of a stage or run: its cap, or less when the budget has less left."""
+        return min(seconds, self.left()) if self.caps else self.left()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+
+def run_logged(cmd: list[str], log_path: Path, *, timeout: float, env: dict | None = None) -> dict:
+    """Run a command with its output appended to log_path; returns status, rc, seconds, stdout."""
+    start = time.monotonic()
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write(f"$ {' '.join(cmd)}\n")
+        log.flush()
+        try:
+            proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True,
+                                  timeout=max(timeout, 1.0))
+        except subprocess.TimeoutExpired as err:
+            out = err.stdout.decode() if isinstance(err.stdout, bytes) else (err.stdout or "")
+            log.write(out + f"\n[timeout after {timeout:.0f} s]\n")
+            return {"status": "timeout", "rc": None, "seconds": round(time.monotonic() - start, 1), "stdout": out}
+        log.write(proc.stdout)
+    status = "ok" if proc.returncode == 0 else "failed"
+    return {"status": status, "rc": proc.returncode, "seconds": round(time.monotonic() - start, 1),
+            "stdout": proc.stdout}
+
+
+def child_env(extra: dict | None = None) -> dict:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    src = str(ROOT / "src")
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.update(extra or {})
+    return env
+
+
+def junit_counts(path: Path) -> dict:
+    """passed / failed / errors / skipped from a pytest --junitxml file (with the failed names)."""
+    if not path.exists():
+        return {}
+    root = ET.parse(path).getroot()
+    counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "failures": []}
+    for case in root.iter("testcase"):
+        name = f"{case.get('classname', '')}::{case.get('name', '')}"
+        if case.find("failure") is not None:
+            counts["failed"] += 1
+            counts["failures"].append(name)
+        elif case.find("error") is not None:
+            counts["errors"] += 1
+            counts["failures"].append(name)
+        elif case.find("skipped") is not None:
+            counts["skipped"] += 1
+        else:
+            counts["passed"] += 1
+    return counts
+
+
+def read_report_lines(path: Path) -> dict:
+    merged: dict = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                merged.update(json.loads(line))
+    return merged
+
+
+def stage_tests(args, out: Path, budget: Budget) -> dict:
+    report = out / "gpu_report.jsonl"
+    report.unlink(missing_ok=True)
+    junit = out / "pytest.xml"
+    cmd = [args.python, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", f"--junitxml={junit}",
+           "tests/test_gpu.py"]
+    result = run_logged(cmd, out / "tests.log", timeout=budget.cap(150.0),
+                        env=child_env({"ATTNMT_GPU_REPORT": str(report)}))
+    result.pop("stdout")
+    if result["status"] == "failed" and result["rc"] == 5:  # pytest: no tests collected/run
+        result["status"] = "ok"
+    result.update(junit_counts(junit))
+    result["reported"] = read_report_lines(report)
+    return result
+
+
+def quality_run(args, out: Path, budget: Budget, arch: str, cap: float) -> dict:
+    run_dir = out / "runs" / arch
+    overrides = [f"train.max_minutes={args.quality_minutes}"]
+    device = "cpu" if args.dry_run else "cuda"
+    overrides.append(f"train.device={device}")
+    if args.dry_run:
+        overrides += DRY_MODEL[arch] + ["data.train_subset=300", "train.epochs=1", "train.eval_max_sentences=4"]
+    train_cmd = [args.python, "-m", "attnmt", "train", CONFIGS[arch], "--run-dir", str(run_dir)]
+    for item in overrides:
+        train_cmd += ["--set", item]
+    log = out / f"quality_{arch}.log"
+    trained = run_logged(train_cmd, log, timeout=budget.cap(cap), env=child_env())
+    result = {"config": CONFIGS[arch], "overrides": overrides, "run_dir": str(run_dir),
+              "train_status": trained["status"], "train_seconds": trained["seconds"]}
+    try:
+        summary = json.loads(trained["stdout"][trained["stdout"].index("{"):])
+        result["epochs"] = summary.get("epochs")
+        result["train_wall_s"] = summary.get("seconds")
+    except ValueError:
+        result["epochs"] = None
+    if trained["status"] != "ok":
+        result["status"] = trained["status"]
+        return result
+    eval_cmd = [args.python, "-m", "attnmt", "evaluate", str(run_dir), "--beam", "5", "--device", device]
+    evaluated = run_logged(eval_cmd, log, timeout=max(budget.cap(120.0), 1.0), env=child_env())
+    result["status"] = evaluated["status"]
+    result["eval_seconds"] = evaluated["seconds"]
+    if evaluated["status"] == "ok":
+        scores = json.loads(evaluated["stdout"][evaluated["stdout"].index("{"):])
+        for key in ("split", "sentences", "beam", "bleu", "chrf", "bleu_lc", "bleu_lc_tok", "ppl", "signature",
+                    "chrf_signature"):
+            result[key] = scores.get(key)
+    return result
+
+
+def stage_quality(args, out: Path, budget: Budget) -> dict:
+    cap = 60 * args.quality_minutes + 60  # training budget + data, validation and checkpoint time
+    result = {"transformer": quality_run(args, out, budget, "transformer", cap)}
+    if args.rnn_quality:
+        if budget.left() > cap or args.dry_run:
+            result["rnn"] = quality_run(args, out, budget, "rnn", cap)
+        else:
+            result["rnn"] = {"status": "skipped", "why": f"{budget.left():.0f} s left of the budget"}
+    statuses = {r.get("status") for r in result.values()}
+    result["status"] = "ok" if statuses <= {"ok", "skipped"} else "failed"
+    return result
+
+
+def speed_plan(args, out: Path) -> list[tuple[str, list[str]]]:
+    """(name, bench.py arguments) in the order they run: eager with decoding first, then the
+    fast paths; the most informative figures come first in case the budget runs out."""
+    plan = []
+    trained = out / "runs" / "transformer"
+    batches = (8,) if args.dry_run else (128, 512)
+    modes = ("none",) if args.dry_run else ("none", "cudagraphs", "default")
+    for mode in modes:
+        for arch in ("transformer", "rnn"):
+            if mode == "cudagraphs" and arch == "rnn":
+                continue  # the RNN packs sequences on the host: not capturable (graphs.py)
+            for batch in batches:
+                name = f"{arch}_b{batch}_{mode}"
+                cmd = ["--config", CONFIGS[arch], "--json", str(out / f"bench_{name}.json"), "-q",
+                       "--set", "train.batch_by=sentences", "--set", f"train.batch_size={batch}",
+                       "--set", f"train.compile={mode}"]
+                decode = mode == "none" and batch == batches[0]
+                if args.dry_run:
+                    cmd += ["--device", "cpu", "--train-subset", "200", "--steps", "2", "--warmup-steps", "1",
+                            "--decode-sentences", "4", "--threads", "1"]
+                    for item in DRY_MODEL[arch]:
+                        cmd += ["--set", item]
+                else:
+                    cmd += ["--device", "cuda", "--train-subset", "6000", "--steps", "30", "--warmup-steps", "10"]
+                if not decode:
+                    cmd.append("--no-decode")
+                elif arch == "transformer" and (trained / "best.json").exists() and not args.dry_run:
+                    cmd += ["--decode-checkpoint", str(trained)]
+                plan.append((name, cmd))
+    return plan
+
+
+def bench_figures(report: dict) -> dict:
+    """The figures of one bench.py report that the summary keeps, each with its ratio."""
+    attnmt, ratios = report["results"].get("attnmt", {}), report.get("ratios", {})
+    figures: dict = {"batch_size": report["data"]["batch_size"], "overrides": report.get("overrides", [])}
+    train = attnmt.get("train")
+    if train:
+        figures["train"] = {key: train.get(key) for key in ("tgt_tok_per_s", "step_ms", "epoch_s_estimate", "amp")}
+        figures["train"]["ratio_tgt_tok_per_s"] = ratios.get("train.tgt_tok_per_s")
+    for name, dec in (attnmt.get("decode") or {}).items():
+        figures[name] = {key: dec.get(key) for key in ("sentences", "sent_per_s", "seconds", "tgt_tok_per_s",
+                                                       "search_seconds")}
+        figures[name]["ratio_sent_per_s"] = ratios.get(f"decode.{name}.sent_per_s")
+    figures["notes"] = report.get("notes", [])
+    return figures
+
+
+def stage_speed(args, out: Path, budget: Budget) -> dict:
+    result: dict = {"runs": {}}
+    for name, bench_args in speed_plan(args, out):
+        if budget.left() < 20:
+            result["runs"][name] = {"status": "skipped", "why": "overall budget spent"}
+            continue
+        cmd = [args.python, str(ROOT / "benchmarks" / "bench.py"), *bench_args]
+        run = run_logged(cmd, out / "speed.log", timeout=budget.cap(120.0), env=child_env())
+        run.pop("stdout")
+        path = out / f"bench_{name}.json"
+        if run["status"] == "ok" and path.exists():
+            run.update(bench_figures(json.loads(path.read_text(encoding="utf-8"))))
+        result["runs"][name] = run
+    statuses = {r["status"] for r in result["runs"].values()}
+    result["status"] = "ok" if statuses <= {"ok"} else ("partial" if "ok" in statuses else "failed")
+    return result
+
+
+# ----------------------------------------------------------------------------- summary
+
+def environment(python: str) -> dict:
+    probe = ("import json, torch; print(json.dumps({'torch': torch.__version__, 'cuda': torch.version.cuda, "
+             "'device': torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu'}))")
+    try:
+        found = json.loads(subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60).stdout)
+    except (ValueError, subprocess.SubprocessError):
+        found = {}
+    return {"python": platform.python_version(), "host": platform.node(), **found}
+
+
+def write_summary(out: Path, summary: dict) -> Path:
+    """summary.json, written to a temp file and renamed (a reader never sees half a file)."""
+    path = out / "summary.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def cuda_available(python: str) -> bool:
+    if Path(python).resolve() == Path(sys.executable).resolve():  # this interpreter: ask in-process
+        import torch
+
+        return torch.cuda.is_available()
+    probe = "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"
+    return subprocess.run([python, "-c", probe], capture_output=True).returncode == 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not args.dry_run and not cuda_available(args.python):
+        print(NO_CUDA)
+        return 0
+    out = Path(args.out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    budget = Budget(args.budget_s, caps=not args.dry_run)
+    summary = {"schema": SCHEMA, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "command": " ".join(["benchmarks/gpu_suite.sh", *(argv if argv is not None else sys.argv[1:])]),
+               "dry_run": args.dry_run, "budget_s": args.budget_s, "env": environment(args.python),
+               "stages": {}}
+    runners = {"tests": stage_tests, "quality": stage_quality, "speed": stage_speed}
+    for stage in STAGES:
+        if stage not in args.stages:
+            continue
+        if budget.left() <= 5:
+            summary["stages"][stage] = {"status": "skipped", "why": "overall budget spent"}
+        else:
+            print(f"gpu_suite: {stage} ({budget.left():.0f} s left)", flush=True)
+            summary["stages"][stage] = runners[stage](args, out, budget)
+        summary["elapsed_s"] = round(budget.elapsed(), 1)
+        write_summary(out, summary)  # after every stage: a killed suite keeps what it measured
+    failed = [name for name, stage in summary["stages"].items() if stage.get("status") not in ("ok", "skipped")]
+    print(f"gpu_suite: {out / 'summary.json'} in {budget.elapsed():.0f} s"
+          + (f"; not ok: {', '.join(failed)}" if failed else "; all stages ok"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
