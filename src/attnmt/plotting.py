@@ -81,13 +81,16 @@ def attention_command(args) -> int:
     """`attnmt attention RUN_DIR "sentence" -o heatmap.png`."""
     from attnmt.translator import Translator
 
-    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint)
+    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, engine=getattr(args, "engine", "native"))
     layer = None if args.layer is None else int(args.layer)
     head = None if args.head is None else int(args.head)
-    result = translator.translate([args.sentence], beam_size=args.beam, layer=layer, head=head)[0]
-    if not result.source_tokens:
-        from attnmt.errors import AttnmtError
+    from attnmt.errors import AttnmtError
 
+    try:
+        result = translator.translate([args.sentence], beam_size=args.beam, layer=layer, head=head)[0]
+    except ValueError as err:  # layer/head out of range, or not available from this engine
+        raise AttnmtError(str(err)) from None
+    if not result.source_tokens:
         raise AttnmtError("the sentence is empty: nothing to attend to")
     out = plot_attention(result.attention, result.source_tokens, result.tokens, args.output, title=result.text)
     print(result.text)

@@ -152,8 +152,11 @@ def _read_lines(handle: Iterable[str]) -> Iterable[str]:
 
 
 def translate_command(args) -> int:
-    """`attnmt translate RUN_DIR [-i IN] [-o OUT] [--beam K]`: one translation per input line."""
-    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device)
+    """`attnmt translate RUN_DIR [-i IN] [-o OUT] [--beam K] [--n-best K] [--sampling-topk K]`:
+    one translation per input line; with --n-best K > 1, K lines 'rank<TAB>score<TAB>text' per
+    input line, then an empty line."""
+    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device,
+                                 engine=getattr(args, "engine", "native"))
     source = open(args.input, encoding="utf-8", errors="replace") if args.input else sys.stdin
     target = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     chunk_size = max(args.batch_size * 8, 1)
@@ -175,15 +178,56 @@ def translate_command(args) -> int:
 
 
 def _write(translator: Translator, lines: list[str], args, target) -> None:
-    for result in translator.translate(lines, beam_size=args.beam, length_penalty=args.length_penalty,
-                                       batch_size=args.batch_size):
-        target.write(result.text.replace("\n", " ") + "\n")
+    n_best, topk = getattr(args, "n_best", 1), getattr(args, "sampling_topk", 1)
+    beam = args.beam if args.beam is not None else (1 if topk != 1 else 5)
+    try:
+        results = translator.translate(lines, beam_size=beam, length_penalty=args.length_penalty,
+                                       batch_size=args.batch_size, n_best=n_best, sampling_topk=topk,
+                                       sampling_temperature=getattr(args, "sampling_temperature", 1.0),
+                                       seed=getattr(args, "seed", None))
+    except ValueError as err:  # a bad combination of options: a user error, not a traceback
+        raise AttnmtError(str(err)) from None
+    for result in results:
+        if n_best == 1:
+            target.write(result.text.replace("\n", " ") + "\n")
+            continue
+        for rank, alt in enumerate(result.alternatives, 1):
+            target.write(f"{rank}\t{alt.score:.6f}\t{alt.text.replace(chr(10), ' ')}\n")
+        target.write("\n")
     target.flush()
+
+
+def score_command(args) -> int:
+    """`attnmt score RUN_DIR -i SOURCE -r TRANSLATION`: per line 'log_prob<TAB>normalized<TAB>tokens'
+    (forced decoding; normalized = log_prob / tokens; tokens count <eos>)."""
+    sources = _read_file(args.input)
+    targets = _read_file(args.reference)
+    if len(sources) != len(targets):
+        raise AttnmtError(f"{args.input} has {len(sources)} lines, {args.reference} has {len(targets)}")
+    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device,
+                                 engine=getattr(args, "engine", "native"))
+    target = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        for result in translator.score(sources, targets, batch_size=args.batch_size):
+            target.write(f"{result.log_prob:.6f}\t{result.normalized:.6f}\t{result.num_tokens}\n")
+    finally:
+        if args.output:
+            target.close()
+    return 0
+
+
+def _read_file(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return list(_read_lines(handle))
+    except OSError as err:
+        raise AttnmtError(f"{path}: cannot read ({err.strerror})") from None
 
 
 def evaluate_command(args) -> int:
     """`attnmt evaluate RUN_DIR [--split S] [--beam K]`: print scores as JSON."""
-    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device)
+    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device,
+                                 engine=getattr(args, "engine", "native"))
     start = time.perf_counter()
     report = translator.evaluate(args.split, beam_size=args.beam, length_penalty=args.length_penalty,
                                  batch_size=args.batch_size)
