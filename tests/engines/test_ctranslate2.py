@@ -181,3 +181,25 @@ def test_exported_folder_stands_alone_through_the_cli(prenorm_run, tmp_path, cap
     assert main(["attention", str(moved), "--engine", "ctranslate2", sources[0], "-o",
                  str(tmp_path / "a.png")]) == 0
     assert (tmp_path / "a.png").stat().st_size > 0
+
+
+def test_long_inputs_are_cut_alike_and_threads_follow_torch(tmp_path, random_run):
+    import torch
+
+    run = random_run(tmp_path / "run")
+    native, ct2 = _pair(run, tmp_path / "ct2")
+    assert ct2.engine.intra_threads == torch.get_num_threads()
+    long = " ".join(["hund", "katze"] * 140)  # 280 tokens: cut to search.max_input_tokens=250
+    a, b = native.translate([long], beam_size=1)[0], ct2.translate([long], beam_size=1)[0]
+    assert len(a.source_tokens) == len(b.source_tokens) == 250
+    assert a.warnings == b.warnings and "cut" in b.warnings[0]
+    assert a.tokens == b.tokens
+
+
+def test_ctranslate2_sampling_is_seedable(tmp_path, random_run):
+    run = random_run(tmp_path / "run")
+    _, ct2 = _pair(run, tmp_path / "ct2")
+    kwargs = dict(beam_size=1, sampling_topk=4, sampling_temperature=1.5)
+    a = ct2.translate(SOURCES, seed=3, **kwargs)
+    assert [r.tokens for r in a] == [r.tokens for r in ct2.translate(SOURCES, seed=3, **kwargs)]
+    assert [r.tokens for r in a] != [r.tokens for r in ct2.translate(SOURCES, beam_size=1)]

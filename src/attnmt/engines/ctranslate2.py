@@ -251,12 +251,19 @@ def load_export(path: str | Path, *, device: str = "cpu") -> tuple[CTranslate2En
     cfg = load_saved_config(path / RUN_CONFIG)
     pipeline = TextPipeline.load(path)
     device = "cuda" if str(device).startswith("cuda") else "cpu"
-    try:  # on a CPU, the same threads as the rest of attnmt (torch.set_num_threads / train.num_threads)
-        translator = ctranslate2.Translator(str(path), device=device, inter_threads=1,
-                                            intra_threads=torch.get_num_threads() if device == "cpu" else 0)
+    # on a CPU, the same threads as the rest of attnmt (torch.set_num_threads / train.num_threads)
+    threads = torch.get_num_threads() if device == "cpu" else 0
+
+    def open_model():
+        return ctranslate2.Translator(str(path), device=device, inter_threads=1, intra_threads=threads)
+
+    try:
+        translator = open_model()
     except (RuntimeError, ValueError) as err:
         raise AttnmtError(f"{path}: CTranslate2 cannot load this model: {err}") from None
-    return CTranslate2Engine(translator, pipeline, cfg.search, info), cfg
+    engine = CTranslate2Engine(translator, pipeline, cfg.search, info, reopen=open_model)
+    engine.intra_threads = threads
+    return engine, cfg
 
 
 class CTranslate2Engine:
@@ -272,12 +279,25 @@ class CTranslate2Engine:
     """
 
     name = "ctranslate2"
+    intra_threads = 0  # CPU threads per batch (load_export sets torch.get_num_threads()); 0 = CTranslate2's choice
 
-    def __init__(self, translator, pipeline: TextPipeline, search_cfg: SearchConfig, info: dict):
+    def __init__(self, translator, pipeline: TextPipeline, search_cfg: SearchConfig, info: dict, *,
+                 reopen=None):
         self.translator = translator
         self.pipeline = pipeline
         self.search_cfg = search_cfg
         self.info = info
+        self._reopen = reopen  # loads the model afresh: a seed takes effect only in a new translator
+
+    def _sampler(self, seed: int | None):
+        """The translator to sample with: CTranslate2's worker threads draw their random state when
+        they start, so a seed needs a freshly loaded model (cheap next to a sampling job)."""
+        import ctranslate2
+
+        if seed is None or self._reopen is None:
+            return self.translator
+        ctranslate2.set_random_seed(seed)
+        return self._reopen()
 
     def _source_tokens(self, ids: list[int]) -> list[str]:
         """The vocabulary's token for each id, so unknown words reach CTranslate2 as <unk>."""
@@ -299,10 +319,7 @@ class CTranslate2Engine:
             raise ValueError(f"the CTranslate2 engine reports the attention of decoder layer {exported} "
                              f"(chosen at export: attnmt export --attention-layer), averaged over heads; "
                              f"got layer={layer}, head={head}")
-        if sampling_topk != 1:
-            import ctranslate2
-
-            ctranslate2.set_random_seed(seed if seed is not None else int(torch.randint(2**31, ()).item()))
+        translator = self._sampler(seed) if sampling_topk != 1 else self.translator
         cfg = self.search_cfg
         alpha = cfg.length_penalty if length_penalty is None else length_penalty
         warnings: list[list[str]] = [[] for _ in sentences]
@@ -318,8 +335,8 @@ class CTranslate2Engine:
         for start in range(0, len(todo), batch_size):
             chunk = todo[start:start + batch_size]
             for group in _same_budget(chunk, budgets):  # CTranslate2 takes one budget per call
-                found = self.translator.translate_batch([self._source_tokens(src_ids[i]) for i in group],
-                                                        max_decoding_length=budgets[group[0]], **options)
+                found = translator.translate_batch([self._source_tokens(src_ids[i]) for i in group],
+                                                   max_decoding_length=budgets[group[0]], **options)
                 for i, result in zip(group, found):
                     results[i] = self._result(result, src_tokens[i], warnings[i], n_best, alpha,
                                               beam_size > 1, budgets[i], gnmt_penalty)
