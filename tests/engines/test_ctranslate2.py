@@ -62,8 +62,11 @@ def test_attention_is_the_exported_layer_averaged_over_heads(tmp_path, random_ru
     for ra, rb in zip(a, b):
         assert rb.attention.shape == (len(rb.tokens), len(rb.source_tokens))
         np.testing.assert_allclose(ra.attention, rb.attention, atol=1e-4)
+    assert ct2.translate(SOURCES[:1], beam_size=1, layer=layer % 3)[0].tokens == b[0].tokens  # 3 decoder layers
     with pytest.raises(ValueError, match="attention of decoder layer"):
         ct2.translate(SOURCES[:1], beam_size=1, head=0)
+    with pytest.raises(ValueError, match="attention of decoder layer"):
+        ct2.translate(SOURCES[:1], beam_size=1, layer=1)
 
 
 def test_export_writes_the_specials_and_vocabularies(tmp_path, random_run):

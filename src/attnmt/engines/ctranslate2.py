@@ -210,6 +210,7 @@ def export_run(run_dir: str | Path, output_dir: str | Path, *, checkpoint: str =
         write_json(staging / EXPORT_INFO, {
             "format": "ctranslate2", "ctranslate2_version": ctranslate2.__version__,
             "quantization": quantization, "attention_layer": attention_layer % len(model.decoder_layers),
+            "decoder_layers": len(model.decoder_layers),
             "run_dir": str(run_dir), "checkpoint": str(weights)})
         if output_dir.exists():
             shutil.rmtree(output_dir)
@@ -314,8 +315,8 @@ class CTranslate2Engine:
 
         check_decoding_args(beam_size=beam_size, n_best=n_best, sampling_topk=sampling_topk,
                             sampling_temperature=sampling_temperature)
-        exported = self.info.get("attention_layer")
-        if head is not None or (layer is not None and layer != exported):
+        exported, layers = self.info["attention_layer"], self.info["decoder_layers"]
+        if head is not None or (layer is not None and not (-layers <= layer < layers and layer % layers == exported)):
             raise ValueError(f"the CTranslate2 engine reports the attention of decoder layer {exported} "
                              f"(chosen at export: attnmt export --attention-layer), averaged over heads; "
                              f"got layer={layer}, head={head}")
