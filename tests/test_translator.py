@@ -46,3 +46,75 @@ def test_same_translation_whatever_the_batch(translator, beam):
 def test_bad_beam_size(translator):
     with pytest.raises(ValueError, match="beam_size=0"):
         translator.translate(["Hund ."], beam_size=0)
+
+
+def _stepwise_log_prob(translator, source: str, target: str) -> float:
+    """Teacher-forced log P(target | source), <eos> included, one decode_step at a time in float64
+    (independent of the batched full-sequence pass that Translator.score uses)."""
+    import torch
+
+    model, pipeline = translator.model, translator.pipeline
+    src = torch.tensor([pipeline.encode_source(source)])
+    tgt = pipeline.encode_target(target) + [pipeline.tgt_vocab.eos_id]
+    with torch.no_grad():
+        state = model.init_state(model.encode(src, torch.ones_like(src, dtype=torch.bool),
+                                              torch.tensor([src.shape[1]])))
+        prev, total = torch.tensor([pipeline.tgt_vocab.bos_id]), 0.0
+        for token in tgt:
+            logits, state, _ = model.decode_step(prev, state)
+            total += float(logits[0].double().log_softmax(-1)[token])
+            prev = torch.tensor([token])
+    return total
+
+
+def test_score_matches_a_stepwise_teacher_forced_computation(translator):
+    sources = ["Hund katze haus .", "Rot blau .", "Mann frau kind ball wasser .", "Baum ."]
+    targets = ["Dog cat house .", "Red .", "Man woman child ball water .", "Tree tree tree big ."]
+    scored = translator.score(sources, targets, batch_size=2)
+    for source, target, result in zip(sources, targets, scored):
+        assert result.num_tokens == len(result.target_tokens) + 1
+        assert abs(result.log_prob - _stepwise_log_prob(translator, source, target)) < 1e-4
+        assert result.normalized == pytest.approx(result.log_prob / result.num_tokens)
+    assert scored[0].log_prob > scored[3].log_prob  # the right translation is the more probable one
+
+
+def test_score_of_the_best_translation_is_its_search_score(translator):
+    result = translator.translate(["Hund katze haus ."], beam_size=1)[0]
+    assert translator.score(["Hund katze haus ."], [result.text])[0].log_prob == pytest.approx(result.score, abs=1e-4)
+
+
+def test_nbest_alternatives(translator):
+    result = translator.translate(["Hund katze haus ."], beam_size=3, n_best=3)[0]
+    assert len(result.alternatives) == 3
+    assert result.alternatives[0].tokens == result.tokens
+    scores = [alt.score for alt in result.alternatives]
+    assert scores == sorted(scores, reverse=True)
+    assert len({tuple(alt.tokens) for alt in result.alternatives}) == 3
+    with pytest.raises(ValueError, match="n_best=4"):
+        translator.translate(["Hund ."], beam_size=3, n_best=4)
+
+
+def test_cli_nbest_and_score_output(toy_run, tmp_path, capsys):
+    from attnmt.cli import main
+
+    (tmp_path / "in.de").write_text("Hund katze .\nRot blau .\n", encoding="utf-8")
+    (tmp_path / "ref.en").write_text("Dog cat .\nRed blue .\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["translate", str(toy_run), "-i", str(tmp_path / "in.de"), "--beam", "3", "--n-best", "2"]) == 0
+    blocks = capsys.readouterr().out.split("\n\n")
+    assert len(blocks) == 3 and blocks[2] == ""  # two sentences, each followed by an empty line
+    for block in blocks[:2]:
+        lines = [line.split("\t") for line in block.splitlines()]
+        assert [rank for rank, _, _ in lines] == ["1", "2"]
+        assert float(lines[0][1]) >= float(lines[1][1])
+    assert main(["score", str(toy_run), "-i", str(tmp_path / "in.de"), "-r", str(tmp_path / "ref.en")]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    expected = Translator.load(toy_run, device="cpu").score(["Hund katze .", "Rot blau ."], ["Dog cat .", "Red blue ."])
+    assert len(rows) == 2
+    for (log_prob, normalized, tokens), result in zip(rows, expected):
+        assert float(log_prob) == pytest.approx(result.log_prob, abs=1e-5)
+        assert float(normalized) == pytest.approx(result.normalized, abs=1e-5)
+        assert int(tokens) == result.num_tokens == 4
+    (tmp_path / "short.en").write_text("Dog cat .\n", encoding="utf-8")
+    assert main(["score", str(toy_run), "-i", str(tmp_path / "in.de"), "-r", str(tmp_path / "short.en")]) == 2
+    assert "has 2 lines" in capsys.readouterr().err

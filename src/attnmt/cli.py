@@ -3,7 +3,9 @@
     attnmt data stats      corpus statistics (sentences, tokens, vocab, OOV, lengths)
     attnmt train           train a model from a YAML config
     attnmt evaluate        BLEU / chrF / perplexity of a run on a split
-    attnmt translate       translate stdin (or a file) line by line
+    attnmt translate       translate stdin (or a file) line by line (n-best lists, sampling)
+    attnmt score           the model's log-probability of given translations (forced decoding)
+    attnmt export          write a CTranslate2 model folder for a Transformer run
     attnmt attention       draw an attention heatmap for one sentence
     attnmt average         average the weights of checkpoints
     attnmt demo            the README's main job
@@ -41,6 +43,8 @@ COMMANDS = {
     "train": "attnmt.training:train_command",
     "evaluate": "attnmt.translator:evaluate_command",
     "translate": "attnmt.translator:translate_command",
+    "score": "attnmt.translator:score_command",
+    "export": "attnmt.engines.ctranslate2:export_command",
     "attention": "attnmt.plotting:attention_command",
     "average": "attnmt.checkpoint:average_command",
     "demo": "attnmt.demo:demo_command",
@@ -129,6 +133,11 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
                    "(default: 1, as data.min_freq)")
 
 
+def _add_engine_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=["native", "ctranslate2"], default="native",
+                   help="native: RUN_DIR is a training run; ctranslate2: RUN_DIR is a folder from `attnmt export`")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attnmt", description="Attention-based neural machine translation.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -157,16 +166,45 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--batch-size", type=positive_int, default=128)
     evaluate.add_argument("--checkpoint", default="best", help="'best', 'last', 'average' (after attnmt average) or a checkpoint file")
     evaluate.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    _add_engine_arg(evaluate)
 
     translate = sub.add_parser("translate", help="translate lines from stdin (or -i) to stdout (or -o)")
     translate.add_argument("run_dir")
     translate.add_argument("-i", "--input", default=None)
     translate.add_argument("-o", "--output", default=None)
-    translate.add_argument("--beam", type=positive_int, default=5)
+    translate.add_argument("--beam", type=positive_int, default=None, help="beam size (1 = greedy; default 5, 1 when sampling)")
     translate.add_argument("--length-penalty", type=non_negative_float, default=None)
     translate.add_argument("--batch-size", type=positive_int, default=64)
     translate.add_argument("--checkpoint", default="best")
     translate.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    _add_engine_arg(translate)
+    translate.add_argument("--n-best", type=positive_int, default=1, metavar="K",
+                           help="print the K best: 'rank<TAB>score<TAB>text' lines, an empty line after each sentence")
+    translate.add_argument("--sampling-topk", type=non_negative_int, default=1, metavar="K",
+                           help="sample from the K most probable tokens (0 = all; 1 = no sampling), e.g. for back-translation")
+    translate.add_argument("--sampling-temperature", type=positive_float, default=1.0, metavar="T")
+    translate.add_argument("--seed", type=int, default=None, help="seed for sampling (repeatable output)")
+
+    score = sub.add_parser("score", help="score given translations: log-prob, normalized score, tokens per line")
+    score.add_argument("run_dir")
+    score.add_argument("-i", "--input", required=True, help="source sentences, one per line")
+    score.add_argument("-r", "--reference", required=True, help="their translations, one per line")
+    score.add_argument("-o", "--output", default=None)
+    score.add_argument("--batch-size", type=positive_int, default=64)
+    score.add_argument("--checkpoint", default="best")
+    score.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    _add_engine_arg(score)
+
+    export = sub.add_parser("export", help="write a CTranslate2 model folder for a Transformer run")
+    export.add_argument("run_dir")
+    export.add_argument("-o", "--output", default=None, help="output folder (default: RUN_DIR-ct2-QUANTIZATION)")
+    export.add_argument("--format", default="ctranslate2", choices=["ctranslate2"])
+    export.add_argument("--quantization", default="float32",
+                        choices=["int8", "int8_float32", "int16", "float16", "float32"])
+    export.add_argument("--attention-layer", type=index_int, default=-1,
+                        help="decoder layer whose cross-attention (averaged over heads) the export reports")
+    export.add_argument("--checkpoint", default="best")
+    export.add_argument("--force", action="store_true", help="replace an existing output folder")
 
     attention = sub.add_parser("attention", help="draw the attention heatmap of one translation")
     attention.add_argument("run_dir")
@@ -177,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     attention.add_argument("--checkpoint", default="best")
     attention.add_argument("--layer", type=index_int, default=None, help="Transformer: layer index (default: average)")
     attention.add_argument("--head", type=index_int, default=None, help="Transformer: head index (default: average)")
+    _add_engine_arg(attention)
 
     average = sub.add_parser("average", help="average the weights of several checkpoints of one run")
     average.add_argument("run_dir")
@@ -201,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--cors-origin", default=None, help="allow cross-origin requests from this origin")
     serve.add_argument("--checkpoint", default="best")
     serve.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    _add_engine_arg(serve)
     return parser
 
 

@@ -81,7 +81,7 @@ def attention_command(args) -> int:
     """`attnmt attention RUN_DIR "sentence" -o heatmap.png`."""
     from attnmt.translator import Translator
 
-    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint)
+    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, engine=args.engine)
     result = translator.translate([args.sentence], beam_size=args.beam, layer=args.layer, head=args.head)[0]
     if not result.source_tokens:
         from attnmt.errors import AttnmtError

@@ -268,3 +268,70 @@ def _collect(finished: list[list[Hypothesis]], sentences: list[int], histories: 
         tokens = prefix if last == eos_id else prefix + [last]
         attn = attention[i, :, :src_lens[sent]]  # (t+1, src_length)
         finished[sent].append(Hypothesis(tokens, logp / lp, logp, attn))
+
+
+@torch.inference_mode()
+def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, *,
+                  topk: int = 0, temperature: float = 1.0, generator: torch.Generator | None = None,
+                  max_len_ratio: float = 2.0, max_len_offset: int = 10, bos_id: int = 2,
+                  eos_id: int = 3) -> SearchResult:
+    """Random sampling, for back-translation (Edunov et al. 2018): at every step draw the next
+    token from softmax(logits / temperature), restricted to the ``topk`` most probable tokens
+    (0 = the whole vocabulary; 1 = greedy search), for the whole batch at once.
+
+    The same ``generator`` state gives the same draws. A sentence ends at eos or at its budget.
+
+    Args:
+        model: encoder-decoder with the search interface.
+        src_ids: (batch, src_len) long. src_mask: (batch, src_len) bool. src_lengths: (batch,).
+        topk: candidates per step (>= 0). temperature: > 0; below 1 sharpens, above 1 flattens.
+        generator: source of randomness (on the model's device); None = torch's global one.
+        max_len_ratio, max_len_offset: output budget per sentence (module docstring).
+        bos_id, eos_id: special token ids.
+
+    Returns:
+        SearchResult; each score is the sampled tokens' summed log-probability under the
+        model (untempered, unrestricted), eos included; n-best lists of one.
+
+    Raises:
+        ValueError: bad shapes, budget, topk or temperature.
+    """
+    _check_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
+    if topk < 0 or not temperature > 0:
+        raise ValueError(f"need topk >= 0 and temperature > 0; got {topk}, {temperature}")
+    batch, device = src_ids.shape[0], src_ids.device
+    if batch == 0:
+        return SearchResult([], [], [], [], [])
+    with _eval_mode(model):
+        state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
+        max_lens = output_budget(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
+        prev_ids = torch.full((batch,), bos_id, dtype=torch.long, device=device)
+        finished = torch.zeros(batch, dtype=torch.bool, device=device)
+        lengths = torch.zeros(batch, dtype=torch.long, device=device)
+        log_probs = torch.zeros(batch, device=device)
+        tokens, weights = [], []
+        for t in range(int(max_lens.max())):
+            logits, state, attn = model.decode_step(prev_ids, state)  # (batch, vocab), (batch, src_len)
+            logp = _log_softmax(logits)  # (batch, vocab)
+            scaled = logp / temperature
+            if 0 < topk < scaled.shape[-1]:
+                kth = scaled.topk(topk, dim=-1).values[:, -1:]  # (batch, 1)
+                scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+            probs = scaled.softmax(dim=-1)  # (batch, vocab)
+            prev_ids = torch.multinomial(probs, 1, generator=generator).squeeze(1)  # (batch,)
+            alive = finished.logical_not()
+            lengths += alive
+            log_probs = log_probs + torch.where(alive, logp.gather(1, prev_ids[:, None]).squeeze(1), 0.0)
+            tokens.append(prev_ids)
+            weights.append(attn)
+            finished |= (prev_ids == eos_id) | (t + 1 >= max_lens)
+            if bool(finished.all()):
+                break
+        token_rows = torch.stack(tokens, dim=1).tolist()  # (batch, t)
+        attention = torch.stack(weights, dim=1).cpu()  # (batch, t, src_len)
+    nbest = []
+    for row, n, src_n, logp, attn in zip(token_rows, lengths.tolist(), src_lengths.tolist(),
+                                         log_probs.tolist(), attention):
+        out = row[:n - 1] if row[n - 1] == eos_id else row[:n]
+        nbest.append([Hypothesis(out, logp, logp, attn[:n, :src_n])])
+    return SearchResult.from_nbest(nbest)

@@ -35,12 +35,19 @@ def serve_command(args) -> int:
     from attnmt.translator import Translator
 
     settings = settings_from_args(args)
-    if not (Path(args.run_dir) / "config.json").is_file():
+    engine = getattr(args, "engine", "native")
+    if engine == "native" and not (Path(args.run_dir) / "config.json").is_file():
         raise AttnmtError(f"{args.run_dir}: no config.json; is it a run directory written by `attnmt train`?")
+    if engine == "ctranslate2":
+        from attnmt.engines.ctranslate2 import is_export
+
+        if not is_export(Path(args.run_dir)):
+            raise AttnmtError(f"{args.run_dir}: not a CTranslate2 export; make one with `attnmt export RUN_DIR -o DIR`")
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("listening on %s: reachable from other machines%s", settings.host,
                     "" if settings.api_key else " by anyone (no --api-key)")
-    app = create_app(settings, lambda: Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device))
+    app = create_app(settings, lambda: Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device,
+                                                       engine=engine))
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="info", access_log=False,
                             timeout_graceful_shutdown=GRACE_SECONDS, lifespan="on")
     server = uvicorn.Server(config)
