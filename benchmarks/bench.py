@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Speed of attnmt on real Multi30k batches, next to a plain tutorial-style reference in the same run.
 
 For one config and one device it measures, for attnmt's model and for the reference
