@@ -9,6 +9,8 @@ import importlib.util
 import json
 import math
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,7 +21,6 @@ from attnmt.config import Config
 from attnmt.data.batching import make_batches
 
 BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
-MULTI30K = Path(os.environ.get("ATTNMT_DATA", "/work/shared/data/multi30k"))
 TINY_RNN = ["model.emb_dim=8", "model.enc_hidden=8", "model.dec_hidden=16", "model.attn_dim=8"]
 TINY_TRANSFORMER = ["model.arch=transformer", "model.d_model=16", "model.heads=2", "model.ff_dim=32",
                     "model.enc_layers=1", "model.dec_layers=1"]
@@ -84,9 +85,8 @@ def test_bench_transformer_on_toy_corpus(tmp_path, toy_config):
     assert report["results"]["attnmt"]["train"]["epoch_s_measured"] > 0
 
 
-@pytest.mark.skipif(not (MULTI30K / "train.de.gz").exists(), reason="Multi30k is not available locally")
-def test_bench_multi30k_subset(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNMT_DATA", str(MULTI30K))
+def test_bench_multi30k_subset(tmp_path, monkeypatch, multi30k_dir):
+    monkeypatch.setenv("ATTNMT_DATA", str(multi30k_dir))
     config = Path(__file__).resolve().parents[1] / "configs" / "multi30k_rnn.yaml"
     report = _run(tmp_path, config, TINY_RNN, "--train-subset", "300", "--beams", "1", "--no-reference")
     assert report["data"]["train_pairs"] <= 300 and report["data"]["full_train_pairs"] == 29000
@@ -198,3 +198,20 @@ def test_bench_decodes_a_checkpoint(tmp_path, toy_run_dir):
     assert report["results"]["attnmt"]["decode"]["greedy"]["sent_per_s"] > 0
     assert report["ratios"]["decode.greedy.sent_per_s"] > 0
     assert not any("lower bound" in note for note in report["notes"])
+
+
+# ----------------------------------------------------------------------------- running the scripts
+
+@pytest.mark.parametrize("script", ["bench.py", "bench_attention.py"])
+def test_benchmark_scripts_run_as_commands(script):
+    """`benchmarks/bench.py ...` as the README writes it: a shebang and the run bit."""
+    path = BENCH_DIR / script
+    assert path.read_text(encoding="utf-8").startswith("#!/usr/bin/env python3\n")
+    assert os.access(path, os.X_OK)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make on this machine")
+def test_make_bench_runs_the_benchmark():
+    out = subprocess.run(["make", "-n", "bench"], cwd=BENCH_DIR.parent, capture_output=True, text=True,
+                         check=True).stdout
+    assert any(line.split()[1:2] == ["benchmarks/bench.py"] for line in out.splitlines() if line.strip())
