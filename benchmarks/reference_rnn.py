@@ -9,9 +9,17 @@ pytorch-seq2seq notebook 3) on purpose, with everything attnmt does differently 
   states and runs one Linear over the concatenation at EVERY step (no key projection cached);
 * the output Linear runs inside the time loop, once per step; outputs go into a preallocated
   ``torch.zeros`` tensor; teacher forcing draws ``random.random()`` per step on the host;
-* greedy decoding runs a fixed number of steps (no early exit); beam search handles one
-  sentence at a time (its live hypotheses are batched together), as the tutorials do;
+* greedy decoding runs batches in input order until every sentence has emitted eos (the
+  tutorial's ``if next_word == EOS: break``, for a batch) or the length budget ends; beam search
+  handles one sentence at a time (its live hypotheses are batched together), as the tutorials
+  do, and stops once it holds beam_size finished hypotheses;
 * fp32 only.
+
+`from_attnmt` builds the reference with the weights of a trained attnmt ``RNNSeq2Seq``
+(Bahdanau attention, one encoder layer, untied output), so that both decode the same model:
+the parameter count is the same, and on a batch without padding the logits agree within float
+tolerance (tests/test_bench.py). With padding they differ, by design of the tutorial: the
+reference attends to padded positions and runs its backward GRU over them.
 
 Sizes follow the attnmt config: emb_dim, enc_hidden (per direction), dec_hidden and attn_dim
 (the tutorial's energy size is dec_hidden; attnmt's configs set attn_dim, equal to dec_hidden in
@@ -30,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["Encoder", "Attention", "Decoder", "ReferenceRNN", "build_reference", "greedy_decode",
+__all__ = ["Encoder", "Attention", "Decoder", "ReferenceRNN", "build_reference", "from_attnmt", "greedy_decode",
            "beam_search_one"]
 
 
@@ -119,7 +127,8 @@ class ReferenceRNN(nn.Module):
             logits (tgt_len, batch, vocab); row t predicts the token after tgt_in[t].
         """
         tgt_len, batch = tgt_in.shape
-        outputs = torch.zeros(tgt_len, batch, self.decoder.output_dim, device=src.device)
+        outputs = torch.zeros(tgt_len, batch, self.decoder.output_dim, device=src.device,
+                              dtype=self.decoder.fc_out.weight.dtype)
         encoder_outputs, hidden = self.encoder(src)
         input = tgt_in[0]  # (batch,) <bos>
         for t in range(tgt_len):
@@ -138,36 +147,83 @@ def build_reference(model_cfg, src_vocab: int, tgt_vocab: int, pad_id: int = 0) 
                         dec_hidden=model_cfg.dec_hidden, attn_dim=model_cfg.attn_dim, dropout=model_cfg.dropout)
 
 
+def from_attnmt(model, dropout: float = 0.0) -> ReferenceRNN:
+    """The reference holding the weights of an attnmt ``RNNSeq2Seq``, mapped layer by layer.
+
+    attnmt's additive attention ``v^T tanh(W_q s + W_k h + b)`` is the tutorial's one Linear
+    over ``[s; h]`` with weight ``[W_q, W_k]`` and bias ``b``; its GRUCell is a one-step GRU.
+
+    Raises:
+        ValueError: an attnmt model the reference cannot express (Luong attention, stacked
+            encoder layers, tied output embedding).
+    """
+    enc, dec = model.encoder, model.decoder
+    if dec.kind != "bahdanau" or enc.layers != 1 or dec.pre_output is not None:
+        raise ValueError(f"the reference has Bahdanau attention, 1 encoder layer and an untied output; got "
+                         f"attention={dec.kind!r}, layers={enc.layers}, tied={dec.pre_output is not None}")
+    attn = dec.attention
+    ref = ReferenceRNN(enc.src_embed.num_embeddings, dec.tgt_embed.num_embeddings,
+                       emb_dim=enc.src_embed.embedding_dim, enc_hidden=enc.hidden, dec_hidden=dec.hidden,
+                       attn_dim=attn.energy.in_features, dropout=dropout)
+    state = {
+        "encoder.embedding.weight": enc.src_embed.weight,
+        **{f"encoder.rnn.{name}": value for name, value in enc.rnn.state_dict().items()},
+        "encoder.fc.weight": enc.bridge.weight, "encoder.fc.bias": enc.bridge.bias,
+        "decoder.embedding.weight": dec.tgt_embed.weight,
+        "decoder.attention.attn.weight": torch.cat([attn.query_proj.weight, attn.key_proj.weight], dim=1),
+        "decoder.attention.attn.bias": attn.key_proj.bias,
+        "decoder.attention.v.weight": attn.energy.weight,
+        **{f"decoder.rnn.{name}_l0": value for name, value in dec.cell.state_dict().items()},
+        "decoder.fc_out.weight": dec.generator.weight, "decoder.fc_out.bias": dec.generator.bias,
+    }
+    ref.load_state_dict({name: value.detach().clone() for name, value in state.items()}, strict=True)
+    return ref.to(enc.src_embed.weight.device)
+
+
 @torch.no_grad()
-def greedy_decode(model: ReferenceRNN, src: Tensor, max_len: int, bos_id: int) -> Tensor:
-    """Batched argmax decoding for exactly ``max_len`` steps (no early exit on eos).
+def greedy_decode(model: ReferenceRNN, src: Tensor, max_len: int, bos_id: int, eos_id: int | None = None) -> Tensor:
+    """Batched argmax decoding for at most ``max_len`` steps; it stops early once every sentence
+    has emitted ``eos_id`` (never, when eos_id is None).
 
     Args:
         src: (src_len, batch) source ids.
 
     Returns:
-        (max_len, batch) predicted ids (cut at the first eos by the caller).
+        (steps, batch) predicted ids, steps <= max_len (cut at the first eos by the caller).
     """
     encoder_outputs, hidden = model.encoder(src)
     input = torch.full((src.shape[1],), bos_id, dtype=torch.long, device=src.device)  # (batch,)
+    ended = torch.zeros(src.shape[1], dtype=torch.bool, device=src.device)  # (batch,)
     tokens = []
     for _ in range(max_len):
         output, hidden = model.decoder(input, hidden, encoder_outputs)
         input = output.argmax(1)
         tokens.append(input)
-    return torch.stack(tokens)  # (max_len, batch)
+        if eos_id is not None:
+            ended |= input == eos_id
+            if bool(ended.all()):
+                break
+    return torch.stack(tokens)  # (steps, batch)
+
+
+def length_norm(length: int, length_penalty: float | None) -> float:
+    """The divisor of a finished hypothesis' log-prob: its length, or the GNMT penalty
+    ((5 + length) / 6)^alpha (Wu et al. 2016, eq. 14) when alpha = length_penalty is given."""
+    return float(length) if length_penalty is None else ((5.0 + length) / 6.0) ** length_penalty
 
 
 @torch.no_grad()
 def beam_search_one(model: ReferenceRNN, src: Tensor, *, beam_size: int, max_len: int, bos_id: int,
-                    eos_id: int) -> list[int]:
+                    eos_id: int, length_penalty: float | None = None) -> list[int]:
     """Beam search for ONE sentence; a hypothesis that emits eos leaves the beam, which shrinks.
 
     Args:
         src: (src_len, 1) source ids of one sentence.
+        length_penalty: GNMT alpha: finished hypotheses score log-prob / ((5 + len) / 6)^alpha,
+            as attnmt's do; None = log-prob / len, the tutorials' normalisation.
 
     Returns:
-        the best hypothesis by log-probability / length, without bos and eos.
+        the best hypothesis by its normalised score, without bos and eos.
     """
     encoder_outputs, hidden = model.encoder(src)  # (src_len, 1, 2*enc_hidden), (1, dec_hidden)
     hyps = torch.full((1, 1), bos_id, dtype=torch.long, device=src.device)  # (k, t)
@@ -183,7 +239,7 @@ def beam_search_one(model: ReferenceRNN, src: Tensor, *, beam_size: int, max_len
         hidden, scores = hidden[rows], top_scores
         ended = (tokens == eos_id) | (t + 1 == max_len)
         for i in ended.nonzero().flatten().tolist():
-            finished.append((float(scores[i]) / (t + 1), hyps[i, 1:].tolist()))
+            finished.append((float(scores[i]) / length_norm(t + 1, length_penalty), hyps[i, 1:].tolist()))
         live = (~ended).nonzero().flatten()
         if len(finished) >= beam_size or live.numel() == 0:
             break

@@ -163,6 +163,100 @@ def test_reference_decoding_shapes(ref, make):
 
 
 
+# ----------------------------------------------------------------------------- same weights, same model
+
+def _attnmt_rnn(**kw):
+    from attnmt.models.rnn import RNNSeq2Seq
+
+    torch.manual_seed(0)
+    return RNNSeq2Seq(12, 14, emb_dim=8, enc_hidden=6, dec_hidden=10, attn_dim=7, dropout=0.0, **kw).double().eval()
+
+
+def _attnmt_transformer(*, pre_norm=True, share=True, tie=True, vocab=(15, 15)):
+    from attnmt.models.transformer import TransformerSeq2Seq
+
+    torch.manual_seed(0)
+    model = TransformerSeq2Seq(*vocab, d_model=16, heads=2, ff_dim=24, enc_layers=2, dec_layers=2, dropout=0.0,
+                               pre_norm=pre_norm, share_embeddings=share, tie_embeddings=tie)
+    with torch.no_grad():  # attnmt zeroes the biases at init: make them count in the comparison
+        for name, param in model.named_parameters():
+            if name.endswith("bias"):
+                param.normal_(0, 0.1)
+    return model.double().eval()
+
+
+def _sources(lengths, vocab=12, seed=3):
+    """Random ids >= 4, padded: src_ids (batch, src_len), mask, lengths."""
+    gen = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor(lengths)
+    mask = torch.arange(int(lengths.max())) < lengths[:, None]  # (batch, src_len)
+    return torch.randint(4, vocab, mask.shape, generator=gen).masked_fill(~mask, 0), mask, lengths
+
+
+def test_rnn_reference_from_attnmt_has_the_same_logits():
+    """Same weights -> same logits (no padding: the tutorial's model attends to padding)."""
+    from attnmt.models import count_parameters
+
+    model = _attnmt_rnn()
+    ref = reference_rnn.from_attnmt(model).double().eval()
+    assert count_parameters(ref) == count_parameters(model)
+    src_ids, src_mask, lengths = _sources([6, 6, 6])
+    tgt_in = torch.randint(4, 14, (3, 5), generator=torch.Generator().manual_seed(4))
+    tgt_in[:, 0] = 2
+    with torch.no_grad():
+        expected = model(src_ids, src_mask, lengths, tgt_in).logits  # (batch, tgt_len, vocab)
+        got = ref(src_ids.t(), tgt_in.t(), 1.0).transpose(0, 1)
+    torch.testing.assert_close(got, expected, rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="Bahdanau attention, 1 encoder layer and an untied output"):
+        reference_rnn.from_attnmt(_attnmt_rnn(attention="luong-general"))
+
+
+@pytest.mark.parametrize("pre_norm,share,tie", [(True, True, True), (False, False, False), (True, False, True)])
+def test_transformer_reference_from_attnmt_has_the_same_logits(pre_norm, share, tie):
+    """Same weights -> same logits on a padded batch (real target positions), same parameters."""
+    from attnmt.models import count_parameters
+
+    model = _attnmt_transformer(pre_norm=pre_norm, share=share, tie=tie, vocab=(15, 15) if share else (13, 15))
+    ref = reference_transformer.from_attnmt(model).double().eval()
+    assert count_parameters(ref) == count_parameters(model)
+    assert (ref.tgt_tok_emb is ref.src_tok_emb) == share
+    assert (ref.generator.weight is ref.tgt_tok_emb.weight) == tie
+    src_ids, src_mask, lengths = _sources([7, 3, 5])
+    tgt_in = torch.randint(4, 15, (3, 6), generator=torch.Generator().manual_seed(4))
+    tgt_in[:, 0] = 2
+    tgt_in[1, 4:] = 0  # padding
+    with torch.no_grad():
+        expected = model(src_ids, src_mask, lengths, tgt_in).logits  # (batch, tgt_len, vocab)
+        got = ref(src_ids.t(), tgt_in.t(), 1.0).transpose(0, 1)
+    real = tgt_in != 0
+    torch.testing.assert_close(got[real], expected[real], rtol=1e-6, atol=1e-6)
+
+
+def test_transformer_reference_greedy_equals_attnmt_greedy():
+    """Same weights -> the same greedy translations, each searched to the same budget."""
+    from attnmt.search import greedy_search
+
+    model = _attnmt_transformer()
+    ref = reference_transformer.from_attnmt(model).double().eval()
+    src_ids, src_mask, lengths = _sources([7, 3, 5])
+    found = greedy_search(model, src_ids, src_mask, lengths, max_len_ratio=0.0, max_len_offset=9, bos_id=2,
+                          eos_id=3)
+    rows = reference_transformer.greedy_decode(ref, src_ids.t(), 9, bos_id=2, eos_id=3).t().tolist()
+    assert [row[: row.index(3)] if 3 in row else row for row in rows] == found.tokens
+
+
+@pytest.mark.parametrize("config", ["quickstart_rnn.yaml", "multi30k_rnn.yaml", "multi30k_transformer.yaml"])
+def test_reference_built_from_a_config_has_attnmt_parameter_count(config):
+    """Training throughput compares models of one size: build_reference matches build_model."""
+    from attnmt.config import load_config
+    from attnmt.models import build_model, count_parameters
+
+    cfg = load_config(Path(__file__).resolve().parents[1] / "configs" / config)
+    attnmt_model = build_model(cfg.model, 300, 300)
+    ref = bench.reference_module(cfg.model.arch).build_reference(cfg.model, 300, 300)
+    assert count_parameters(ref) == count_parameters(attnmt_model)
+
+
 @pytest.fixture
 def toy_run_dir(tmp_path, toy_config):
     """A run directory as `attnmt train` writes it (config, pipeline, best.json, weights), with
