@@ -181,12 +181,14 @@ def from_attnmt(model, dropout: float = 0.0) -> ReferenceRNN:
 
 
 @torch.no_grad()
-def greedy_decode(model: ReferenceRNN, src: Tensor, max_len: int, bos_id: int, eos_id: int | None = None) -> Tensor:
+def greedy_decode(model: ReferenceRNN, src: Tensor, max_len: int, bos_id: int, eos_id: int | None = None,
+                  row_max_lens: Tensor | None = None) -> Tensor:
     """Batched argmax decoding for at most ``max_len`` steps; it stops early once every sentence
-    has emitted ``eos_id`` (never, when eos_id is None).
+    has emitted ``eos_id`` (never, when eos_id is None) or reached its own budget (row_max_lens).
 
     Args:
         src: (src_len, batch) source ids.
+        row_max_lens: (batch,) each sentence's budget (<= max_len); the caller cuts rows to it.
 
     Returns:
         (steps, batch) predicted ids, steps <= max_len (cut at the first eos by the caller).
@@ -201,6 +203,8 @@ def greedy_decode(model: ReferenceRNN, src: Tensor, max_len: int, bos_id: int, e
         tokens.append(input)
         if eos_id is not None:
             ended |= input == eos_id
+            if row_max_lens is not None:
+                ended |= row_max_lens <= len(tokens)
             if bool(ended.all()):
                 break
     return torch.stack(tokens)  # (steps, batch)

@@ -184,13 +184,15 @@ def from_attnmt(model, dropout: float = 0.0) -> ReferenceTransformer:
 
 
 @torch.no_grad()
-def greedy_decode(model: ReferenceTransformer, src: Tensor, max_len: int, bos_id: int,
-                  eos_id: int | None = None) -> Tensor:
+def greedy_decode(model: ReferenceTransformer, src: Tensor, max_len: int, bos_id: int, eos_id: int | None = None,
+                  row_max_lens: Tensor | None = None) -> Tensor:
     """Batched argmax decoding for at most ``max_len`` steps, re-running the decoder on the prefix;
-    it stops early once every sentence has emitted ``eos_id`` (never, when eos_id is None).
+    it stops early once every sentence has emitted ``eos_id`` (never, when eos_id is None) or
+    reached its own budget (row_max_lens).
 
     Args:
         src: (src_len, batch) source ids.
+        row_max_lens: (batch,) each sentence's budget (<= max_len); the caller cuts rows to it.
 
     Returns:
         (steps, batch) predicted ids, steps <= max_len (cut at the first eos by the caller).
@@ -204,6 +206,8 @@ def greedy_decode(model: ReferenceTransformer, src: Tensor, max_len: int, bos_id
         ys = torch.cat([ys, next_word.unsqueeze(0)], dim=0)  # (t + 1, batch)
         if eos_id is not None:
             ended |= next_word == eos_id
+            if row_max_lens is not None:
+                ended |= row_max_lens <= ys.shape[0] - 1
             if bool(ended.all()):
                 break
     return ys[1:]

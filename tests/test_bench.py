@@ -259,6 +259,10 @@ def test_reference_built_from_a_config_has_attnmt_parameter_count(config):
 
 @pytest.fixture
 def toy_run_dir(tmp_path, toy_config):
+    return _toy_run_dir(tmp_path, toy_config, TINY_RNN)
+
+
+def _toy_run_dir(tmp_path, toy_config, overrides):
     """A run directory as `attnmt train` writes it (config, pipeline, best.json, weights), with
     untrained weights: enough for Translator.load, in well under a second."""
     from attnmt.checkpoint import save_weights, write_json
@@ -268,7 +272,7 @@ def toy_run_dir(tmp_path, toy_config):
     from attnmt.models import build_model
     from attnmt.data.corpus import corpus_spec
 
-    cfg = load_config(toy_config, TINY_RNN)
+    cfg = load_config(toy_config, overrides)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     pipeline = TextPipeline.build(cfg.data, load_corpus(corpus_spec(cfg.data), "train"), cache_dir=run_dir)
@@ -292,6 +296,27 @@ def test_bench_decodes_a_checkpoint(tmp_path, toy_run_dir):
     assert report["results"]["attnmt"]["decode"]["greedy"]["sent_per_s"] > 0
     assert report["ratios"]["decode.greedy.sent_per_s"] > 0
     assert not any("lower bound" in note for note in report["notes"])
+
+
+@pytest.fixture
+def toy_transformer_run_dir(tmp_path, toy_config):
+    return _toy_run_dir(tmp_path, toy_config, TINY_TRANSFORMER)
+
+
+@pytest.mark.parametrize("arch", ["rnn", "transformer"])
+def test_reference_decodes_the_checkpoint_weights(tmp_path, request, arch):
+    """Same weights, same budgets: one sentence per batch (no padding, which the RNN reference
+    attends to), greedy gives the same translations on both sides and the same mean length."""
+    run_dir = request.getfixturevalue("toy_run_dir" if arch == "rnn" else "toy_transformer_run_dir")
+    out = tmp_path / "bench.json"
+    assert bench.main(["--decode-checkpoint", str(run_dir), "--device", "cpu", "--threads", "1", "--no-train",
+                       "--beams", "1", "--decode-sentences", "6", "--decode-batch-size", "1", "--no-search-only",
+                       "--json", str(out), "-q"]) == 0
+    report = json.loads(out.read_text())
+    assert report["same_outputs"] == {"greedy": 1.0}
+    attnmt, ref = (report["results"][side] for side in ("attnmt", "reference"))
+    assert attnmt["decode_params"] == ref["decode_params"]
+    assert attnmt["decode"]["greedy"]["mean_len"] == ref["decode"]["greedy"]["mean_len"] > 0
 
 
 # ----------------------------------------------------------------------------- running the scripts
