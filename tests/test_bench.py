@@ -95,6 +95,21 @@ def test_bench_multi30k_subset(tmp_path, monkeypatch, multi30k_dir):
     assert report["ratios"] == {} and "reference" not in report["results"]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("config", ["quickstart_rnn.yaml", "multi30k_transformer.yaml"])
+def test_bench_full_size_configs_on_multi30k(tmp_path, monkeypatch, multi30k_dir, config):
+    """The shipped configs at full size on the whole corpus (minutes: `pytest -m slow`): both sides
+    train and decode models of one parameter count, the reference with attnmt's weights."""
+    monkeypatch.setenv("ATTNMT_DATA", str(multi30k_dir))
+    path = Path(__file__).resolve().parents[1] / "configs" / config
+    report = _run(tmp_path, path, [], "--spm-cache", str(tmp_path / "spm"), "--decode-batch-size", "1",
+                  "--beams", "1")
+    attnmt, ref = (report["results"][side] for side in ("attnmt", "reference"))
+    assert report["data"]["full_train_pairs"] == 29000
+    assert attnmt["params"] == ref["params"] == attnmt["decode_params"] == ref["decode_params"] > 1_000_000
+    assert report["same_outputs"] == {"greedy": 1.0}  # random weights, one model: one translation
+
+
 def test_bench_needs_a_config(capsys):
     assert bench.main(["--device", "cpu"]) == 2
     assert "--config" in capsys.readouterr().err
