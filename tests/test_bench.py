@@ -102,8 +102,7 @@ def test_bench_full_size_configs_on_multi30k(tmp_path, monkeypatch, multi30k_dir
     train and decode models of one parameter count, the reference with attnmt's weights."""
     monkeypatch.setenv("ATTNMT_DATA", str(multi30k_dir))
     path = Path(__file__).resolve().parents[1] / "configs" / config
-    report = _run(tmp_path, path, [], "--spm-cache", str(tmp_path / "spm"), "--decode-batch-size", "1",
-                  "--beams", "1")
+    report = _run(tmp_path, path, [], "--spm-cache", str(tmp_path / "spm"), "--beams", "1")
     attnmt, ref = (report["results"][side] for side in ("attnmt", "reference"))
     assert report["data"]["full_train_pairs"] == 29000
     assert attnmt["params"] == ref["params"] == attnmt["decode_params"] == ref["decode_params"] > 1_000_000
@@ -209,13 +208,13 @@ def _sources(lengths, vocab=12, seed=3):
 
 
 def test_rnn_reference_from_attnmt_has_the_same_logits():
-    """Same weights -> same logits (no padding: the tutorial's model attends to padding)."""
+    """Same weights -> same logits on a padded batch, same parameter count."""
     from attnmt.models import count_parameters
 
     model = _attnmt_rnn()
     ref = reference_rnn.from_attnmt(model).double().eval()
     assert count_parameters(ref) == count_parameters(model)
-    src_ids, src_mask, lengths = _sources([6, 6, 6])
+    src_ids, src_mask, lengths = _sources([6, 2, 4])
     tgt_in = torch.randint(4, 14, (3, 5), generator=torch.Generator().manual_seed(4))
     tgt_in[:, 0] = 2
     with torch.no_grad():
@@ -320,18 +319,19 @@ def toy_transformer_run_dir(tmp_path, toy_config):
 
 @pytest.mark.parametrize("arch", ["rnn", "transformer"])
 def test_reference_decodes_the_checkpoint_weights(tmp_path, request, arch):
-    """Same weights, same budgets: one sentence per batch (no padding, which the RNN reference
-    attends to), greedy gives the same translations on both sides and the same mean length."""
+    """Same weights, same budgets: greedy (padded batches) and beam search give the same
+    translations on both sides, hence the same mean length."""
     run_dir = request.getfixturevalue("toy_run_dir" if arch == "rnn" else "toy_transformer_run_dir")
     out = tmp_path / "bench.json"
     assert bench.main(["--decode-checkpoint", str(run_dir), "--device", "cpu", "--threads", "1", "--no-train",
-                       "--beams", "1", "--decode-sentences", "6", "--decode-batch-size", "1", "--no-search-only",
+                       "--beams", "1", "3", "--decode-sentences", "6", "--decode-batch-size", "4", "--no-search-only",
                        "--json", str(out), "-q"]) == 0
     report = json.loads(out.read_text())
-    assert report["same_outputs"] == {"greedy": 1.0}
+    assert report["same_outputs"] == {"greedy": 1.0, "beam3": 1.0}
     attnmt, ref = (report["results"][side] for side in ("attnmt", "reference"))
     assert attnmt["decode_params"] == ref["decode_params"]
-    assert attnmt["decode"]["greedy"]["mean_len"] == ref["decode"]["greedy"]["mean_len"] > 0
+    for name in ("greedy", "beam3"):
+        assert attnmt["decode"][name]["mean_len"] == ref["decode"][name]["mean_len"] > 0
 
 
 # ----------------------------------------------------------------------------- running the scripts
