@@ -34,6 +34,12 @@ test: setup
 test-all: setup
 	$(BIN)/python -m pytest -q -m ''
 
+# Speed: attnmt next to the tutorial-style reference (docs/performance.md). Decode a trained run
+# with BENCH_ARGS='--decode-checkpoint runs/NAME ...'.
+BENCH_ARGS ?= --config configs/quickstart_rnn.yaml --device cpu --steps 8 --warmup-steps 2 --decode-sentences 200
+bench: setup
+	$(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) runs build dist src/*.egg-info
 

@@ -1,14 +1,19 @@
+#!/usr/bin/env python3
 """Speed of attnmt on real Multi30k batches, next to a plain tutorial-style reference in the same run.
 
 For one config and one device it measures, for attnmt's model and for the reference
-(benchmarks/reference_rnn.py or reference_transformer.py, same sizes, random init):
+(benchmarks/reference_rnn.py or reference_transformer.py, built to the same layout and
+parameter count; both sides report their parameters):
 
 * training: whole steps (forward + loss + backward + clip + optimizer step, as attnmt.training
   does them; bf16 autocast on CUDA when train.amp is auto/bf16) over real batches built with
   attnmt's TextPipeline + make_batches, after warm-up; target and source+target tokens/s, and
   the wall time of one epoch (estimated from tokens/s, or measured with --full-epoch);
 * decoding: sentences/s and target tokens/s of greedy and beam search on test_2016_flickr,
-  through attnmt.decoding.decode_sources (tokenizing included), and of the search alone;
+  through attnmt.decoding.decode_sources (tokenizing included), and of the search alone. The
+  reference decodes attnmt's own weights (those of --decode-checkpoint, else attnmt's random
+  init), copied in by its `from_attnmt`; both stop at eos within the same per-sentence budget.
+  The mean output length of each side and the share of identical translations are reported;
 * peak memory of each phase: torch.cuda.max_memory_allocated on CUDA; on CPU the process's
   peak RSS (VmHWM, reset per phase through /proc/self/clear_refs where Linux allows it).
 
@@ -333,59 +338,69 @@ def attnmt_search_only(model: nn.Module, pipeline: TextPipeline, sentences: Sequ
 
 def reference_translate(ref: ModuleType, model: nn.Module, pipeline: TextPipeline, sentences: Sequence[str], *,
                         beam: int, search_cfg: SearchConfig, device: torch.device, batch_size: int,
-                        search_only: bool = False) -> Callable[[], int]:
-    """A callable that translates like the tutorials: greedy in batches in input order for a
-    fixed number of steps, beam search one sentence at a time; it returns the tokens produced.
+                        search_only: bool = False) -> Callable[[], Any]:
+    """A callable that translates like the tutorials: greedy in batches in input order until every
+    sentence of the batch has emitted eos or reached its budget, beam search one sentence at a
+    time (finished hypotheses scored with attnmt's GNMT penalty, search.length_penalty); it returns
+    the output tokens of each sentence.
 
-    With `search_only`, tokenizing and detokenizing happen once, outside the callable.
+    Budgets are attnmt's (`budget`: max_len_ratio * src_len + max_len_offset tokens, eos included),
+    one per sentence. With `search_only`, tokenizing and detokenizing happen once, outside the
+    callable, which then returns the number of tokens produced.
     """
     vocab = pipeline.tgt_vocab
 
-    def prepare() -> list[tuple[Tensor, int]]:
+    def prepare() -> list[tuple[Tensor, list[int]]]:
         ids = [s for s in encode_sources(pipeline, sentences, search_cfg)[1] if s]
         if beam <= 1:
             chunks = [ids[s:s + batch_size] for s in range(0, len(ids), batch_size)]
             return [(make_source_batch(c, pad_id=pipeline.src_vocab.pad_id).src_ids.t().to(device),  # (src_len, batch)
-                     budget(max(len(x) for x in c), search_cfg)) for c in chunks]
-        return [(torch.tensor(s, dtype=torch.long, device=device).unsqueeze(1), budget(len(s), search_cfg))
+                     [budget(len(x), search_cfg) for x in c]) for c in chunks]
+        return [(torch.tensor(s, dtype=torch.long, device=device).unsqueeze(1), [budget(len(s), search_cfg)])
                 for s in ids]  # (src_len, 1)
 
-    def search(inputs: list[tuple[Tensor, int]]) -> list[list[int]]:
+    def search(inputs: list[tuple[Tensor, list[int]]]) -> list[list[int]]:
         outputs = []
-        for src, max_len in inputs:
+        for src, max_lens in inputs:
             if beam <= 1:
-                rows = ref.greedy_decode(model, src, max_len, vocab.bos_id).t().tolist()  # (batch, max_len)
+                rows = ref.greedy_decode(model, src, max(max_lens), vocab.bos_id, vocab.eos_id,
+                                         torch.tensor(max_lens, device=device)).t().tolist()  # (batch, steps)
+                rows = [row[:n] for row, n in zip(rows, max_lens)]
                 outputs += [row[: row.index(vocab.eos_id)] if vocab.eos_id in row else row for row in rows]
             else:
-                outputs.append(ref.beam_search_one(model, src, beam_size=beam, max_len=max_len,
-                                                   bos_id=vocab.bos_id, eos_id=vocab.eos_id))
+                outputs.append(ref.beam_search_one(model, src, beam_size=beam, max_len=max_lens[0],
+                                                   bos_id=vocab.bos_id, eos_id=vocab.eos_id,
+                                                   length_penalty=search_cfg.length_penalty))
         return outputs
 
     if search_only:
         inputs = prepare()
         return lambda: sum(len(o) for o in search(inputs))
 
-    def run() -> int:
+    def run() -> list[list[str]]:
         outputs = search(prepare())
         for out in outputs:
-            pipeline.decode_target(out)
-        return sum(len(o) for o in outputs)
+            pipeline.decode_target(out)  # the text, as decode_sources makes it
+        return [vocab.decode(out, strip_special=False) for out in outputs]  # tokens as decode_sources keeps them
 
     return run
 
 
-def measure_decoding(run: Callable[[], int], search_run: Callable[[], int] | None, n_sentences: int, *,
-                     repeats: int, clock: Clock, memory: PeakMemory) -> dict:
-    """Sentences/s and produced target tokens/s (median of `repeats`), with and without tokenizing."""
+def measure_decoding(run: Callable[[], list[list[str]]], search_run: Callable[[], int] | None, n_sentences: int, *,
+                     repeats: int, clock: Clock, memory: PeakMemory) -> tuple[dict, list[list[str]]]:
+    """Sentences/s, produced target tokens/s (median of `repeats`), with and without tokenizing,
+    and the mean output length; returns the figures and the output tokens of each sentence."""
     memory.reset()
-    seconds, tokens = [], 0
+    seconds, outputs = [], []
     for _ in range(repeats):
         start = clock.now()
-        tokens = run()
+        outputs = run()
         seconds.append(clock.now() - start)
     sec = statistics.median(seconds)
-    result = {"sentences": n_sentences, "tgt_tokens": tokens, "seconds": round(sec, 4),
-              "sent_per_s": round(n_sentences / sec, 2), "tgt_tok_per_s": round(tokens / sec, 1)}
+    tokens = sum(len(o) for o in outputs)
+    result = {"sentences": n_sentences, "tgt_tokens": tokens, "mean_len": round(tokens / max(len(outputs), 1), 2),
+              "seconds": round(sec, 4), "sent_per_s": round(n_sentences / sec, 2),
+              "tgt_tok_per_s": round(tokens / sec, 1)}
     if search_run is not None:
         search_seconds = []
         for _ in range(repeats):
@@ -396,7 +411,14 @@ def measure_decoding(run: Callable[[], int], search_run: Callable[[], int] | Non
         result.update(search_seconds=round(ssec, 4), search_sent_per_s=round(n_sentences / ssec, 2),
                       search_tgt_tok_per_s=round(tokens / ssec, 1))
     result.update(memory.report())
-    return result
+    return result, outputs
+
+
+def agreement(a: Sequence[Sequence[str]], b: Sequence[Sequence[str]]) -> float | None:
+    """Share of sentences whose two outputs are token for token the same (None: not aligned)."""
+    if len(a) != len(b) or not a:
+        return None
+    return round(sum(list(x) == list(y) for x, y in zip(a, b)) / len(a), 4)
 
 
 # ----------------------------------------------------------------------------- the run
@@ -493,6 +515,7 @@ def _run_bench(args: argparse.Namespace, cfg: Config, config_source: str) -> dic
         notes.append("CPU memory is the whole process's RSS (data, both models): compare mem_growth_mb")
     ref = reference_module(cfg.model.arch)
     sides = ["attnmt"] + (["reference"] if args.reference else [])
+    same_outputs: dict[str, float | None] = {}
     results: dict[str, dict] = {side: {} for side in sides}
 
     def fresh(side: str, src_vocab: int, tgt_vocab: int) -> nn.Module:
@@ -521,25 +544,36 @@ def _run_bench(args: argparse.Namespace, cfg: Config, config_source: str) -> dic
         dec_pipeline = translator.pipeline if translator is not None else pipeline
         if translator is None:
             notes.append(UNTRAINED_NOTE)
+            attnmt_model = fresh("attnmt", len(dec_pipeline.src_vocab), len(dec_pipeline.tgt_vocab))
         else:
-            notes.append("the reference decodes with random weights for a fixed number of steps (the budget); "
-                         "attnmt decodes the trained --decode-checkpoint and stops at <eos>")
+            attnmt_model = translator.model
+        if args.reference:  # the reference decodes attnmt's very weights: one model, two codes
+            notes.append("the reference decodes attnmt's weights (" + ("trained, from --decode-checkpoint"
+                         if translator is not None else "random init") + "), mapped by from_attnmt; both stop at "
+                         "<eos> within attnmt's length budget; same_outputs = share of identical translations")
+        outputs: dict[str, dict[str, list[list[str]]]] = {side: {} for side in sides}
         for side in sides:
-            if side == "attnmt" and translator is not None:
-                model = translator.model
+            if side == "attnmt":
+                model = attnmt_model
             else:
-                model = fresh(side, len(dec_pipeline.src_vocab), len(dec_pipeline.tgt_vocab))
+                try:
+                    model = ref.from_attnmt(attnmt_model)
+                except ValueError as err:  # e.g. Luong attention: the reference has no such layer
+                    notes.append(f"the reference cannot hold this model's weights ({err}); it decodes its own "
+                                 "random weights, so its decoding figures are not comparable")
+                    model = fresh(side, len(dec_pipeline.src_vocab), len(dec_pipeline.tgt_vocab))
             model.eval()
+            results[side]["decode_params"] = count_parameters(model)
             results[side]["decode"] = {}
             for beam in args.beams:
                 log.info("decoding %s, beam %d", side, beam)
                 kw = dict(beam=beam, search_cfg=search_cfg, device=device, batch_size=args.decode_batch_size)
                 if side == "attnmt":
-                    def run(beam: int = beam) -> int:
+                    def run(beam: int = beam) -> list[list[str]]:
                         found = decode_sources(model, dec_pipeline, data.sentences, beam_size=beam,
                                                search_cfg=search_cfg, device=device,
                                                batch_size=args.decode_batch_size)
-                        return sum(len(r.tokens) for r in found)
+                        return [r.tokens for r in found if r.source_tokens]
 
                     search_run = None if args.no_search_only else attnmt_search_only(model, dec_pipeline,
                                                                                      data.sentences, **kw)
@@ -548,11 +582,16 @@ def _run_bench(args: argparse.Namespace, cfg: Config, config_source: str) -> dic
                     search_run = (None if args.no_search_only else
                                   reference_translate(ref, model, dec_pipeline, data.sentences, search_only=True, **kw))
                 name = "greedy" if beam <= 1 else f"beam{beam}"
-                results[side]["decode"][name] = {"beam": beam, **measure_decoding(
-                    run, search_run, len(data.sentences), repeats=args.repeats, clock=clock, memory=memory)}
+                figures, outputs[side][name] = measure_decoding(
+                    run, search_run, len(data.sentences), repeats=args.repeats, clock=clock, memory=memory)
+                results[side]["decode"][name] = {"beam": beam, **figures}
+        if args.reference:
+            same_outputs = {name: agreement(outputs["attnmt"][name], outputs["reference"].get(name, []))
+                            for name in outputs["attnmt"]}
 
     report = {
         "schema": SCHEMA,
+        "same_outputs": same_outputs,
         "config": config_source,
         "overrides": list(args.overrides),
         "arch": cfg.model.arch,
@@ -588,7 +627,7 @@ def environment(device: torch.device) -> dict:
 def _numbers(tree: dict, prefix: str = "") -> dict[str, float]:
     """Flatten nested results to dotted keys -> numbers (bools and counts of work excluded)."""
     skip = {"warmup_steps", "steps", "repeats", "tgt_tokens", "src_tokens", "sentences", "beam", "epoch_batches",
-            "params"}
+            "params", "decode_params", "mean_len"}
     out = {}
     for key, value in tree.items():
         if isinstance(value, dict):
@@ -618,17 +657,23 @@ ROWS = [  # (label, dotted key); rows a run lacks are left out
 ]
 
 
+def _lengths(results: dict) -> dict[str, float]:
+    """decode.NAME.mean_len -> mean output length (left out of the ratios: it is work, not speed)."""
+    return {f"decode.{name}.mean_len": float(d["mean_len"]) for name, d in results.get("decode", {}).items()}
+
+
 def format_table(report: dict) -> str:
     res = report["results"]
     has_ref = "reference" in res
     rows = list(ROWS)
     for name in res["attnmt"].get("decode", {}):
         rows += [(f"{name} sent/s", f"decode.{name}.sent_per_s"),
+                 (f"{name} mean output len", f"decode.{name}.mean_len"),
                  (f"{name} tgt tok/s", f"decode.{name}.tgt_tok_per_s"),
                  (f"{name} search-only sent/s", f"decode.{name}.search_sent_per_s"),
                  (f"{name} peak mem MiB", f"decode.{name}.peak_mem_mb")]
-    a = _numbers(res["attnmt"])
-    r = _numbers(res["reference"]) if has_ref else {}
+    a = _numbers(res["attnmt"]) | _lengths(res["attnmt"])
+    r = (_numbers(res["reference"]) | _lengths(res["reference"])) if has_ref else {}
     d, env = report["data"], report["env"]
     lines = [f"attnmt bench: {report['config']} ({report['arch']}) on {env['device']} ({env['device_name']}, "
              f"torch {env['torch']}, {env['threads']} threads)",
@@ -636,6 +681,10 @@ def format_table(report: dict) -> str:
              f"{d['batch_by']}; epoch {d['epoch_tgt_tokens']:,} tgt tokens"
              f"{' (scaled)' if d['epoch_estimated'] else ''}; decode {d['decode_sentences']} sentences",
              "", f"{'':26}{'attnmt':>14}" + (f"{'reference':>14}{'ratio':>9}" if has_ref else "")]
+    params = [res[side].get("params", res[side].get("decode_params")) for side in ("attnmt", "reference")
+              if side in res]
+    if params[0] is not None:
+        lines.append(f"{'parameters':26}{params[0]:>14,}" + (f"{params[1]:>14,}" if has_ref else ""))
     for label, key in rows:
         if key not in a:
             continue
@@ -646,6 +695,9 @@ def format_table(report: dict) -> str:
         lines.append(line)
     lines.append("ratio = attnmt / reference (rates: higher is faster; seconds, memory: lower is better)"
                  if has_ref else "")
+    for name, share in report.get("same_outputs", {}).items():
+        if share is not None:
+            lines.append(f"{name}: {100 * share:.1f}% of the sentences get the same translation from both")
     lines += [f"note: {n}" for n in report["notes"]]
     return "\n".join(lines)
 

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Time attention: a per-example Python loop vs the batched bmm path vs SDPA.
 
 Shapes: batch, src_len, tgt_len, hidden as in attnmt.attention. Two settings:

@@ -9,6 +9,8 @@ import importlib.util
 import json
 import math
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,7 +21,6 @@ from attnmt.config import Config
 from attnmt.data.batching import make_batches
 
 BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
-MULTI30K = Path(os.environ.get("ATTNMT_DATA", "/work/shared/data/multi30k"))
 TINY_RNN = ["model.emb_dim=8", "model.enc_hidden=8", "model.dec_hidden=16", "model.attn_dim=8"]
 TINY_TRANSFORMER = ["model.arch=transformer", "model.d_model=16", "model.heads=2", "model.ff_dim=32",
                     "model.enc_layers=1", "model.dec_layers=1"]
@@ -84,15 +85,28 @@ def test_bench_transformer_on_toy_corpus(tmp_path, toy_config):
     assert report["results"]["attnmt"]["train"]["epoch_s_measured"] > 0
 
 
-@pytest.mark.skipif(not (MULTI30K / "train.de.gz").exists(), reason="Multi30k is not available locally")
-def test_bench_multi30k_subset(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNMT_DATA", str(MULTI30K))
+def test_bench_multi30k_subset(tmp_path, monkeypatch, multi30k_dir):
+    monkeypatch.setenv("ATTNMT_DATA", str(multi30k_dir))
     config = Path(__file__).resolve().parents[1] / "configs" / "multi30k_rnn.yaml"
     report = _run(tmp_path, config, TINY_RNN, "--train-subset", "300", "--beams", "1", "--no-reference")
     assert report["data"]["train_pairs"] <= 300 and report["data"]["full_train_pairs"] == 29000
     assert report["data"]["epoch_estimated"] and report["data"]["epoch_tgt_tokens"] > 300_000
     assert report["results"]["attnmt"]["decode"]["greedy"]["tgt_tok_per_s"] > 0
     assert report["ratios"] == {} and "reference" not in report["results"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", ["quickstart_rnn.yaml", "multi30k_transformer.yaml"])
+def test_bench_full_size_configs_on_multi30k(tmp_path, monkeypatch, multi30k_dir, config):
+    """The shipped configs at full size on the whole corpus (minutes: `pytest -m slow`): both sides
+    train and decode models of one parameter count, the reference with attnmt's weights."""
+    monkeypatch.setenv("ATTNMT_DATA", str(multi30k_dir))
+    path = Path(__file__).resolve().parents[1] / "configs" / config
+    report = _run(tmp_path, path, [], "--spm-cache", str(tmp_path / "spm"), "--beams", "1")
+    attnmt, ref = (report["results"][side] for side in ("attnmt", "reference"))
+    assert report["data"]["full_train_pairs"] == 29000
+    assert attnmt["params"] == ref["params"] == attnmt["decode_params"] == ref["decode_params"] > 1_000_000
+    assert report["same_outputs"] == {"greedy": 1.0}  # random weights, one model: one translation
 
 
 def test_bench_needs_a_config(capsys):
@@ -163,8 +177,106 @@ def test_reference_decoding_shapes(ref, make):
 
 
 
+# ----------------------------------------------------------------------------- same weights, same model
+
+def _attnmt_rnn(**kw):
+    from attnmt.models.rnn import RNNSeq2Seq
+
+    torch.manual_seed(0)
+    return RNNSeq2Seq(12, 14, emb_dim=8, enc_hidden=6, dec_hidden=10, attn_dim=7, dropout=0.0, **kw).double().eval()
+
+
+def _attnmt_transformer(*, pre_norm=True, share=True, tie=True, vocab=(15, 15)):
+    from attnmt.models.transformer import TransformerSeq2Seq
+
+    torch.manual_seed(0)
+    model = TransformerSeq2Seq(*vocab, d_model=16, heads=2, ff_dim=24, enc_layers=2, dec_layers=2, dropout=0.0,
+                               pre_norm=pre_norm, share_embeddings=share, tie_embeddings=tie)
+    with torch.no_grad():  # attnmt zeroes the biases at init: make them count in the comparison
+        for name, param in model.named_parameters():
+            if name.endswith("bias"):
+                param.normal_(0, 0.1)
+    return model.double().eval()
+
+
+def _sources(lengths, vocab=12, seed=3):
+    """Random ids >= 4, padded: src_ids (batch, src_len), mask, lengths."""
+    gen = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor(lengths)
+    mask = torch.arange(int(lengths.max())) < lengths[:, None]  # (batch, src_len)
+    return torch.randint(4, vocab, mask.shape, generator=gen).masked_fill(~mask, 0), mask, lengths
+
+
+def test_rnn_reference_from_attnmt_has_the_same_logits():
+    """Same weights -> same logits on a padded batch, same parameter count."""
+    from attnmt.models import count_parameters
+
+    model = _attnmt_rnn()
+    ref = reference_rnn.from_attnmt(model).double().eval()
+    assert count_parameters(ref) == count_parameters(model)
+    src_ids, src_mask, lengths = _sources([6, 2, 4])
+    tgt_in = torch.randint(4, 14, (3, 5), generator=torch.Generator().manual_seed(4))
+    tgt_in[:, 0] = 2
+    with torch.no_grad():
+        expected = model(src_ids, src_mask, lengths, tgt_in).logits  # (batch, tgt_len, vocab)
+        got = ref(src_ids.t(), tgt_in.t(), 1.0).transpose(0, 1)
+    torch.testing.assert_close(got, expected, rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="Bahdanau attention, 1 encoder layer and an untied output"):
+        reference_rnn.from_attnmt(_attnmt_rnn(attention="luong-general"))
+
+
+@pytest.mark.parametrize("pre_norm,share,tie", [(True, True, True), (False, False, False), (True, False, True)])
+def test_transformer_reference_from_attnmt_has_the_same_logits(pre_norm, share, tie):
+    """Same weights -> same logits on a padded batch (real target positions), same parameters."""
+    from attnmt.models import count_parameters
+
+    model = _attnmt_transformer(pre_norm=pre_norm, share=share, tie=tie, vocab=(15, 15) if share else (13, 15))
+    ref = reference_transformer.from_attnmt(model).double().eval()
+    assert count_parameters(ref) == count_parameters(model)
+    assert (ref.tgt_tok_emb is ref.src_tok_emb) == share
+    assert (ref.generator.weight is ref.tgt_tok_emb.weight) == tie
+    src_ids, src_mask, lengths = _sources([7, 3, 5])
+    tgt_in = torch.randint(4, 15, (3, 6), generator=torch.Generator().manual_seed(4))
+    tgt_in[:, 0] = 2
+    tgt_in[1, 4:] = 0  # padding
+    with torch.no_grad():
+        expected = model(src_ids, src_mask, lengths, tgt_in).logits  # (batch, tgt_len, vocab)
+        got = ref(src_ids.t(), tgt_in.t(), 1.0).transpose(0, 1)
+    real = tgt_in != 0
+    torch.testing.assert_close(got[real], expected[real], rtol=1e-6, atol=1e-6)
+
+
+def test_transformer_reference_greedy_equals_attnmt_greedy():
+    """Same weights -> the same greedy translations, each searched to the same budget."""
+    from attnmt.search import greedy_search
+
+    model = _attnmt_transformer()
+    ref = reference_transformer.from_attnmt(model).double().eval()
+    src_ids, src_mask, lengths = _sources([7, 3, 5])
+    found = greedy_search(model, src_ids, src_mask, lengths, max_len_ratio=0.0, max_len_offset=9, bos_id=2,
+                          eos_id=3)
+    rows = reference_transformer.greedy_decode(ref, src_ids.t(), 9, bos_id=2, eos_id=3).t().tolist()
+    assert [row[: row.index(3)] if 3 in row else row for row in rows] == found.tokens
+
+
+@pytest.mark.parametrize("config", ["quickstart_rnn.yaml", "multi30k_rnn.yaml", "multi30k_transformer.yaml"])
+def test_reference_built_from_a_config_has_attnmt_parameter_count(config):
+    """Training throughput compares models of one size: build_reference matches build_model."""
+    from attnmt.config import load_config
+    from attnmt.models import build_model, count_parameters
+
+    cfg = load_config(Path(__file__).resolve().parents[1] / "configs" / config)
+    attnmt_model = build_model(cfg.model, 300, 300)
+    ref = bench.reference_module(cfg.model.arch).build_reference(cfg.model, 300, 300)
+    assert count_parameters(ref) == count_parameters(attnmt_model)
+
+
 @pytest.fixture
 def toy_run_dir(tmp_path, toy_config):
+    return _toy_run_dir(tmp_path, toy_config, TINY_RNN)
+
+
+def _toy_run_dir(tmp_path, toy_config, overrides):
     """A run directory as `attnmt train` writes it (config, pipeline, best.json, weights), with
     untrained weights: enough for Translator.load, in well under a second."""
     from attnmt.checkpoint import save_weights, write_json
@@ -174,7 +286,7 @@ def toy_run_dir(tmp_path, toy_config):
     from attnmt.models import build_model
     from attnmt.data.corpus import corpus_spec
 
-    cfg = load_config(toy_config, TINY_RNN)
+    cfg = load_config(toy_config, overrides)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     pipeline = TextPipeline.build(cfg.data, load_corpus(corpus_spec(cfg.data), "train"), cache_dir=run_dir)
@@ -198,3 +310,42 @@ def test_bench_decodes_a_checkpoint(tmp_path, toy_run_dir):
     assert report["results"]["attnmt"]["decode"]["greedy"]["sent_per_s"] > 0
     assert report["ratios"]["decode.greedy.sent_per_s"] > 0
     assert not any("lower bound" in note for note in report["notes"])
+
+
+@pytest.fixture
+def toy_transformer_run_dir(tmp_path, toy_config):
+    return _toy_run_dir(tmp_path, toy_config, TINY_TRANSFORMER)
+
+
+@pytest.mark.parametrize("arch", ["rnn", "transformer"])
+def test_reference_decodes_the_checkpoint_weights(tmp_path, request, arch):
+    """Same weights, same budgets: greedy (padded batches) and beam search give the same
+    translations on both sides, hence the same mean length."""
+    run_dir = request.getfixturevalue("toy_run_dir" if arch == "rnn" else "toy_transformer_run_dir")
+    out = tmp_path / "bench.json"
+    assert bench.main(["--decode-checkpoint", str(run_dir), "--device", "cpu", "--threads", "1", "--no-train",
+                       "--beams", "1", "3", "--decode-sentences", "6", "--decode-batch-size", "4", "--no-search-only",
+                       "--json", str(out), "-q"]) == 0
+    report = json.loads(out.read_text())
+    assert report["same_outputs"] == {"greedy": 1.0, "beam3": 1.0}
+    attnmt, ref = (report["results"][side] for side in ("attnmt", "reference"))
+    assert attnmt["decode_params"] == ref["decode_params"]
+    for name in ("greedy", "beam3"):
+        assert attnmt["decode"][name]["mean_len"] == ref["decode"][name]["mean_len"] > 0
+
+
+# ----------------------------------------------------------------------------- running the scripts
+
+@pytest.mark.parametrize("script", ["bench.py", "bench_attention.py"])
+def test_benchmark_scripts_run_as_commands(script):
+    """`benchmarks/bench.py ...` as the README writes it: a shebang and the run bit."""
+    path = BENCH_DIR / script
+    assert path.read_text(encoding="utf-8").startswith("#!/usr/bin/env python3\n")
+    assert os.access(path, os.X_OK)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make on this machine")
+def test_make_bench_runs_the_benchmark():
+    out = subprocess.run(["make", "-n", "bench"], cwd=BENCH_DIR.parent, capture_output=True, text=True,
+                         check=True).stdout
+    assert any(line.split()[1:2] == ["benchmarks/bench.py"] for line in out.splitlines() if line.strip())

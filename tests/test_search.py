@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from attnmt.models.rnn import RNNSeq2Seq
 from attnmt.search import beam_search, gnmt_penalty, greedy_search
 
+
 PAD, BOS, EOS = 0, 2, 3
 DIGITS = range(4, 14)  # ten digits after the four specials
 VOCAB = 14
@@ -61,8 +62,21 @@ def source(lengths) -> tuple[Tensor, Tensor, Tensor]:
     return torch.where(mask, 5, PAD), mask, lengths
 
 
+def gnmt_lp(length: int, alpha: float) -> float:
+    """Wu et al. 2016, eq. 14, written here independently of attnmt.search: lp(Y) = (5 + |Y|)^alpha / (5 + 1)^alpha."""
+    return (5 + length) ** alpha / 6 ** alpha
+
+
+def test_gnmt_penalty_follows_the_paper():
+    assert gnmt_lp(7, 1.0) == 2.0 and gnmt_lp(3, 0.0) == 1.0  # the oracle itself, by hand
+    for length in range(1, 30):
+        for alpha in (0.0, 0.6, 1.0, 2.5):
+            assert gnmt_penalty(length, alpha) == pytest.approx(gnmt_lp(length, alpha), rel=1e-12)
+
+
 def exhaustive_best(model: BigramModel, max_len: int, alpha: float, top: int):
-    """All sequences of at most max_len tokens: ended by eos, or cut at max_len; best first."""
+    """All sequences of at most max_len tokens: ended by eos, or cut at max_len; best first.
+    Scores use this file's own GNMT penalty (gnmt_lp), not the code's."""
     vocab = model.log_probs.shape[0]
     scored = []
     for length in range(1, max_len + 1):
@@ -72,11 +86,11 @@ def exhaustive_best(model: BigramModel, max_len: int, alpha: float, top: int):
             prev, logp = BOS, 0.0
             for token in seq:
                 logp, prev = logp + model.log_probs[prev, token].item(), token
-            scored.append((logp / gnmt_penalty(length, alpha), [t for t in seq if t != EOS]))
+            scored.append((logp / gnmt_lp(length, alpha), [t for t in seq if t != EOS]))
     return sorted(scored, key=lambda pair: pair[0], reverse=True)[:top]
 
 
-@pytest.mark.parametrize("alpha", [0.0, 1.0])
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
 @pytest.mark.parametrize("seed", range(3))
 def test_wide_beam_is_exhaustive_search(seed, alpha):
     model = random_bigram(seed)

@@ -14,7 +14,7 @@ from attnmt.data import corpus
 from attnmt.data.corpus import cache_dir, load_multi30k, multi30k_path
 from attnmt.errors import AttnmtError, DataError
 
-SHARED = Path("/work/shared/data/multi30k")
+VERIFIED = [f"{split}.{lang}" for split in ("train", "val", "test_2016_flickr") for lang in ("de", "en", "fr", "cs")]
 
 
 def gz(lines: list[str]) -> bytes:
@@ -168,16 +168,45 @@ def test_cache_dir_precedence(monkeypatch, tmp_path):
     assert cache_dir() == Path.home() / ".cache" / "attnmt"
 
 
-def test_known_checksums_cover_the_three_verified_splits():
-    expected = {f"{split}.{lang}.gz" for split in ("train", "val", "test_2016_flickr")
-                for lang in corpus.MULTI30K_LANGS}
-    assert set(corpus.MULTI30K_SHA256) == expected
+@pytest.mark.parametrize("name", VERIFIED)
+def test_registry_checksums_are_those_of_the_real_files(multi30k_dir, name):
+    """The registry's values (not only its keys), for all four languages: sha256 computed here,
+    independently, of the shared copy of the official files and of their uncompressed text."""
+    data = (multi30k_dir / f"{name}.gz").read_bytes()
+    assert corpus.MULTI30K_SHA256[f"{name}.gz"] == hashlib.sha256(data).hexdigest()
+    assert corpus.MULTI30K_SHA256_PLAIN[name] == hashlib.sha256(gzip.decompress(data)).hexdigest()
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="no local copy of Multi30k")
-def test_real_multi30k_val_through_ATTNMT_DATA(monkeypatch):
-    monkeypatch.setenv("ATTNMT_DATA", str(SHARED))
+def test_registries_cover_exactly_the_verified_splits():
+    assert set(corpus.MULTI30K_SHA256) == {f"{name}.gz" for name in VERIFIED}
+    assert set(corpus.MULTI30K_SHA256_PLAIN) == set(VERIFIED)
+
+
+def test_real_multi30k_val_through_ATTNMT_DATA(multi30k_dir, monkeypatch):
+    monkeypatch.setenv("ATTNMT_DATA", str(multi30k_dir))
     pairs = load_multi30k("val", "de", "en")
     assert len(pairs) == 1014
     assert pairs.src[0].startswith("Eine Gruppe von Männern")
     assert pairs.tgt[0].startswith("A group of men")
+
+
+def test_unzipped_file_under_ATTNMT_DATA_is_verified(tmp_path, monkeypatch, caplog):
+    text = "Ein Hund läuft.\nZwei Katzen.\n".encode("utf-8")
+    (tmp_path / "val.de").write_bytes(text)
+    monkeypatch.setenv("ATTNMT_DATA", str(tmp_path))
+    monkeypatch.setitem(corpus.MULTI30K_SHA256_PLAIN, "val.de", sha(text))
+    assert multi30k_path("val", "de") == tmp_path / "val.de"
+    monkeypatch.setitem(corpus.MULTI30K_SHA256_PLAIN, "val.de", sha(b"the official text"))
+    with pytest.raises(DataError, match=r"val\.de: sha256 [0-9a-f]{64}, expected"):
+        multi30k_path("val", "de")
+
+
+def test_file_without_checksum_under_ATTNMT_DATA_warns(tmp_path, monkeypatch, caplog):
+    (tmp_path / "test_2017_flickr.de").write_text("Ein Hund.\n", encoding="utf-8")
+    (tmp_path / "test_2017_flickr.en.gz").write_bytes(gz(["A dog."]))
+    monkeypatch.setenv("ATTNMT_DATA", str(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="attnmt.data.corpus"):
+        pairs = load_multi30k("test_2017_flickr", "de", "en")
+    assert pairs.src == ["Ein Hund."] and pairs.tgt == ["A dog."]
+    assert "test_2017_flickr.de has no known checksum: using it unverified" in caplog.text
+    assert "test_2017_flickr.en.gz has no known checksum: using it unverified" in caplog.text

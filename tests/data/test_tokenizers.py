@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 
-from attnmt.data import tokenizers
 from attnmt.data.tokenizers import (MosesTokenizer, SentencePieceTokenizer, Tokenizer, tokenizer_from_dict,
                                     train_sentencepiece)
 from attnmt.errors import DataError
@@ -59,9 +57,8 @@ def test_sentencepiece_trains_round_trips_and_is_cached(tmp_path, monkeypatch, m
 
     import sentencepiece as spm
     monkeypatch.setattr(spm.SentencePieceTrainer, "train", no_training)
-    start = time.perf_counter()
+    # a cache hit: the same file, and no training (no_training would raise)
     assert train_sentencepiece(texts, vocab_size=60, model_type=model_type, cache_dir=tmp_path) == model
-    assert time.perf_counter() - start < 1.0  # a cache hit: only hashing
 
 
 def test_sentencepiece_cache_key_depends_on_data_and_settings(tmp_path):
@@ -104,4 +101,3 @@ def test_tokenizer_from_dict_errors():
         tokenizer_from_dict({"type": "bpe"}, ".")
     with pytest.raises(DataError, match="missing key 'lang'"):
         tokenizer_from_dict({"type": "moses"}, ".")
-    assert tokenizers.SENTENCEPIECE_MODEL_TYPES == ("bpe", "unigram")

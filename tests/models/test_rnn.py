@@ -222,3 +222,33 @@ def test_misuse_raises_value_error():
     state = model.init_state(model.encode(src_ids, src_mask, lengths))
     with pytest.raises(ValueError, match="prev_ids must be"):
         model.decode_step(torch.tensor([2]), state)
+
+
+@pytest.mark.parametrize("ratio", [0.25, 0.5, 0.75])
+def test_teacher_forcing_mixes_gold_and_predicted_tokens(ratio):
+    """A probe on the decoder's embedding records the token fed at every step. The gold tokens
+    are one id the model can never predict (its output bias is -1e4), so each step's feed is
+    either provably gold or provably the previous step's argmax, and the share of gold steps
+    follows the ratio: over 400 coins, |share - ratio| < 0.1 is more than 4 standard deviations."""
+    model = tiny_model()
+    never = 7
+    with torch.no_grad():
+        model.decoder.generator.bias[never] = -1e4
+    src_ids, src_mask, lengths = padded_batch([5, 3])
+    tgt_len = 401
+    tgt_in = torch.full((2, tgt_len), never)
+    tgt_in[:, 0] = 2  # bos
+    fed = []
+    embed = model.decoder.embed
+    model.decoder.embed = lambda ids: fed.append(ids.clone()) or embed(ids)
+    torch.manual_seed(0)
+    logits = model(src_ids, src_mask, lengths, tgt_in, teacher_forcing=ratio).logits
+    assert len(fed) == tgt_len and torch.equal(fed[0], tgt_in[:, 0])
+    gold_steps = 0
+    for t in range(1, tgt_len):
+        if torch.equal(fed[t], tgt_in[:, t]):
+            gold_steps += 1
+        else:  # the model's own prediction, for the whole batch
+            assert torch.equal(fed[t], logits[:, t - 1].argmax(-1)), t
+            assert (fed[t] != never).all()
+    assert abs(gold_steps / (tgt_len - 1) - ratio) < 0.1

@@ -61,6 +61,23 @@ MULTI30K_SHA256 = {
     "val.fr.gz": "ca3106f1a72390591d25f6c45cb4cd39dec4cd3f123e099748a3ce5256c160e9",
 }
 
+# sha256 of the same files uncompressed (`gunzip -c <split>.<lang>.gz | sha256sum`), so that an
+# unzipped `<split>.<lang>` under ATTNMT_DATA is verified too.
+MULTI30K_SHA256_PLAIN = {
+    "test_2016_flickr.cs": "45adb85f688de8407fddcbe1b36dca15d12aab868149b337e2576f2d6d2ff8d8",
+    "test_2016_flickr.de": "4be6b5b3236b79c25475c6bb829800a7ce559e9ba7a1f6c2394fe4d40be46d16",
+    "test_2016_flickr.en": "399a4382932c1aadd3ceb9bef1008d388a64c76d4ae4e9d4728c6f4301cac182",
+    "test_2016_flickr.fr": "cb3160d69b002bb638e66cc7612fcd56cb0af82eadc9c142dedc438afb885ef6",
+    "train.cs": "2be68b38c8d586ff4f54eb13cc6e1baaaa053695b3f070d3038303a47f2268da",
+    "train.de": "2c2b73fd2b548fbcde3a875e0a78d6ee94d498bfdee6bd3eae3945779e9ddf72",
+    "train.en": "460a15fbd157e34a7a9957ee388c1ca247fe47af3ef25fb50442af6c274e0fc6",
+    "train.fr": "5925a3c18f1587b6b54b87743106e6e8ab93618edb6f65d19eac0621f853a10d",
+    "val.cs": "d53827e469b0a1ca8d57e9e26b2b64c4bc4b33f5479c7b03ae87ae5c882c3e33",
+    "val.de": "660e09eb7e1da2f856ea13ee5ad3cf6d36b3d5b0b733c857e94c5747a3dfc660",
+    "val.en": "1f2a23d992769b5b3d209b0a10dd0b77c08cceb1f20dfb97ed0aafa49d107227",
+    "val.fr": "5304e444d842e962b2dda4d816b70b22a1765b15401642b7ca37a67477e708dc",
+}
+
 
 @dataclass
 class ParallelCorpus:
@@ -275,10 +292,27 @@ def _check_split_lang(split: str, lang: str) -> str:
     return split
 
 
+def _verify_local(path: Path, expected: str | None) -> None:
+    """Check a file under ATTNMT_DATA against its known sha256, or warn that it cannot be checked.
+
+    Raises:
+        DataError: the checksum differs.
+    """
+    if expected is None:
+        logger.warning("%s has no known checksum: using it unverified", path)
+        return
+    if (actual := _sha256(path)) != expected:
+        raise DataError(f"{path}: sha256 {actual}, expected {expected}; "
+                        "is this the Multi30k task 1 raw file?")
+
+
 def multi30k_path(split: str, lang: str) -> Path:
     """Local path of the Multi30k task 1 file `<split>.<lang>.gz`, downloading it if needed.
 
-    Reads from `$ATTNMT_DATA` when set (never downloads then), else the verified cache.
+    Reads from `$ATTNMT_DATA` when set (never downloads then), else the verified cache. Under
+    ATTNMT_DATA an unzipped `<split>.<lang>` is used when the `.gz` is missing; either is checked
+    against its sha256 (`MULTI30K_SHA256`, `MULTI30K_SHA256_PLAIN`), and a file of a split with
+    no known checksum is used with a warning.
 
     Raises:
         DataError: unknown split/language, missing file, checksum mismatch, failed download.
@@ -291,13 +325,12 @@ def multi30k_path(split: str, lang: str) -> Path:
         path = Path(data_dir).expanduser() / filename
         if not path.is_file():
             plain = path.with_suffix("")
-            if plain.is_file():
+            if plain.is_file():  # an unzipped copy: verified against the uncompressed checksum
+                _verify_local(plain, MULTI30K_SHA256_PLAIN.get(plain.name))
                 return plain
             raise DataError(f"{path}: file not found (ATTNMT_DATA={data_dir} is set, so nothing is "
                             f"downloaded; put {filename} there or unset ATTNMT_DATA)")
-        if expected is not None and (actual := _sha256(path)) != expected:
-            raise DataError(f"{path}: sha256 {actual}, expected {expected}; "
-                            "is this the Multi30k task 1 raw file?")
+        _verify_local(path, expected)
         return path
 
     path = cache_dir() / "multi30k" / filename
