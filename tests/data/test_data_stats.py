@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -11,8 +10,6 @@ import pytest
 from attnmt.cli import main
 from attnmt.data.stats import percentile
 
-# read at import: the data tests' autouse fixture clears ATTNMT_DATA for each test
-SHARED = Path(os.environ.get("ATTNMT_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data" / "multi30k")
 
 
 def test_percentile_nearest_rank():
@@ -146,9 +143,8 @@ def test_lowercase_with_sentencepiece_is_refused(tmp_path, capsys):
     assert "--lowercase applies to --tokenizer moses only" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="no local copy of Multi30k")
-def test_stats_multi30k_val(monkeypatch, capsys):
-    monkeypatch.setenv("ATTNMT_DATA", str(SHARED))
+def test_stats_multi30k_val(monkeypatch, capsys, multi30k_dir):
+    monkeypatch.setenv("ATTNMT_DATA", str(multi30k_dir))
     assert main(["data", "stats", "--splits", "val", "test_2016_flickr"]) == 0
     out = capsys.readouterr().out
     assert "1,014" in out and "test_2016_flickr" in out
