@@ -62,17 +62,16 @@ def test_bench_decode_smoke(tmp_path, toy_config, arch, capsys):
     assert report["sentences"] == 6 and report["env"]["threads"] == 1
     rows = {(row["engine"], row["beam"]): row for row in report["rows"]}
     for beam in (1, 5):
-        row = rows[("native", beam)]
-        assert row["sentences"] == 6 and row["tgt_tokens"] > 0
-        for key in ("sent_per_s", "tgt_tok_per_s", "mean_output_len", "seconds"):
-            assert row[key] > 0, (beam, key)
+        row = rows[("native", beam)]  # untrained weights: the output may be empty (eos first)
+        assert row["sentences"] == 6 and row["sent_per_s"] > 0 and row["seconds"] > 0
+        assert row["tgt_tok_per_s"] == pytest.approx(row["tgt_tokens"] / row["seconds"], rel=0.01, abs=0.1)
         assert row["mean_output_len"] == pytest.approx(row["tgt_tokens"] / 6, abs=0.01)
     why_not = bench_decode.ct2_unavailable(run_dir)
     for engine in ("ct2-float32", "ct2-int8"):
         if why_not is None:
             for beam in (1, 5):
                 row = rows[(engine, beam)]
-                assert row["sent_per_s"] > 0 and row["tgt_tok_per_s"] > 0
+                assert row["sent_per_s"] > 0 and row["tgt_tok_per_s"] >= 0
                 assert 0.0 <= row["same_tokens_as_native"] <= 1.0
         else:
             assert report["skipped"][engine] == why_not
