@@ -126,6 +126,8 @@ def run_bench(args: argparse.Namespace) -> dict:
                     "sentences": len(sentences), "batch_size": args.batch_size, "repeats": args.repeats,
                     "env": environment(args.threads), "rows": [], "skipped": {}}
     native_tokens: dict[int, list[list[str]]] = {}
+    best = run_dir / "best.json"
+    checkpoint = best.read_text(encoding="utf-8") if best.exists() else None
     why_not = ct2_unavailable(run_dir) if any(e != "native" for e in args.engines) else None
     with tempfile.TemporaryDirectory(prefix="attnmt-bench-decode-") as scratch:
         export_root = Path(args.export_dir) if args.export_dir else Path(scratch)
@@ -158,6 +160,10 @@ def run_bench(args: argparse.Namespace) -> dict:
                     figures["same_tokens_as_native"] = round(same / max(len(tokens), 1), 4)
                 report["rows"].append({"engine": engine, **figures})
             del translator
+    if best.exists() and best.read_text(encoding="utf-8") != checkpoint:
+        report["warning"] = ("the run's best.json changed during the benchmark (is it still training?): "
+                             "the engines may have decoded different weights")
+        log.warning(report["warning"])
     return report
 
 
@@ -174,6 +180,8 @@ def format_table(report: dict) -> str:
                      f"{row['mean_output_len']:>10.2f}{row['seconds']:>9.2f}"
                      f"{(f'{100 * same:.1f}%' if same is not None else '-'):>10}")
     lines += [f"{engine}: skipped: {why}" for engine, why in report["skipped"].items()]
+    if "warning" in report:
+        lines.append(f"warning: {report['warning']}")
     lines.append("tokenizing and detokenizing included; loading and export excluded; '= native': share of "
                  "sentences with the native engine's tokens at the same beam")
     return "\n".join(lines)
