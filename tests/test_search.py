@@ -46,7 +46,7 @@ class BigramModel(nn.Module):
         mask = state["src_mask"].double()
         return self.log_probs[prev_ids], state, mask / mask.sum(-1, keepdim=True)
 
-    def reorder_state(self, state, index):
+    def reorder_state(self, state, index, *, within_sentences=False):
         return {name: value.index_select(0, index) for name, value in state.items()}
 
 
@@ -266,7 +266,28 @@ def test_finished_sentences_leave_the_beam(reverser, monkeypatch):
     pick = torch.tensor([short, long])
     rows = []
     reorder = reverser.reorder_state
-    monkeypatch.setattr(reverser, "reorder_state", lambda state, index: rows.append(len(index))
-                        or reorder(state, index))
+    monkeypatch.setattr(reverser, "reorder_state", lambda state, index, **kw: rows.append(len(index))
+                        or reorder(state, index, **kw))
     beam_search(reverser, src_ids[pick], src_mask[pick], lengths[pick], beam_size=3)
     assert rows[0] == 6 and rows[-1] == 3  # both sentences, then the long one alone
+
+
+def test_greedy_drops_finished_sentences_without_changing_results(monkeypatch):
+    """Rows that ended leave the greedy batch at each check; the results stay those of a search
+    that keeps every row to the end (check_every past the budget: no check at all)."""
+    log_probs = torch.randn(6, 6, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    log_probs[:, EOS] = -1e9  # never eos: each sentence runs to its own budget
+    model = BigramModel(log_probs.log_softmax(-1))
+    src = source([1, 4, 2, 6])  # budgets 1 + 2 * len: 3, 9, 5, 13 steps
+    sizes = []
+    reorder = model.reorder_state
+    monkeypatch.setattr(model, "reorder_state", lambda state, index, **kw: sizes.append(len(index))
+                        or reorder(state, index, **kw))
+    compacted = greedy_search(model, *src, max_len_ratio=2.0, max_len_offset=1, check_every=4)
+    assert sizes == [3, 2, 1]  # after steps 4, 8 and 12: the 3-, 5- and 9-step sentences left
+    kept = greedy_search(model, *src, max_len_ratio=2.0, max_len_offset=1, check_every=100)
+    assert [len(t) for t in compacted.tokens] == [3, 9, 5, 13]
+    assert compacted.tokens == kept.tokens
+    assert compacted.log_probs == kept.log_probs
+    for a, b in zip(compacted.attention, kept.attention):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)

@@ -8,7 +8,9 @@ Shapes:
 
 The model interface (docs/architecture.md): ``encode(src_ids, src_mask, src_lengths)``,
 ``init_state(enc) -> dict`` (batch on dim 0), ``decode_step(prev_ids, state) -> (logits, state,
-attn)`` and ``reorder_state(state, index)``. Search never looks inside the state.
+attn)`` and ``reorder_state(state, index, *, within_sentences=False)`` (True: the index only
+moves rows among their own sentence's beams, so the source side may stay in place). Search
+never looks inside the state.
 
 Conventions of both searches:
     * A sentence may produce at most ``floor(max_len_ratio * src_len + max_len_offset)`` tokens
@@ -110,9 +112,11 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
                   eos_id: int = 3, check_every: int = 8) -> SearchResult:
     """Pick the most probable token at every step, for the whole batch at once.
 
-    The step loop does no host synchronisation except ``finished.all()`` every ``check_every``
-    steps, to leave early once every sentence has ended (plus one before the loop, to size it).
-    Finished sentences keep being computed (their outputs are ignored) until then.
+    Every ``check_every`` steps the host reads how many sentences have ended (the loop's only
+    host synchronisation, plus one before it, to size the outputs): the search stops when all
+    have, and otherwise drops the finished ones from the batch (``model.reorder_state``), so
+    that long sentences do not keep short ones' rows computed to the end. Between checks,
+    finished rows are computed and their outputs ignored.
 
     Args:
         model: encoder-decoder with the search interface.
@@ -135,25 +139,40 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         return SearchResult([], [], [], [], [])
     with _eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
-        max_lens = output_budget(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
-        prev_ids = torch.full((batch,), bos_id, dtype=torch.long, device=device)
-        finished = torch.zeros(batch, dtype=torch.bool, device=device)
-        lengths = torch.zeros(batch, dtype=torch.long, device=device)
-        log_probs = torch.zeros(batch, device=device)
-        tokens, weights = [], []
-        for t in range(int(max_lens.max())):
-            logits, state, attn = model.decode_step(prev_ids, state)
-            best_logp, prev_ids = _log_softmax(logits).max(dim=-1)  # (batch,)
+        budgets = output_budget(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
+        steps = int(budgets.max())
+        # outputs per sentence, written at the rows' sentences: (batch, steps), (batch, steps, src_len)
+        tokens = torch.full((batch, steps), eos_id, dtype=torch.long, device=device)
+        attention: Tensor | None = None  # allocated at the first step, in the model's dtypes
+        log_probs: Tensor | None = None  # (batch,)
+        lengths = torch.zeros(batch, dtype=torch.long, device=device)  # (batch,)
+        # the rows still decoded: their sentence, budget, previous token, and whether they ended
+        rows = torch.arange(batch, device=device)  # (n,)
+        row_budgets, prev_ids = budgets, torch.full((batch,), bos_id, dtype=torch.long, device=device)
+        finished = torch.zeros(batch, dtype=torch.bool, device=device)  # (n,)
+        for t in range(steps):
+            logits, state, attn = model.decode_step(prev_ids, state)  # (n, vocab), (n, src_len)
+            best_logp, prev_ids = _log_softmax(logits).max(dim=-1)  # (n,)
+            if attention is None:
+                attention = attn.new_zeros(batch, steps, attn.shape[-1])
+                log_probs = best_logp.new_zeros(batch)
             alive = finished.logical_not()
-            lengths += alive
-            log_probs = log_probs + torch.where(alive, best_logp, 0.0)
-            tokens.append(prev_ids)
-            weights.append(attn)
-            finished |= (prev_ids == eos_id) | (t + 1 >= max_lens)
-            if (t + 1) % check_every == 0 and bool(finished.all()):
-                break
-        token_rows = torch.stack(tokens, dim=1).tolist()  # (batch, t)
-        attention = torch.stack(weights, dim=1).cpu()  # (batch, t, src_len)
+            lengths.index_add_(0, rows, alive.long())
+            log_probs.index_add_(0, rows, torch.where(alive, best_logp, 0.0))
+            tokens[:, t].index_copy_(0, rows, prev_ids)
+            attention[:, t].index_copy_(0, rows, attn)
+            finished |= (prev_ids == eos_id) | (t + 1 >= row_budgets)
+            if (t + 1) % check_every == 0 and t + 1 < steps:
+                n_finished = int(finished.sum())  # host sync
+                if n_finished == finished.shape[0]:
+                    break
+                if n_finished:  # drop the finished rows: (n,) -> (n_keep,)
+                    keep = finished.logical_not().nonzero().squeeze(1)
+                    state = model.reorder_state(state, keep)
+                    rows, row_budgets, prev_ids = rows[keep], row_budgets[keep], prev_ids[keep]
+                    finished = finished[keep]
+        token_rows = tokens.tolist()  # (batch, steps)
+        attention = attention.cpu()  # (batch, steps, src_len)
     nbest = []
     for row, n, src_n, logp, attn in zip(token_rows, lengths.tolist(), src_lengths.tolist(),
                                          log_probs.tolist(), attention):
@@ -250,7 +269,8 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
                 break
             live_rows = top_rows.gather(1, live_pos)[keep].view(-1)  # (n_keep*beam,)
             live_tokens = top_tokens.gather(1, live_pos)[keep].view(-1)  # (n_keep*beam,)
-            state = model.reorder_state(state, live_rows)
+            # the same sentences: hypotheses move within them, the source side stays in place
+            state = model.reorder_state(state, live_rows, within_sentences=keep.numel() == n)
             history = torch.cat([history[live_rows], live_tokens.unsqueeze(1)], 1)  # (rows, t+1)
             attn_history = attn_history[live_rows]
             beam_scores, prev_ids = live_scores[keep], live_tokens

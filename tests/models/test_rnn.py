@@ -6,6 +6,7 @@ from torch import nn
 
 from attnmt.attention import AdditiveAttention
 from attnmt.models.rnn import ATTENTION_TYPES, GRUEncoder, RNNSeq2Seq
+from attnmt.search import tile_index
 
 SRC_VOCAB, TGT_VOCAB, PAD = 11, 13, 0
 
@@ -252,3 +253,21 @@ def test_teacher_forcing_mixes_gold_and_predicted_tokens(ratio):
             assert torch.equal(fed[t], logits[:, t - 1].argmax(-1)), t
             assert (fed[t] != never).all()
     assert abs(gold_steps / (tgt_len - 1) - ratio) < 0.1
+
+
+@pytest.mark.parametrize("attention", ATTENTION_TYPES)
+def test_reorder_within_sentences_keeps_the_source_side(attention):
+    """Beam search's reorder of an unchanged set of sentences may leave the source side in place:
+    the result equals the full reorder."""
+    model = tiny_model(attention)
+    src_ids, src_mask, lengths = padded_batch([5, 3])
+    state = model.init_state(model.encode(src_ids, src_mask, lengths))
+    state = model.reorder_state(state, tile_index(2, 3))  # rows = 2 sentences x 3 beams
+    _, state, _ = model.decode_step(torch.tensor([2, 4, 5, 2, 6, 7]), state)
+    index = torch.tensor([2, 2, 0, 4, 3, 5])  # each row from a row of its own sentence
+    full = model.reorder_state(state, index)
+    kept = model.reorder_state(state, index, within_sentences=True)
+    assert kept.keys() == full.keys()
+    for name in full:
+        torch.testing.assert_close(kept[name], full[name], atol=0, rtol=0)
+    assert kept["enc_states"] is state["enc_states"]  # not copied

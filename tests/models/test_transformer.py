@@ -13,7 +13,7 @@ from attnmt.attention import MultiHeadAttention, lengths_to_mask
 from attnmt.config import config_from_dict
 from attnmt.errors import ConfigError
 from attnmt.models.transformer import TransformerSeq2Seq, sinusoidal_positions
-from attnmt.search import beam_search, greedy_search
+from attnmt.search import beam_search, greedy_search, tile_index
 
 SRC_VOCAB, TGT_VOCAB, PAD, BOS, EOS = 11, 13, 0, 2, 3
 
@@ -320,3 +320,22 @@ search:
     assert main(["attention", str(run_dir), "Hund katze haus .", "-o", str(png), "--layer", "1",
                  "--head", "2"]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_reorder_within_sentences_keeps_the_source_side():
+    """Beam search's reorder of an unchanged set of sentences may leave the source side in place:
+    the result equals the full reorder, and decoding goes on the same."""
+    model = tiny_model()
+    src_ids, src_mask, lengths = padded_batch([5, 3])
+    state = model.init_state(model.encode(src_ids, src_mask, lengths))
+    state = model.reorder_state(state, tile_index(2, 3))  # rows = 2 sentences x 3 beams
+    _, state, _ = model.decode_step(torch.tensor([BOS, 4, 5, BOS, 6, 7]), state)
+    index = torch.tensor([2, 2, 0, 4, 3, 5])  # each row from a row of its own sentence
+    full = model.reorder_state(state, index)
+    kept = model.reorder_state(state, index, within_sentences=True)
+    assert kept.keys() == full.keys()
+    for name in full:
+        torch.testing.assert_close(kept[name], full[name], atol=0, rtol=0)
+    assert kept["cross_k.0"] is state["cross_k.0"]  # not copied
+    prev_ids = torch.tensor([4, 5, 6, 7, 8, 9])
+    torch.testing.assert_close(model.decode_step(prev_ids, kept)[0], model.decode_step(prev_ids, full)[0])

@@ -29,6 +29,7 @@ __all__ = ["EncoderOutput", "ModelOutput", "DecoderStep", "GRUEncoder", "Attenti
 ATTENTION_TYPES = ("bahdanau", "luong-dot", "luong-general")
 
 State = dict[str, Tensor]
+SOURCE_ENTRIES = ("enc_states", "src_mask", "proj_keys")  # state that depends only on the source
 
 
 class EncoderOutput(NamedTuple):
@@ -270,9 +271,16 @@ class RNNSeq2Seq(nn.Module):
         return self.decoder.generate(step.features), step.state, step.weights
 
     @staticmethod
-    def reorder_state(state: State, index: Tensor) -> State:
-        """Select rows (beams) of every state tensor: index (n,) -> each tensor (n, ...)."""
-        return {name: value.index_select(0, index) for name, value in state.items()}
+    def reorder_state(state: State, index: Tensor, *, within_sentences: bool = False) -> State:
+        """Select rows (beams) of every state tensor: index (n,) -> each tensor (n, ...).
+
+        ``within_sentences=True`` promises that every row is taken from a row of its own
+        sentence, and that all rows of a sentence hold the same source (beam search reordering
+        the hypotheses of an unchanged set of sentences): the source side (``enc_states``,
+        ``src_mask``, ``proj_keys``) is then kept as it is instead of copied.
+        """
+        return {name: value if within_sentences and name in SOURCE_ENTRIES
+                else value.index_select(0, index) for name, value in state.items()}
 
     def forward(self, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, tgt_in: Tensor, *,
                 teacher_forcing: float = 1.0) -> ModelOutput:

@@ -152,6 +152,11 @@ class DecoderLayer(_Sublayers):
         return self.residual(x, self.feed_forward(h), self.ff_norm), (k, v), weights
 
 
+def _is_source_entry(name: str) -> bool:
+    """State entries that depend only on the source sentence, not on the hypothesis."""
+    return name == "src_mask" or name.startswith("cross_")
+
+
 class TransformerSeq2Seq(nn.Module):
     """Encoder-decoder Transformer, Vaswani et al. 2017 (sec. 3), with the search interface.
 
@@ -282,13 +287,15 @@ class TransformerSeq2Seq(nn.Module):
         return EncoderOutput(self.encoder_norm(x), src_mask, None)
 
     def init_state(self, enc: EncoderOutput) -> State:
-        """Decoder state, batch on dim 0: enc_states, src_mask, and per layer i the cross-attention
+        """Decoder state, batch on dim 0: src_mask, and per layer i the cross-attention
         ``cross_k.i``/``cross_v.i`` (projected once here) and empty self-attention caches
         ``self_k.i``/``self_v.i``, each (batch, heads, len, head_dim)."""
-        state = {"enc_states": enc.states, "src_mask": enc.mask}
+        state = {"src_mask": enc.mask}
         batch, head_dim = enc.states.shape[0], self.d_model // self.heads
         for i, layer in enumerate(self.decoder_layers):
-            state[f"cross_k.{i}"], state[f"cross_v.{i}"] = layer.cross_attn.project_kv(enc.states)
+            k, v = layer.cross_attn.project_kv(enc.states)  # (batch, heads, src_len, head_dim)
+            # contiguous once here: the heads view would make every step's matmul copy k and v
+            state[f"cross_k.{i}"], state[f"cross_v.{i}"] = k.contiguous(), v.contiguous()
             empty = enc.states.new_zeros(batch, self.heads, 0, head_dim)  # (batch, heads, 0, head_dim)
             state[f"self_k.{i}"], state[f"self_v.{i}"] = empty, empty
         return state
@@ -336,9 +343,16 @@ class TransformerSeq2Seq(nn.Module):
         return logits.squeeze(1), state, attn.squeeze(1)  # (batch, vocab), (batch, src_len)
 
     @staticmethod
-    def reorder_state(state: State, index: Tensor) -> State:
-        """Select rows (beams) of every state tensor: index (n,) -> each tensor (n, ...)."""
-        return {name: value.index_select(0, index) for name, value in state.items()}
+    def reorder_state(state: State, index: Tensor, *, within_sentences: bool = False) -> State:
+        """Select rows (beams) of every state tensor: index (n,) -> each tensor (n, ...).
+
+        ``within_sentences=True`` promises that every row is taken from a row of its own
+        sentence, and that all rows of a sentence hold the same source (beam search reordering
+        the hypotheses of an unchanged set of sentences): the source side (``src_mask``,
+        ``cross_k.i``, ``cross_v.i``) is then kept as it is instead of copied.
+        """
+        return {name: value if within_sentences and _is_source_entry(name)
+                else value.index_select(0, index) for name, value in state.items()}
 
     def forward(self, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, tgt_in: Tensor, *,
                 teacher_forcing: float = 1.0, need_attention: bool = False) -> ModelOutput:

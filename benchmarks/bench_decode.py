@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Decoding speed of a trained run: the native engine, CTranslate2 float32 and CTranslate2 int8.
+
+For every engine and beam size it translates a whole test split (test_2016_flickr by default)
+through ``Translator.translate``, tokenizing and detokenizing included, loading and export
+excluded, after one warm-up call on the first sentences, and reports sentences/s, output
+tokens/s and the mean output length (the median of ``--repeats`` timings). The CTranslate2 rows
+export the run with ``attnmt export RUN_DIR -o DIR --quantization Q`` and load the folder with
+``Translator.load(DIR, engine="ctranslate2")``; where that is not possible (no ctranslate2, a
+version of attnmt without the engine, an RNN run) the row is skipped and says why. Each
+CTranslate2 row also gives the share of sentences whose tokens equal the native engine's at the
+same beam size.
+
+    benchmarks/bench_decode.py RUN_DIR [--beams 1 5] [--threads 2] [--repeats 1] \\
+        [--engines native ct2-float32 ct2-int8] [--sentences N] [--json bench_decode.json]
+
+Shapes: none; everything goes through the translator's text interface.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import logging
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from attnmt.config import load_saved_config
+from attnmt.data.corpus import corpus_spec, load_corpus
+from attnmt.errors import AttnmtError
+from attnmt.translator import Translator
+
+log = logging.getLogger("attnmt.bench_decode")
+
+SCHEMA = "attnmt-bench-decode/1"
+ENGINES = ("native", "ct2-float32", "ct2-int8")
+WARMUP_SENTENCES = 16
+
+
+def cpu_name() -> str:
+    """The processor's model name (Linux), else what platform knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def environment(threads: int) -> dict:
+    env = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "python": platform.python_version(),
+           "torch": torch.__version__, "platform": platform.platform(), "cpu": cpu_name(),
+           "cpu_count": os.cpu_count(), "threads": threads}
+    try:
+        import ctranslate2
+
+        env["ctranslate2"] = ctranslate2.__version__
+    except ImportError:
+        env["ctranslate2"] = None
+    return env
+
+
+def ct2_unavailable(run_dir: Path) -> str | None:
+    """Why the CTranslate2 rows cannot run, or None when they can."""
+    try:
+        import ctranslate2  # noqa: F401
+    except ImportError:
+        return "the ctranslate2 package is not installed"
+    if "engine" not in inspect.signature(Translator.load).parameters:
+        return "this attnmt has no CTranslate2 engine (Translator.load takes no engine=)"
+    arch = load_saved_config(run_dir / "config.json").model.arch
+    if arch != "transformer":
+        return f"CTranslate2 has no {arch.upper()} models: only Transformer runs can be exported"
+    return None
+
+
+def export(run_dir: Path, out_dir: Path, quantization: str) -> None:
+    """`attnmt export RUN_DIR -o OUT_DIR --quantization Q`, in a child process of this Python."""
+    command = [sys.executable, "-m", "attnmt", "export", str(run_dir), "-o", str(out_dir),
+               "--quantization", quantization]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise AttnmtError(f"attnmt export --quantization {quantization} failed: {' / '.join(tail)}")
+
+
+def time_engine(translator: Translator, sentences: list[str], *, beam: int, batch_size: int,
+                repeats: int) -> tuple[dict, list[list[str]]]:
+    """Translate `sentences` `repeats` times after a warm-up; figures of the median run and the
+    output tokens per sentence."""
+    translator.translate(sentences[:WARMUP_SENTENCES], beam_size=beam, batch_size=batch_size)
+    seconds, results = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        results = translator.translate(sentences, beam_size=beam, batch_size=batch_size)
+        seconds.append(time.perf_counter() - start)
+    sec = statistics.median(seconds)
+    tokens = sum(len(r.tokens) for r in results)
+    n = len(sentences)
+    figures = {"beam": beam, "sentences": n, "tgt_tokens": tokens, "seconds": round(sec, 3),
+               "all_seconds": [round(s, 3) for s in seconds], "sent_per_s": round(n / sec, 2),
+               "tgt_tok_per_s": round(tokens / sec, 1), "mean_output_len": round(tokens / max(n, 1), 2)}
+    return figures, [r.tokens for r in results]
+
+
+def run_bench(args: argparse.Namespace) -> dict:
+    """Every row of one invocation; returns the JSON-ready report."""
+    run_dir = Path(args.run_dir)
+    cfg = load_saved_config(run_dir / "config.json")
+    sentences = list(load_corpus(corpus_spec(cfg.data), args.split).src)
+    if args.sentences:
+        sentences = sentences[: args.sentences]
+    torch.set_num_threads(args.threads)
+    report: dict = {"schema": SCHEMA, "run_dir": str(run_dir), "arch": cfg.model.arch, "split": args.split,
+                    "sentences": len(sentences), "batch_size": args.batch_size, "repeats": args.repeats,
+                    "env": environment(args.threads), "rows": [], "skipped": {}}
+    native_tokens: dict[int, list[list[str]]] = {}
+    best = run_dir / "best.json"
+    checkpoint = best.read_text(encoding="utf-8") if best.exists() else None
+    why_not = ct2_unavailable(run_dir) if any(e != "native" for e in args.engines) else None
+    with tempfile.TemporaryDirectory(prefix="attnmt-bench-decode-") as scratch:
+        export_root = Path(args.export_dir) if args.export_dir else Path(scratch)
+        for engine in args.engines:
+            if engine != "native" and why_not:
+                report["skipped"][engine] = why_not
+                log.warning("%s skipped: %s", engine, why_not)
+                continue
+            try:
+                if engine == "native":
+                    translator = Translator.load(run_dir, device="cpu")
+                else:
+                    quantization = engine.split("-", 1)[1]
+                    folder = export_root / f"{run_dir.name}-ct2-{quantization}"
+                    if not (folder / "model.bin").exists():
+                        export(run_dir, folder, quantization)
+                    translator = Translator.load(folder, device="cpu", engine="ctranslate2")
+            except (AttnmtError, OSError, ValueError) as err:
+                report["skipped"][engine] = str(err)
+                log.warning("%s skipped: %s", engine, err)
+                continue
+            for beam in args.beams:
+                log.info("%s, beam %d: %d sentences", engine, beam, len(sentences))
+                figures, tokens = time_engine(translator, sentences, beam=beam, batch_size=args.batch_size,
+                                              repeats=args.repeats)
+                if engine == "native":
+                    native_tokens[beam] = tokens
+                elif beam in native_tokens:
+                    same = sum(a == b for a, b in zip(tokens, native_tokens[beam]))
+                    figures["same_tokens_as_native"] = round(same / max(len(tokens), 1), 4)
+                report["rows"].append({"engine": engine, **figures})
+            del translator
+    if best.exists() and best.read_text(encoding="utf-8") != checkpoint:
+        report["warning"] = ("the run's best.json changed during the benchmark (is it still training?): "
+                             "the engines may have decoded different weights")
+        log.warning(report["warning"])
+    return report
+
+
+def format_table(report: dict) -> str:
+    env = report["env"]
+    lines = [f"attnmt bench_decode: {report['run_dir']} ({report['arch']}), {report['split']}, "
+             f"{report['sentences']} sentences, batch {report['batch_size']}",
+             f"{env['cpu']}, {env['threads']} threads, torch {env['torch']}, ctranslate2 {env['ctranslate2']}, "
+             f"{env['date']}", "",
+             f"{'engine':14}{'beam':>5}{'sent/s':>10}{'out tok/s':>11}{'mean len':>10}{'seconds':>9}{'= native':>10}"]
+    for row in report["rows"]:
+        same = row.get("same_tokens_as_native")
+        lines.append(f"{row['engine']:14}{row['beam']:>5}{row['sent_per_s']:>10,.1f}{row['tgt_tok_per_s']:>11,.0f}"
+                     f"{row['mean_output_len']:>10.2f}{row['seconds']:>9.2f}"
+                     f"{(f'{100 * same:.1f}%' if same is not None else '-'):>10}")
+    lines += [f"{engine}: skipped: {why}" for engine, why in report["skipped"].items()]
+    if "warning" in report:
+        lines.append(f"warning: {report['warning']}")
+    lines.append("tokenizing and detokenizing included; loading and export excluded; '= native': share of "
+                 "sentences with the native engine's tokens at the same beam")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bench_decode", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dir", help="a training run (written by attnmt train)")
+    p.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    p.add_argument("--beams", type=int, nargs="+", default=[1, 5], help="beam sizes (1 = greedy)")
+    p.add_argument("--split", default="test_2016_flickr", help="the split to translate (own data: test)")
+    p.add_argument("--sentences", type=int, default=None, help="only the first N sentences (smoke runs)")
+    p.add_argument("--batch-size", type=int, default=64, help="sentences per batch, as in Translator.translate")
+    p.add_argument("--threads", type=int, default=2, help="CPU threads for torch (and the engine, which follows it)")
+    p.add_argument("--repeats", type=int, default=1, help="timed runs per row; the median is reported")
+    p.add_argument("--export-dir", default=None,
+                   help="keep the exported CTranslate2 folders here (reused when present; default: a temporary folder)")
+    p.add_argument("--json", default="bench_decode.json", metavar="PATH", help="where the JSON report goes")
+    p.add_argument("-q", "--quiet", action="store_true", help="no table")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`benchmarks/bench_decode.py RUN_DIR ...`; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    if min(args.beams + [args.repeats, args.batch_size, args.threads]) < 1:
+        print("bench_decode: error: --beams, --repeats, --batch-size and --threads must be >= 1", file=sys.stderr)
+        return 2
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    previous_threads = torch.get_num_threads()
+    try:
+        report = run_bench(args)
+    except AttnmtError as err:
+        print(f"bench_decode: error: {err}", file=sys.stderr)
+        return 2
+    finally:
+        torch.set_num_threads(previous_threads)  # callers (tests) keep their setting
+    if not args.quiet:
+        print(format_table(report))
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
