@@ -176,7 +176,8 @@ def exact_match(result, tgt_out, lengths) -> float:
 
 @pytest.fixture(scope="module")
 def reverser():
-    """A small Bahdanau model trained until it reverses held-out strings (or a time budget ends)."""
+    """A small Bahdanau model trained until it reverses held-out strings (at most 2000 updates:
+    a fixed, seeded schedule, so the outcome does not depend on the machine's speed)."""
     torch.manual_seed(0)
     model = RNNSeq2Seq(VOCAB, VOCAB, emb_dim=32, enc_hidden=32, dec_hidden=64, attn_dim=32,
                        dropout=0.0)
@@ -185,7 +186,7 @@ def reverser():
     val_gen = torch.Generator().manual_seed(1)
     val_src_ids, val_mask, val_lengths, _, val_out = reversal_batch(val_gen, 200)
     start, step, accuracy = time.monotonic(), 0, 0.0
-    while time.monotonic() - start < 60 and step < 2000:
+    while step < 2000:
         src_ids, src_mask, lengths, tgt_in, tgt_out = reversal_batch(gen, 64)
         model.train()
         logits = model(src_ids, src_mask, lengths, tgt_in).logits
