@@ -55,12 +55,17 @@ COMMANDS = {
 # --------------------------------------------------------------------------- argument types
 # argparse turns a ValueError/ArgumentTypeError from these into `attnmt VERB: error: argument X: ...`.
 
+def _parse(text: str, cast: type, what: str):
+    """`cast(text)`, or the argparse error that says `text` is not `what`."""
+    try:
+        return cast(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+
+
 def positive_int(text: str) -> int:
     """An integer >= 1 (beam sizes, batch sizes, counts)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    value = _parse(text, int, "an integer")
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be a positive integer (1 or more)")
     return value
@@ -68,10 +73,7 @@ def positive_int(text: str) -> int:
 
 def non_negative_int(text: str) -> int:
     """An integer >= 0 (e.g. a top-k where 0 means all)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    value = _parse(text, int, "an integer")
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} must be 0 or more")
     return value
@@ -79,10 +81,7 @@ def non_negative_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     """A finite float > 0 (temperatures, waiting times)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = _parse(text, float, "a number")
     if not 0 < value < float("inf"):  # also refuses nan
         raise argparse.ArgumentTypeError(f"{text} must be a finite number > 0")
     return value
@@ -90,10 +89,7 @@ def positive_float(text: str) -> float:
 
 def non_negative_float(text: str) -> float:
     """A finite float >= 0 (length penalties)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = _parse(text, float, "a number")
     if not value >= 0 or value == float("inf"):  # also refuses nan
         raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
     return value
@@ -101,10 +97,7 @@ def non_negative_float(text: str) -> float:
 
 def index_int(text: str) -> int:
     """An integer index; negative ones count from the end (Transformer layers and heads)."""
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer index") from None
+    return _parse(text, int, "an integer index")
 
 
 IMAGE_FORMATS = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps")
