@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from attnmt.config import Config, load_config, load_saved_config, save_config
+from attnmt.config import Config, advisories, load_config, load_saved_config, save_config
 from attnmt.errors import ConfigError
 
 
@@ -121,3 +121,26 @@ def test_a_local_file_wins_over_a_packaged_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "multi30k_rnn.yaml").write_text("train:\n  epochs: 3\n")
     assert load_config("multi30k_rnn.yaml").train.epochs == 3
+
+
+@pytest.mark.parametrize("text, advised", [
+    ("model:\n  arch: transformer\n  pre_norm: false\ntrain:\n  schedule: constant\n", True),
+    ("model:\n  arch: transformer\n  pre_norm: false\ntrain:\n  schedule: plateau\n", True),
+    ("model:\n  arch: transformer\n  pre_norm: false\ntrain:\n  schedule: inverse_sqrt\n", False),
+    ("model:\n  arch: transformer\n  pre_norm: true\ntrain:\n  schedule: constant\n", False),
+    ("model:\n  arch: rnn\n  pre_norm: false\ntrain:\n  schedule: constant\n", False),
+])
+def test_post_norm_without_warmup_is_advised_against_naming_the_keys(tmp_path, text, advised):
+    notes = advisories(load_config(write(tmp_path, text)))
+    if advised:
+        assert len(notes) == 1 and "model.pre_norm=false" in notes[0] and "train.schedule=" in notes[0]
+        assert "model.pre_norm=true" in notes[0] and "inverse_sqrt" in notes[0]
+    else:
+        assert notes == []
+
+
+def test_shipped_configs_need_no_advice():
+    from pathlib import Path
+
+    for path in sorted((Path(__file__).parents[1] / "src" / "attnmt" / "configs").glob("*.yaml")):
+        assert advisories(load_config(path)) == [], path.name

@@ -160,3 +160,12 @@ def test_compiled_step_is_refused_with_accumulation(tmp_path):
     cfg = TrainConfig(compile="default", accum_steps=2)
     with pytest.raises(AttnmtError, match=r"train.compile='default' runs one process with train.accum_steps=1"):
         make_update_step(SimpleNamespace(), cfg, pad_id=0)
+
+
+def test_training_logs_the_post_norm_advice_once(tmp_path, toy_config, caplog):
+    overrides = ["train.epochs=1", "model.arch=transformer", "model.d_model=16", "model.heads=2",
+                 "model.ff_dim=32", "model.enc_layers=1", "model.dec_layers=1", "model.pre_norm=false"]
+    with caplog.at_level("WARNING", logger="attnmt.training"):
+        train(load_config(toy_config, overrides), tmp_path / "run")
+    advice = [r.message for r in caplog.records if "post-norm" in r.message]
+    assert len(advice) == 1 and "model.pre_norm=true" in advice[0]

@@ -38,7 +38,7 @@ from attnmt.checkpoint import (
     write_json,
     write_pointer,
 )
-from attnmt.config import Config, apply_overrides, config_from_dict, load_config, load_saved_config, save_config
+from attnmt.config import Config, advisories, apply_overrides, config_from_dict, load_config, load_saved_config, save_config
 from attnmt.data.batching import Batch, make_batches
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
 from attnmt.data.pipeline import TextPipeline
@@ -298,6 +298,8 @@ def build_trainable(cfg: Config, data: TrainData, device: torch.device, world: W
         factor=t.plateau_factor, patience=t.plateau_patience, min_lr=t.min_lr)
         if t.schedule == "plateau" else None)
     use_amp = use_bf16(cfg, device)
+    for note in advisories(cfg) if world.rank == 0 else ():
+        log.warning(note)
     log.info("model: %s, %.1fM parameters, device %s%s%s", cfg.model.arch, count_parameters(core) / 1e6,
              device, ", bf16 autocast" if use_amp else "",
              f", {world.size} ranks x {t.accum_steps} batches an update" if world.size * t.accum_steps > 1 else "")
