@@ -24,14 +24,19 @@ def attnmt_curve(run_dir: Path) -> dict[int, float]:
 
 
 def onmt_running_mean(windows: list[dict], epoch_updates: int) -> dict[int, float]:
-    """Running mean per target token since the start of the epoch, from per-window means."""
-    curve, loss_sum, tokens = {}, 0.0, 0
+    """Running mean per target token since the start of the epoch, from per-window means.
+
+    A window belongs to the epoch of its first update; with windows of 10 updates and epochs of 227,
+    the window 221-230 closes epoch 1 and the running mean restarts at 231 (3 updates late).
+    """
+    curve, loss_sum, tokens, previous, epoch = {}, 0.0, 0, 0, 0
     for w in windows:
+        if previous // epoch_updates != epoch:  # first update of this window is `previous + 1`
+            epoch, loss_sum, tokens = previous // epoch_updates, 0.0, 0
         loss_sum += w["loss"] * w["tgt_tokens"]
         tokens += w["tgt_tokens"]
         curve[w["step"]] = loss_sum / tokens
-        if w["step"] % epoch_updates == 0:
-            loss_sum, tokens = 0.0, 0
+        previous = w["step"]
     return curve
 
 
