@@ -1,6 +1,11 @@
 """attnmt: attention-based neural machine translation, correct, readable and fast."""
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("attnmt")  # the one place it is written is pyproject.toml
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = ["Translator", "__version__"]
 

@@ -32,11 +32,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnmt.masks import causal_mask, lengths_to_mask
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "AttentionOutput", "lengths_to_mask", "causal_mask", "AdditiveAttention", "DotAttention",
-    "GeneralAttention", "ScaledDotProductAttention", "MultiHeadAttention",
+    "GeneralAttention", "MultiHeadAttention",
 ]
 
 
@@ -52,45 +54,6 @@ class AttentionOutput(NamedTuple):
 
     context: Tensor
     weights: Tensor | None
-
-
-def lengths_to_mask(lengths: Tensor, max_len: int | None = None) -> Tensor:
-    """Build a padding mask from sequence lengths (the one place masks are built).
-
-    Args:
-        lengths: (batch,) integer lengths.
-        max_len: width of the mask; defaults to ``lengths.max()``.
-
-    Returns:
-        (batch, max_len) bool, True = real token.
-
-    Raises:
-        ValueError: lengths not 1-D integers, negative, or longer than ``max_len``.
-    """
-    if lengths.dim() != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
-        raise ValueError(
-            f"lengths must be a 1-D integer tensor (batch,), got shape {tuple(lengths.shape)} "
-            f"dtype {lengths.dtype}"
-        )
-    longest = int(lengths.max()) if lengths.numel() else 0
-    if lengths.numel() and int(lengths.min()) < 0:
-        raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
-    if max_len is None:
-        max_len = longest
-    elif max_len < longest:
-        raise ValueError(f"max_len={max_len} is shorter than the longest length {longest}")
-    positions = torch.arange(max_len, device=lengths.device)  # (max_len,)
-    return positions.unsqueeze(0) < lengths.unsqueeze(1)  # (batch, max_len)
-
-
-def causal_mask(tgt_len: int, device: torch.device | str | None = None) -> Tensor:
-    """Lower-triangular mask: position i may attend to positions j <= i.
-
-    Returns:
-        (tgt_len, tgt_len) bool, True = may attend. Add ``[None]`` to use it with batched inputs,
-        or combine with padding: ``src_mask[:, None, :] & causal_mask(t, device)``.
-    """
-    return torch.ones(tgt_len, tgt_len, dtype=torch.bool, device=device).tril()
 
 
 class _Batched(NamedTuple):
@@ -399,37 +362,6 @@ def _scaled_dot_product(
     weights = _masked_softmax(energy, mask)
     dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     return torch.matmul(dropped, values), weights  # (..., tgt_len, v_dim)
-
-
-class ScaledDotProductAttention(nn.Module):
-    """Scaled dot-product attention, Vaswani et al. 2017 eq. 1: softmax(Q K^T / sqrt(d)) V.
-
-    Args:
-        impl: "math" (explicit, returns weights), "sdpa" (torch's fused kernel, no weights) or
-            "auto" (SDPA when ``need_weights=False``).
-    """
-
-    def __init__(self, impl: str = "auto"):
-        super().__init__()
-        self.impl = _check_impl(impl)
-
-    def forward(
-        self,
-        query: Tensor,
-        keys: Tensor,
-        values: Tensor | None = None,
-        mask: Tensor | None = None,
-        *,
-        need_weights: bool = True,
-    ) -> AttentionOutput:
-        """Args and Returns as ``AdditiveAttention.forward`` (query and keys share the hidden
-        size); weights is None when ``need_weights=False``."""
-        inputs = _prepare(query, keys, values, mask, query_dim=keys.shape[-1], key_dim=None)
-        fast = _use_fast_path(type(self).__name__, self.impl, need_weights)
-        context, weights = _scaled_dot_product(
-            inputs.query, inputs.keys, inputs.values, inputs.mask, fast=fast
-        )
-        return _finish(context, weights, inputs)
 
 
 class MultiHeadAttention(nn.Module):

@@ -1,98 +1,39 @@
-"""Checkpoints that survive crashes and never run code: safetensors + JSON, atomic writes.
+"""Checkpoints that survive crashes and never run code: model weights and the resumable training
+state as safetensors + JSON, and checkpoint averaging.
 
-A run directory holds:
-
-    config.json                 the resolved config
-    vocab.src.json, vocab.tgt.json
-    tokenizers.json             tokenizer settings (+ sentencepiece *.model files beside it)
-    checkpoints/epoch_NNN.safetensors   model weights after each epoch (the last `keep_last`)
-    best.json, last.json        small pointers: {"file": "checkpoints/epoch_NNN.safetensors", ...}
-    train_state.json            counters, optimizer/scheduler settings, for --resume; names ...
-    checkpoints/train_state_NNNNNN.safetensors   ... the optimizer moments and random states
-    checkpoints/resume_stepNNNNNNN.safetensors   the mid-epoch weights the state resumes from
-    metrics.jsonl               one JSON object per log event
-
-Every file is written to a temporary name in the same folder, flushed, fsynced and
-`os.replace`d into place, so a crash at any moment leaves the previous file intact. Tensors are
-read from safetensors and everything else from JSON: nothing is unpickled.
+Every file goes through `files.atomic_write` (a crash at any moment leaves the previous file
+intact). Tensors are read from safetensors and everything else from JSON: nothing is unpickled.
+Which file lives where in a run directory is run_dir.py's business.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import shutil
-import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import nn
 
-from attnmt.errors import AttnmtError, CheckpointError
+from attnmt.errors import CheckpointError
+from attnmt.files import atomic_write, read_json, write_json
 
 log = logging.getLogger(__name__)
 
 
-# ----------------------------------------------------------------------------- atomic files
-
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp_path)``, fsync the result, then rename it to `path` in one step."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # not possible on some platforms (Windows)
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-def write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
-
-
-def read_json(path: Path) -> Any:
-    path = Path(path)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: file not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CheckpointError(f"{path}: corrupted JSON ({err})") from None
-
-
 # ----------------------------------------------------------------------------- weights
+
+def save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None) -> None:
+    """Write named tensors as a safetensors file, atomically."""
+    from safetensors.torch import save_file
+
+    atomic_write(Path(path), lambda tmp: save_file(tensors, str(tmp), metadata=metadata or {}))
+
 
 def save_weights(model: nn.Module, path: Path, metadata: dict[str, str] | None = None) -> None:
     """Save the model's state dict as safetensors (tied tensors are stored once each, cloned)."""
-    from safetensors.torch import save_file
-
-    tensors = {name: t.detach().to("cpu").contiguous().clone() for name, t in model.state_dict().items()}
-    atomic_write(Path(path), lambda tmp: save_file(tensors, str(tmp), metadata=metadata or {}))
+    save_tensors({name: t.detach().to("cpu").contiguous().clone() for name, t in model.state_dict().items()},
+                 path, metadata)
 
 
 def load_weights_file(path: Path) -> dict[str, torch.Tensor]:
@@ -139,15 +80,13 @@ def save_train_state(run_dir: Path, state: dict[str, Any]) -> None:
     Raises:
         TypeError: a value that is neither plain data nor a tensor (a programming error).
     """
-    from safetensors.torch import save_file
-
     run_dir = Path(run_dir)
     previous = _read_state_json(run_dir / TRAIN_STATE) if (run_dir / TRAIN_STATE).is_file() else {}
     number = int(previous.get("number", 0)) + 1
     tensors: dict[str, torch.Tensor] = {}
     body = _encode(state, tensors, "state")
     tensor_file = Path("checkpoints") / f"train_state_{number:06d}.safetensors"
-    atomic_write(run_dir / tensor_file, lambda tmp: save_file(tensors, str(tmp)))
+    save_tensors(tensors, run_dir / tensor_file)
     write_json(run_dir / TRAIN_STATE, {"format": 1, "number": number, "tensors": str(tensor_file), "state": body})
     for old in (run_dir / "checkpoints").glob("train_state_*.safetensors"):
         if old.name != tensor_file.name:
@@ -246,77 +185,7 @@ def _decode(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
     return obj
 
 
-# ----------------------------------------------------------------------------- run directory
-
-def checkpoint_path(run_dir: Path, which: str = "best") -> Path:
-    """Resolve 'best', 'last', 'average' (from `attnmt average`) or a file name to a weights file."""
-    run_dir = Path(run_dir)
-    if which in ("best", "last", "average"):
-        pointer = run_dir / f"{which}.json"
-        if not pointer.is_file():
-            hint = (f"run `attnmt average {run_dir}` first" if which == "average"
-                    else f"is {run_dir} a finished or running attnmt run?")
-            raise CheckpointError(f"{pointer}: not found; {hint}")
-        info = read_json(pointer)
-        if not isinstance(info, dict) or "file" not in info:
-            raise CheckpointError(f"{pointer}: expected a JSON object with a 'file' key")
-        return run_dir / info["file"]
-    path = Path(which)
-    return path if path.is_absolute() or path.exists() else run_dir / which
-
-
-def epoch_checkpoints(run_dir: Path) -> list[Path]:
-    """The run's per-epoch weight files, oldest first."""
-    return sorted((Path(run_dir) / "checkpoints").glob("epoch_*.safetensors"))
-
-
-# Files and folders a run writes; `--overwrite` deletes these and nothing else.
-RUN_FILES = ("config.json", "vocab.src.json", "vocab.tgt.json", "tokenizers.json", "best.json", "last.json",
-             "average.json", TRAIN_STATE, LEGACY_TRAIN_STATE, "metrics.jsonl", "checkpoints", "tensorboard", "cache")
-RUN_MARKERS = ("config.json", "metrics.jsonl", TRAIN_STATE, LEGACY_TRAIN_STATE)
-
-
-def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
-    """Refuse to start a fresh run where a finished or interrupted run lives, unless `overwrite`."""
-    if resume or overwrite:
-        return
-    found = [name for name in RUN_MARKERS if (run_dir / name).exists()]
-    if found:
-        raise AttnmtError(f"{run_dir} already holds a run ({', '.join(found)}): continue it with --resume {run_dir}, "
-                          f"start it again from scratch with --overwrite (deletes that run), or pick another --run-dir")
-
-
-def clear_run_dir(run_dir: Path) -> None:
-    """Delete what a previous run wrote in `run_dir` (`--overwrite`); other files stay."""
-    for name in RUN_FILES:
-        path = run_dir / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-    for model_file in run_dir.glob("*.model"):  # sentencepiece models beside tokenizers.json
-        model_file.unlink()
-
-
-def write_pointer(run_dir: Path, name: str, info: dict | None) -> None:
-    """Write best.json / last.json (or remove it when `info` is None)."""
-    if info is None:
-        (run_dir / name).unlink(missing_ok=True)
-    else:
-        write_json(run_dir / name, info)
-
-
-def prune_checkpoints(run_dir: Path, keep: int) -> None:
-    """Delete old epoch checkpoints, never the ones that best/last/train_state point to."""
-    pinned = set()
-    for name in ("best.json", "last.json"):
-        path = run_dir / name
-        if path.exists():
-            pinned.add(json.loads(path.read_text())["file"])
-    files = epoch_checkpoints(run_dir)
-    for path in files[: max(0, len(files) - keep)]:
-        if str(path.relative_to(run_dir)) not in pinned:
-            path.unlink(missing_ok=True)
+# ----------------------------------------------------------------------------- averaging
 
 def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
     """Element-wise mean of several checkpoints of one model (in float64, cast back)."""
@@ -335,20 +204,3 @@ def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
         for name, tensor in tensors.items():
             total[name] += tensor.to(torch.float64)
     return {k: (v / len(paths)).to(first[k].dtype) for k, v in total.items()}
-
-
-def average_command(args) -> int:
-    """`attnmt average RUN_DIR --last N`: write the mean of the last N epoch checkpoints."""
-    from safetensors.torch import save_file
-
-    run_dir = Path(args.run_dir)
-    paths = epoch_checkpoints(run_dir)[-args.last:]
-    if not paths:
-        raise AttnmtError(f"{run_dir}: no checkpoints/epoch_*.safetensors to average")
-    averaged = average_weights(paths)
-    out = Path(args.output) if args.output else run_dir / "checkpoints" / f"average_last{len(paths)}.safetensors"
-    atomic_write(out, lambda tmp: save_file(averaged, str(tmp), metadata={"averaged": ",".join(p.name for p in paths)}))
-    if not args.output:
-        write_json(run_dir / "average.json", {"file": str(out.relative_to(run_dir)), "from": [p.name for p in paths]})
-    print(f"averaged {len(paths)} checkpoints -> {out}")
-    return 0

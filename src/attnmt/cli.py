@@ -11,8 +11,9 @@
     attnmt demo            the README's main job
     attnmt serve           HTTP service (LibreTranslate API + /v1) and the attention page
 
-Each sub-command's work lives with the concept it serves; this module only parses arguments
-and turns user errors into one clear line on stderr, `attnmt VERB: error: ...`, and exit code 2:
+Each verb is a module of attnmt.commands that turns the parsed arguments into typed library
+calls; this module only builds the parser, dispatches, and turns user errors into one clear line
+on stderr, `attnmt VERB: error: ...`, and exit code 2:
 
 - values argparse can check (positive counts, integers, choices, image formats) it checks;
 - `--device` is checked here against this machine (devices.py) before anything loads;
@@ -36,20 +37,12 @@ import sys
 from attnmt.config import packaged_configs
 from attnmt.errors import AttnmtError
 
-# sub-command -> "module:function"; the function takes the parsed argparse.Namespace and
-# returns an exit code. Imported lazily so that `attnmt --help` does not load torch.
-COMMANDS = {
-    "data stats": "attnmt.data.stats:stats_command",
-    "train": "attnmt.training:train_command",
-    "evaluate": "attnmt.translator:evaluate_command",
-    "translate": "attnmt.translator:translate_command",
-    "score": "attnmt.translator:score_command",
-    "export": "attnmt.engines.ctranslate2:export_command",
-    "attention": "attnmt.plotting:attention_command",
-    "average": "attnmt.checkpoint:average_command",
-    "demo": "attnmt.demo:demo_command",
-    "serve": "attnmt.server.command:serve_command",
-}
+# sub-command -> "module:function" (commands/, one module per verb); the function takes the parsed
+# argparse.Namespace and returns an exit code. Imported lazily so that `attnmt --help` does not load torch.
+COMMANDS = {name: f"attnmt.commands.{module}:run" for name, module in (
+    ("data stats", "data_stats"), ("train", "train"), ("evaluate", "evaluate"), ("translate", "translate"),
+    ("score", "score"), ("export", "export"), ("attention", "attention"), ("average", "average"),
+    ("demo", "demo"), ("serve", "serve"))}
 
 
 # --------------------------------------------------------------------------- argument types
@@ -135,12 +128,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attnmt", description="Attention-based neural machine translation.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_data, _add_train, _add_evaluate, _add_translate, _add_score, _add_export, _add_attention,
+                _add_average, _add_demo, _add_serve):
+        add(sub)
+    return parser
 
+
+def _add_data(sub) -> None:
     data = sub.add_parser("data", help="inspect corpora").add_subparsers(dest="data_command", required=True)
     stats = data.add_parser("stats", help="corpus statistics per split")
     _add_data_args(stats)
     stats.add_argument("--splits", nargs="+", default=None, help="splits to show (default: train val test)")
 
+
+def _add_train(sub) -> None:
     train = sub.add_parser("train", help="train a model from a YAML config")
     train.add_argument("config", nargs="?", help="YAML config file, or the name of a packaged config "
                        f"({', '.join(packaged_configs())}); not needed with --resume")
@@ -151,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--overwrite", action="store_true",
                        help="start afresh in a --run-dir that holds a run, deleting that run's files")
 
+
+def _add_evaluate(sub) -> None:
     evaluate = sub.add_parser("evaluate", help="score a trained run on a split")
     evaluate.add_argument("run_dir")
     evaluate.add_argument("--split", default="test_2016_flickr")
@@ -161,6 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     _add_engine_arg(evaluate)
 
+
+def _add_translate(sub) -> None:
     translate = sub.add_parser("translate", help="translate lines from stdin (or -i) to stdout (or -o)")
     translate.add_argument("run_dir")
     translate.add_argument("-i", "--input", default=None)
@@ -178,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("--sampling-temperature", type=positive_float, default=1.0, metavar="T")
     translate.add_argument("--seed", type=int, default=None, help="seed for sampling (repeatable output)")
 
+
+def _add_score(sub) -> None:
     score = sub.add_parser("score", help="score given translations: log-prob, normalized score, tokens per line")
     score.add_argument("run_dir")
     score.add_argument("-i", "--input", required=True, help="source sentences, one per line")
@@ -188,6 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     _add_engine_arg(score)
 
+
+def _add_export(sub) -> None:
     export = sub.add_parser("export", help="write a CTranslate2 model folder for a Transformer run")
     export.add_argument("run_dir")
     export.add_argument("-o", "--output", default=None, help="output folder (default: RUN_DIR-ct2-QUANTIZATION)")
@@ -199,6 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--checkpoint", default="best")
     export.add_argument("--force", action="store_true", help="replace an existing output folder")
 
+
+def _add_attention(sub) -> None:
     attention = sub.add_parser("attention", help="draw the attention heatmap of one translation")
     attention.add_argument("run_dir")
     attention.add_argument("sentence")
@@ -210,16 +221,22 @@ def build_parser() -> argparse.ArgumentParser:
     attention.add_argument("--head", type=index_int, default=None, help="Transformer: head index (default: average)")
     _add_engine_arg(attention)
 
+
+def _add_average(sub) -> None:
     average = sub.add_parser("average", help="average the weights of several checkpoints of one run")
     average.add_argument("run_dir")
     average.add_argument("--last", type=positive_int, default=5, help="average the last N epoch checkpoints")
     average.add_argument("-o", "--output", default=None)
 
+
+def _add_demo(sub) -> None:
     demo = sub.add_parser("demo", help="the README's main job: train, evaluate, translate, draw")
     demo.add_argument("--config", default=None, help="config file or packaged name (default: multi30k_rnn on a GPU, "
                       "quickstart_rnn on a CPU)")
     demo.add_argument("--run-dir", default="runs/demo", help="a new folder, or one an earlier demo made (replaced)")
 
+
+def _add_serve(sub) -> None:
     serve = sub.add_parser("serve", help="serve a run over HTTP: LibreTranslate API, /v1 API, attention page")
     serve.add_argument("run_dir")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0: every interface)")
@@ -234,8 +251,6 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--checkpoint", default="best")
     serve.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     _add_engine_arg(serve)
-    return parser
-
 
 def _raised_by_attnmt(err: BaseException) -> bool:
     """True when `err` comes from a `raise` statement in attnmt's own code: an explicit check of

@@ -368,7 +368,7 @@ def advisories(cfg: Config) -> list[str]:
 
 def save_config(cfg: Config, path: str | Path) -> None:
     """Write the resolved config as JSON (used in run directories)."""
-    from attnmt.checkpoint import atomic_write_text
+    from attnmt.files import atomic_write_text
 
     atomic_write_text(Path(path), json.dumps(cfg.to_dict(), indent=2) + "\n")
 

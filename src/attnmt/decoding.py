@@ -1,14 +1,14 @@
-"""Decoding: raw sentences in, translations out, through a model's search.
+"""Decoding: what every engine shares, raw sentences in and translations out.
 
-    encode_sources   tokenize and cut raw sentences (the same rules for every engine)
-    search_batch     greedy or beam search over one padded source batch
-    decode_sources   length-sorted batches, results back in input order, n-best lists
-    score_pairs      forced decoding: the model's log-probability of given translations
-    NativeEngine     the PyTorch engine behind `Translator` (the reference); `Engine` is the
-                     interface every engine follows (engines/ctranslate2.py is the other one)
+    TranslationResult, Alternative, ScoreResult   what `Translator` returns, whatever the engine
+    encode_sources / encode_targets              tokenize and cut raw text (the same rules everywhere)
+    prepare_pairs                                the same for (source, translation) pairs to score
+    check_decoding_args                          the argument rules both engines share
+    Engine                                       the interface every engine follows
 
-This layer sits below training (which validates through it) and the translator (which wraps
-it); it imports only data, models and search.
+The engines themselves are in engines/: native.py (attnmt's own search over the PyTorch model,
+the reference) and ctranslate2.py. Both decode in the order `data.batching.length_sorted_chunks`
+gives and return results in input order.
 
 Any input is accepted: empty or whitespace-only lines give an empty translation, words unknown
 to the vocabulary become <unk>, and inputs longer than `search.max_input_tokens` tokens are cut
@@ -21,12 +21,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
-import torch
-from torch import nn
-
 from attnmt.config import SearchConfig
-from attnmt.data.batching import Batch, make_source_batch
 from attnmt.data.pipeline import TextPipeline
+from attnmt.data.tokenizers import Tokenizer
+from attnmt.data.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
@@ -78,21 +76,21 @@ def empty_result(source_tokens: list[str], warnings: list[str]) -> TranslationRe
     return TranslationResult("", [], source_tokens, attention, 0.0, [Alternative("", [], 0.0)], warnings)
 
 
-def encode_sources(pipeline: TextPipeline, sentences: Sequence[str], search_cfg: SearchConfig,
-                   warnings: list[list[str]] | None = None) -> tuple[list[list[str]], list[list[int]]]:
-    """Tokenize raw sentences for decoding, cut to search.max_input_tokens (and, before
-    tokenizing, to a character bound); returns (source tokens, source ids) per sentence.
+def encode_texts(tokenizer: Tokenizer, vocab: Vocab, texts: Sequence[str], search_cfg: SearchConfig,
+                 warnings: list[list[str]] | None = None) -> tuple[list[list[str]], list[list[int]]]:
+    """Tokenize raw texts for decoding or scoring, cut to search.max_input_tokens (and, before
+    tokenizing, to a character bound); returns (tokens, ids) per text.
 
-    When `warnings` is given (one list per sentence), each cut is also appended there.
+    When `warnings` is given (one list per text), each cut is also appended there.
     """
-    src_tokens, src_ids = [], []
-    for i, sentence in enumerate(sentences):
+    all_tokens, all_ids = [], []
+    max_chars = MAX_CHARS_PER_TOKEN * search_cfg.max_input_tokens
+    for i, text in enumerate(texts):
         notes: list[str] = []
-        max_chars = MAX_CHARS_PER_TOKEN * search_cfg.max_input_tokens
-        if sentence and len(sentence) > max_chars:  # bound the tokenizer's work on absurd inputs
-            notes.append(f"input has {len(sentence)} characters: cut to {max_chars} before tokenizing")
-            sentence = sentence[:max_chars]
-        tokens = pipeline.src_tokenizer.tokenize(sentence) if sentence and sentence.strip() else []
+        if text and len(text) > max_chars:  # bound the tokenizer's work on absurd inputs
+            notes.append(f"input has {len(text)} characters: cut to {max_chars} before tokenizing")
+            text = text[:max_chars]
+        tokens = tokenizer.tokenize(text) if text and text.strip() else []
         if len(tokens) > search_cfg.max_input_tokens:
             notes.append(f"input has {len(tokens)} tokens: cut to search.max_input_tokens="
                          f"{search_cfg.max_input_tokens}")
@@ -101,27 +99,21 @@ def encode_sources(pipeline: TextPipeline, sentences: Sequence[str], search_cfg:
             log.warning("input %d: %s", i, note)
         if warnings is not None:
             warnings[i].extend(notes)
-        src_tokens.append(tokens)
-        src_ids.append(pipeline.src_vocab.encode(tokens))
-    return src_tokens, src_ids
+        all_tokens.append(tokens)
+        all_ids.append(vocab.encode(tokens))
+    return all_tokens, all_ids
 
 
-def search_batch(model: nn.Module, batch: Batch, *, beam_size: int, length_penalty: float, search_cfg: SearchConfig,
-                 bos_id: int, eos_id: int, sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                 generator: torch.Generator | None = None):
-    """Greedy search (beam_size <= 1), beam search, or random sampling (sampling_topk != 1, with
-    beam_size 1) over one source batch; returns the SearchResult."""
-    from attnmt.search import beam_search, greedy_search, sample_search
+def encode_sources(pipeline: TextPipeline, sentences: Sequence[str], search_cfg: SearchConfig,
+                   warnings: list[list[str]] | None = None) -> tuple[list[list[str]], list[list[int]]]:
+    """`encode_texts` with the pipeline's source tokenizer and vocabulary."""
+    return encode_texts(pipeline.src_tokenizer, pipeline.src_vocab, sentences, search_cfg, warnings)
 
-    common = dict(max_len_ratio=search_cfg.max_len_ratio, max_len_offset=search_cfg.max_len_offset,
-                  bos_id=bos_id, eos_id=eos_id)
-    if sampling_topk != 1:
-        return sample_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, topk=sampling_topk,
-                             temperature=sampling_temperature, generator=generator, **common)
-    if beam_size <= 1:
-        return greedy_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, **common)
-    return beam_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, beam_size=beam_size,
-                       length_penalty=length_penalty, **common)
+
+def encode_targets(pipeline: TextPipeline, targets: Sequence[str], search_cfg: SearchConfig,
+                   warnings: list[list[str]] | None = None) -> tuple[list[list[str]], list[list[int]]]:
+    """`encode_texts` with the target side's: given translations are cut where a source would be."""
+    return encode_texts(pipeline.tgt_tokenizer, pipeline.tgt_vocab, targets, search_cfg, warnings)
 
 
 def check_decoding_args(*, beam_size: int, n_best: int, sampling_topk: int, sampling_temperature: float) -> None:
@@ -143,73 +135,6 @@ def check_decoding_args(*, beam_size: int, n_best: int, sampling_topk: int, samp
         raise ValueError(f"sampling_temperature={sampling_temperature} must be > 0")
 
 
-@torch.inference_mode()
-def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence[str], *, beam_size: int,
-                   search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64,
-                   length_penalty: float | None = None, n_best: int = 1, sampling_topk: int = 1,
-                   sampling_temperature: float = 1.0, seed: int | None = None) -> list[TranslationResult]:
-    """Translate raw sentences in length-sorted batches; results come back in input order.
-
-    Each result's `alternatives` holds the best `n_best` hypotheses (at most `beam_size`), best first.
-    `sampling_topk` != 1 draws each translation at random from the `sampling_topk` most probable
-    tokens (0 = all) at `sampling_temperature`; `seed` makes the draws repeatable.
-    """
-    check_decoding_args(beam_size=beam_size, n_best=n_best, sampling_topk=sampling_topk,
-                        sampling_temperature=sampling_temperature)
-    generator = None
-    if sampling_topk != 1:
-        generator = torch.Generator(device=device)
-        generator.manual_seed(seed if seed is not None else int(torch.randint(2**62, ()).item()))
-    was_training = model.training
-    model.eval()
-    warnings: list[list[str]] = [[] for _ in sentences]
-    src_tokens, src_ids = encode_sources(pipeline, sentences, search_cfg, warnings)
-    results: list[TranslationResult | None] = [None] * len(sentences)
-    todo = sorted((i for i in range(len(sentences)) if src_ids[i]), key=lambda i: len(src_ids[i]))
-    lp = search_cfg.length_penalty if length_penalty is None else length_penalty
-    eos_id, bos_id = pipeline.tgt_vocab.eos_id, pipeline.tgt_vocab.bos_id
-    vocab = pipeline.tgt_vocab
-    for start in range(0, len(todo), batch_size):
-        chunk = todo[start:start + batch_size]
-        batch = make_source_batch([src_ids[i] for i in chunk], pad_id=pipeline.src_vocab.pad_id).to(device)
-        found = search_batch(model, batch, beam_size=beam_size, length_penalty=lp, search_cfg=search_cfg,
-                             bos_id=bos_id, eos_id=eos_id, sampling_topk=sampling_topk,
-                             sampling_temperature=sampling_temperature, generator=generator)
-        for row, i in enumerate(chunk):
-            alternatives = []
-            for hyp in found.nbest[row][:n_best]:
-                ids = [t for t in hyp.tokens if t != eos_id]
-                alternatives.append(Alternative(pipeline.decode_target(ids)[1],
-                                                vocab.decode(ids, strip_special=False), float(hyp.score)))
-            best = alternatives[0]
-            attention = found.attention[row][: len(best.tokens), : len(src_ids[i])].float().cpu().numpy()
-            results[i] = TranslationResult(best.text, best.tokens, src_tokens[i], attention, best.score,
-                                           alternatives, warnings[i])
-    model.train(was_training)
-    return [r if r is not None else empty_result(src_tokens[i], warnings[i]) for i, r in enumerate(results)]
-
-
-def encode_targets(pipeline: TextPipeline, targets: Sequence[str], search_cfg: SearchConfig,
-                   warnings: list[list[str]]) -> tuple[list[list[str]], list[list[int]]]:
-    """Tokenize given translations for scoring, cut (with a warning) where a source would be cut."""
-    return encode_sources(_TargetSide(pipeline), targets, search_cfg, warnings)
-
-
-@dataclass
-class _TargetSide:
-    """A pipeline seen from its target side, so that encode_sources' rules apply to targets."""
-
-    pipeline: TextPipeline
-
-    @property
-    def src_tokenizer(self):
-        return self.pipeline.tgt_tokenizer
-
-    @property
-    def src_vocab(self):
-        return self.pipeline.tgt_vocab
-
-
 def prepare_pairs(pipeline: TextPipeline, sources: Sequence[str], targets: Sequence[str], search_cfg: SearchConfig):
     """Tokenize (source, translation) pairs for scoring: (src_tokens, src_ids, tgt_tokens, tgt_ids, warnings).
 
@@ -222,34 +147,6 @@ def prepare_pairs(pipeline: TextPipeline, sources: Sequence[str], targets: Seque
     src_tokens, src_ids = encode_sources(pipeline, sources, search_cfg, warnings)
     tgt_tokens, tgt_ids = encode_targets(pipeline, targets, search_cfg, warnings)
     return src_tokens, src_ids, tgt_tokens, tgt_ids, warnings
-
-
-@torch.inference_mode()
-def score_pairs(model: nn.Module, pipeline: TextPipeline, sources: Sequence[str], targets: Sequence[str], *,
-                search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64) -> list[ScoreResult]:
-    """Forced decoding: each translation's log-probability given its source (teacher forcing,
-    <eos> included), in length-sorted batches; results in input order. An empty source has no
-    score (log_prob nan)."""
-    from attnmt.data.batching import make_batches
-
-    src_tokens, src_ids, tgt_tokens, tgt_ids, warnings = prepare_pairs(pipeline, sources, targets, search_cfg)
-    vocab = pipeline.tgt_vocab
-    log_probs = [float("nan")] * len(sources)
-    todo = [i for i in range(len(sources)) if src_ids[i]]
-    was_training = model.training
-    model.eval()
-    batches = make_batches([(src_ids[i], tgt_ids[i]) for i in todo], batch_size=batch_size, shuffle=False,
-                           pad_id=vocab.pad_id, bos_id=vocab.bos_id, eos_id=vocab.eos_id) if todo else []
-    for batch in batches:
-        batch = batch.to(device)
-        logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in).logits  # (batch, tgt_len, vocab)
-        logp = logits.float().log_softmax(dim=-1).gather(2, batch.tgt_out.unsqueeze(2)).squeeze(2)  # (batch, tgt_len)
-        sums = logp.masked_fill(batch.tgt_out == vocab.pad_id, 0.0).sum(dim=1).tolist()  # (batch,)
-        for row, total in zip(batch.index.tolist(), sums):
-            log_probs[todo[row]] = total
-    model.train(was_training)
-    return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1, warnings[i])
-            for i in range(len(sources))]
 
 
 class Engine(Protocol):
@@ -270,37 +167,3 @@ class Engine(Protocol):
                   seed: int | None = None) -> list[TranslationResult]: ...
 
     def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64) -> list[ScoreResult]: ...
-
-
-class NativeEngine:
-    """The PyTorch engine: attnmt's own search over the model (the reference engine)."""
-
-    name = "native"
-
-    def __init__(self, model: nn.Module, pipeline: TextPipeline, search_cfg: SearchConfig, device: torch.device | str):
-        self.model = model
-        self.pipeline = pipeline
-        self.search_cfg = search_cfg
-        self.device = torch.device(device)
-
-    def translate(self, sentences: Sequence[str], *, beam_size: int, length_penalty: float | None = None,
-                  batch_size: int = 64, n_best: int = 1, layer: int | None = None, head: int | None = None,
-                  sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                  seed: int | None = None) -> list[TranslationResult]:
-        """`layer` and `head` pick which cross-attention a Transformer reports (default: the mean)."""
-        if layer is not None or head is not None:
-            if not hasattr(self.model, "set_attention_view"):
-                raise ValueError("layer/head selection needs a Transformer model")
-            self.model.set_attention_view(layer=layer, head=head)
-        try:
-            return decode_sources(self.model, self.pipeline, sentences, beam_size=beam_size,
-                                  search_cfg=self.search_cfg, device=self.device, batch_size=batch_size,
-                                  length_penalty=length_penalty, n_best=n_best, sampling_topk=sampling_topk,
-                                  sampling_temperature=sampling_temperature, seed=seed)
-        finally:
-            if layer is not None or head is not None:
-                self.model.set_attention_view(layer=None, head=None)
-
-    def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64) -> list[ScoreResult]:
-        return score_pairs(self.model, self.pipeline, sources, targets, search_cfg=self.search_cfg,
-                           device=self.device, batch_size=batch_size)

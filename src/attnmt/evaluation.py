@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from attnmt.data.batching import Batch
+from attnmt.models import eval_mode
 from attnmt.models.loss import sequence_loss
 
 log = logging.getLogger(__name__)
@@ -63,13 +64,11 @@ def perplexity(total_nll: float, total_tokens: int) -> float:
 @torch.inference_mode()
 def corpus_loss(model: nn.Module, batches: list[Batch], device: torch.device, *, pad_id: int) -> tuple[float, int]:
     """Teacher-forced summed NLL and number of target tokens over `batches` (eval mode)."""
-    was_training = model.training
-    model.eval()
     total, tokens = torch.zeros((), dtype=torch.float64, device=device), 0
-    for batch in batches:
-        batch = batch.to(device)
-        logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in).logits
-        total += sequence_loss(logits, batch.tgt_out, pad_id=pad_id).double()
-        tokens += batch.num_tgt_tokens
-    model.train(was_training)
+    with eval_mode(model):
+        for batch in batches:
+            batch = batch.to(device)
+            logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in).logits
+            total += sequence_loss(logits, batch.tgt_out, pad_id=pad_id).double()
+            tokens += batch.num_tgt_tokens
     return float(total), tokens

@@ -1,8 +1,7 @@
-"""Pictures: attention heatmaps (source words x output words) and learning curves."""
+"""Pictures: attention heatmaps (source words x output words)."""
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Sequence
@@ -53,41 +52,3 @@ def plot_attention(weights, src_tokens: Sequence[str], tgt_tokens: Sequence[str]
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
-
-
-def plot_learning_curves(metrics_file: str | Path, path: str | Path) -> Path:
-    """Plot validation loss and BLEU per epoch from a run's metrics.jsonl."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = [json.loads(line) for line in Path(metrics_file).read_text().splitlines() if line.strip()]
-    epochs = [r for r in rows if r.get("event") == "epoch"]
-    fig, (ax_loss, ax_bleu) = plt.subplots(1, 2, figsize=(9, 3.5))
-    ax_loss.plot([r["epoch"] for r in epochs], [r["val_loss"] for r in epochs], marker="o")
-    ax_loss.set_xlabel("epoch")
-    ax_loss.set_ylabel("validation loss")
-    ax_bleu.plot([r["epoch"] for r in epochs], [r["val_bleu"] for r in epochs], marker="o", color="C1")
-    ax_bleu.set_xlabel("epoch")
-    ax_bleu.set_ylabel("validation BLEU")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
-
-
-def attention_command(args) -> int:
-    """`attnmt attention RUN_DIR "sentence" -o heatmap.png`."""
-    from attnmt.translator import Translator
-
-    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, engine=args.engine)
-    result = translator.translate([args.sentence], beam_size=args.beam, layer=args.layer, head=args.head)[0]
-    if not result.source_tokens:
-        from attnmt.errors import AttnmtError
-
-        raise AttnmtError("the sentence is empty: nothing to attend to")
-    out = plot_attention(result.attention, result.source_tokens, result.tokens, args.output, title=result.text)
-    print(result.text)
-    print(f"wrote {out}")
-    return 0

@@ -23,11 +23,12 @@ Conventions of both searches:
 
 from __future__ import annotations
 
-import contextlib
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
+
+from attnmt.models import eval_mode
 
 __all__ = ["Hypothesis", "SearchResult", "greedy_search", "beam_search", "gnmt_penalty",
            "tile_index"]
@@ -73,16 +74,6 @@ def gnmt_penalty(length: int, alpha: float) -> float:
 def tile_index(batch: int, beam: int, device: torch.device | str | None = None) -> Tensor:
     """Row index that repeats each sentence beam times: (batch * beam,) = [0]*beam + [1]*beam ..."""
     return torch.arange(batch, device=device).repeat_interleave(beam)
-
-
-@contextlib.contextmanager
-def _eval_mode(model: nn.Module) -> Iterator[None]:
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
 
 
 def _check_args(src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, max_len_ratio: float,
@@ -137,7 +128,7 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
     batch, device = src_ids.shape[0], src_ids.device
     if batch == 0:
         return SearchResult([], [], [], [], [])
-    with _eval_mode(model):
+    with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
         budgets = output_budget(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
         steps = int(budgets.max())
@@ -222,7 +213,7 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
     alpha, neg_inf = length_penalty, float("-inf")
     src_lens = src_lengths.tolist()
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
-    with _eval_mode(model):
+    with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
         state = model.reorder_state(state, tile_index(batch, beam, device))  # rows = batch*beam
         max_lens = output_budget(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
@@ -322,7 +313,7 @@ def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
     batch, device = src_ids.shape[0], src_ids.device
     if batch == 0:
         return SearchResult([], [], [], [], [])
-    with _eval_mode(model):
+    with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
         max_lens = output_budget(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
         prev_ids = torch.full((batch,), bos_id, dtype=torch.long, device=device)

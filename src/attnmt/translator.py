@@ -13,25 +13,23 @@ the result's `warnings` says so. `n_best=K` fills `result.alternatives` with the
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
-import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import torch
 from torch import nn
 
-from attnmt.config import Config, load_saved_config
+from attnmt.config import Config
 from attnmt.data.batching import make_batches
 from attnmt.data.pipeline import TextPipeline
-from attnmt.decoding import Alternative, Engine, NativeEngine, ScoreResult, TranslationResult
+from attnmt.decoding import Alternative, Engine, ScoreResult, TranslationResult
 from attnmt.devices import resolve_device
+from attnmt.engines.native import NativeEngine
 from attnmt.errors import AttnmtError
+from attnmt.run_dir import RunDir
 
-__all__ = ["Alternative", "ScoreResult", "TranslationResult", "Translator", "translate_command", "evaluate_command",
-           "score_command"]
+__all__ = ["Alternative", "ScoreResult", "TranslationResult", "Translator"]
 
 log = logging.getLogger(__name__)
 
@@ -69,32 +67,18 @@ class Translator:
             AttnmtError: unknown engine, or a folder the engine cannot load (the message says
                 which command makes one it can).
         """
-        from attnmt.checkpoint import checkpoint_path, load_weights
-        from attnmt.engines.ctranslate2 import is_export
-        from attnmt.models import build_model
-
-        path = Path(path)
+        run = RunDir(path)
         device = resolve_device(device or "auto", key="device")
         if engine not in ENGINES:
             raise AttnmtError(f"engine={engine!r}: expected one of {', '.join(ENGINES)}")
         if engine == "ctranslate2":
-            if not is_export(path):
-                raise AttnmtError(f"{path}: not a CTranslate2 export (no attnmt_export.json); make one with "
-                                  f"`attnmt export {path} -o DIR` and load DIR")
             from attnmt.engines.ctranslate2 import load_export
 
-            ct2_engine, cfg = load_export(path, device=device.type)
-            return cls(None, ct2_engine.pipeline, cfg, device="cpu", run_dir=path, engine=ct2_engine)
-        if is_export(path):
-            raise AttnmtError(f"{path}: a CTranslate2 export holds no PyTorch weights; load it with "
-                              f"engine='ctranslate2' (CLI: --engine ctranslate2), or load the run it came from")
-        cfg = load_saved_config(path / "config.json")
-        pipeline = TextPipeline.load(path)
-        vocab = pipeline.tgt_vocab
-        model = build_model(cfg.model, len(pipeline.src_vocab), len(vocab), pad_id=vocab.pad_id,
-                            bos_id=vocab.bos_id, eos_id=vocab.eos_id)
-        load_weights(model, checkpoint_path(path, checkpoint))
-        return cls(model, pipeline, cfg, device=device, run_dir=path)
+            ct2_engine, cfg = load_export(run.path, device=device.type)
+            return cls(None, ct2_engine.pipeline, cfg, device="cpu", run_dir=run.path, engine=ct2_engine)
+        run.require_run()
+        cfg, pipeline = run.config(), run.pipeline()
+        return cls(run.load_model(checkpoint, cfg, pipeline), pipeline, cfg, device=device, run_dir=run.path)
 
     def translate(self, sentences: Sequence[str] | str, *, beam_size: int | None = None,
                   length_penalty: float | None = None, batch_size: int = 64, layer: int | None = None,
@@ -145,104 +129,3 @@ class Translator:
         report["engine"] = self.engine.name
         report["ppl"] = round(perplexity(nll, tokens), 2)
         return report
-
-
-def _read_lines(handle: Iterable[str]) -> Iterable[str]:
-    for line in handle:
-        yield line.rstrip("\r\n")
-
-
-def translate_command(args) -> int:
-    """`attnmt translate RUN_DIR [-i IN] [-o OUT] [--beam K] [--n-best K] [--sampling-topk K]`:
-    one translation per input line; with --n-best K > 1, K lines 'rank<TAB>score<TAB>text' per
-    input line, then an empty line."""
-    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device,
-                                 engine=getattr(args, "engine", "native"))
-    source = open(args.input, encoding="utf-8", errors="replace") if args.input else sys.stdin
-    target = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
-    chunk_size = max(args.batch_size * 8, 1)
-    try:
-        chunk: list[str] = []
-        for line in _read_lines(source):
-            chunk.append(line)
-            if len(chunk) >= chunk_size:
-                _write(translator, chunk, args, target)
-                chunk = []
-        if chunk:
-            _write(translator, chunk, args, target)
-    finally:
-        if args.input:
-            source.close()
-        if args.output:
-            target.close()
-    return 0
-
-
-def _write(translator: Translator, lines: list[str], args, target) -> None:
-    n_best, topk = getattr(args, "n_best", 1), getattr(args, "sampling_topk", 1)
-    beam = args.beam if args.beam is not None else (1 if topk != 1 else 5)
-    try:
-        results = translator.translate(lines, beam_size=beam, length_penalty=args.length_penalty,
-                                       batch_size=args.batch_size, n_best=n_best, sampling_topk=topk,
-                                       sampling_temperature=getattr(args, "sampling_temperature", 1.0),
-                                       seed=getattr(args, "seed", None))
-    except ValueError as err:  # a bad combination of options: a user error, not a traceback
-        raise AttnmtError(str(err)) from None
-    for result in results:
-        if n_best == 1:
-            target.write(result.text.replace("\n", " ") + "\n")
-            continue
-        for rank, alt in enumerate(result.alternatives, 1):
-            target.write(f"{rank}\t{alt.score:.6f}\t{alt.text.replace(chr(10), ' ')}\n")
-        target.write("\n")
-    target.flush()
-
-
-def score_command(args) -> int:
-    """`attnmt score RUN_DIR -i SOURCE -r TRANSLATION`: per line 'log_prob<TAB>normalized<TAB>tokens'
-    (forced decoding; normalized = log_prob / tokens; tokens count <eos>)."""
-    sources = _read_file(args.input)
-    targets = _read_file(args.reference)
-    if len(sources) != len(targets):
-        raise AttnmtError(f"{args.input} has {len(sources)} lines, {args.reference} has {len(targets)}")
-    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device,
-                                 engine=getattr(args, "engine", "native"))
-    target = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
-    try:
-        for result in translator.score(sources, targets, batch_size=args.batch_size):
-            target.write(f"{result.log_prob:.6f}\t{result.normalized:.6f}\t{result.num_tokens}\n")
-    finally:
-        if args.output:
-            target.close()
-    return 0
-
-
-def _read_file(path: str) -> list[str]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return list(_read_lines(handle))
-    except OSError as err:
-        raise AttnmtError(f"{path}: cannot read ({err.strerror})") from None
-
-
-def evaluate_command(args) -> int:
-    """`attnmt evaluate RUN_DIR [--split S] [--beam K]`: print scores as JSON."""
-    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device,
-                                 engine=getattr(args, "engine", "native"))
-    start = time.perf_counter()
-    report = translator.evaluate(args.split, beam_size=args.beam, length_penalty=args.length_penalty,
-                                 batch_size=args.batch_size)
-    report["seconds"] = round(time.perf_counter() - start, 2)
-    report["checkpoint"] = args.checkpoint
-    print(json.dumps(report, indent=2, ensure_ascii=False))
-    suffix = "" if args.checkpoint == "best" else "_" + Path(args.checkpoint).stem
-    if args.length_penalty is not None:
-        suffix += f"_lp{args.length_penalty:g}"
-    out = Path(args.run_dir) / f"eval_{args.split}_beam{args.beam}{suffix}.json"
-    try:
-        from attnmt.checkpoint import write_json
-
-        write_json(out, report)
-    except OSError as err:  # a read-only run directory still gets its scores printed
-        log.warning("could not write %s: %s", out, err)
-    return 0

@@ -22,7 +22,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from attnmt.attention import lengths_to_mask
+from attnmt.masks import lengths_to_mask
 
 logger = logging.getLogger(__name__)
 
@@ -72,15 +72,6 @@ class Batch:
                        src_lengths=move(self.src_lengths), tgt_in=move(self.tgt_in),
                        tgt_out=move(self.tgt_out), tgt_mask=move(self.tgt_mask),
                        index=move(self.index), _num_tgt_tokens=self.num_tgt_tokens)
-
-    def pin_memory(self) -> Batch:
-        """A copy in pinned CPU memory, so that `.to("cuda")` is truly asynchronous."""
-        def pin(t: Tensor | None) -> Tensor | None:
-            return None if t is None else t.pin_memory()
-
-        return replace(self, src_ids=pin(self.src_ids), src_mask=pin(self.src_mask),
-                       src_lengths=pin(self.src_lengths), tgt_in=pin(self.tgt_in),
-                       tgt_out=pin(self.tgt_out), tgt_mask=pin(self.tgt_mask), index=pin(self.index))
 
 
 def _pad(seqs: Sequence[Sequence[int]], pad_id: int, extra: int = 0) -> tuple[Tensor, Tensor, Tensor]:
@@ -199,19 +190,14 @@ def make_source_batch(src_id_lists: Sequence[Sequence[int]], pad_id: int = 0) ->
                  index=torch.arange(len(src_id_lists)), _num_tgt_tokens=0)
 
 
-def shard_batches(batches: Sequence[Batch], rank: int, world_size: int) -> list[Batch]:
-    """This rank's share of `batches` for data-parallel training: every world_size-th batch.
-
-    The shares are disjoint and equally long, so no rank waits for another in all-reduce: the
-    last `len(batches) % world_size` batches are dropped (they differ every epoch when the
-    batches are shuffled).
+def length_sorted_chunks(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """The order every engine decodes in: positions of the non-empty items (length > 0), shortest
+    first (ties in input order), in chunks of at most `batch_size`; results go back by position.
 
     Raises:
-        ValueError: rank outside [0, world_size), or fewer batches than ranks.
+        ValueError: batch_size < 1.
     """
-    if world_size < 1 or not 0 <= rank < world_size:
-        raise ValueError(f"rank={rank} must be in [0, world_size={world_size})")
-    if len(batches) < world_size:
-        raise ValueError(f"{len(batches)} batches cannot be shared by {world_size} ranks")
-    usable = len(batches) - len(batches) % world_size
-    return list(batches[rank:usable:world_size])
+    if batch_size < 1:
+        raise ValueError(f"batch_size={batch_size} must be >= 1")
+    todo = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: lengths[i])
+    return [todo[start:start + batch_size] for start in range(0, len(todo), batch_size)]

@@ -18,7 +18,6 @@ import hashlib
 import http.client
 import logging
 import os
-import tempfile
 import urllib.error
 import urllib.request
 import zlib
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from attnmt.errors import DataError
+from attnmt.files import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -235,16 +235,12 @@ def _offline_hint(filename: str) -> str:
 
 
 def _download(url: str, dest: Path, sha256: str | None) -> None:
-    """Download `url` to `dest` atomically: temp file in the same folder, verify, fsync, replace.
+    """Download `url` to `dest` atomically (files.atomic_write): verified before it is renamed
+    into place, so a partial or corrupt download never appears under `dest`."""
 
-    A partial or corrupt download is deleted and never appears under `dest`.
-    """
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    tmp = Path(tmp_name)
-    try:
+    def fetch(tmp: Path) -> None:
         digest, size = hashlib.sha256(), 0
-        with os.fdopen(fd, "wb") as f:
+        with open(tmp, "wb") as f:
             try:
                 with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response:
                     expected = response.headers.get("Content-Length")
@@ -258,28 +254,16 @@ def _download(url: str, dest: Path, sha256: str | None) -> None:
             except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
                 reason = getattr(err, "reason", None) or err
                 raise DataError(f"could not download {url}: {reason}. " + _offline_hint(dest.name)) from None
-            if expected is not None and size != int(expected):
-                raise DataError(f"could not download {url}: transfer cut short after {size} of "
-                                f"{expected} bytes; try again. " + _offline_hint(dest.name))
-            f.flush()
-            os.fsync(f.fileno())
+        if expected is not None and size != int(expected):
+            raise DataError(f"could not download {url}: transfer cut short after {size} of "
+                            f"{expected} bytes; try again. " + _offline_hint(dest.name))
         if sha256 is not None and digest.hexdigest() != sha256:
             raise DataError(f"checksum mismatch for {url}: sha256 {digest.hexdigest()}, expected {sha256}; "
                             "the file was not cached")
         if sha256 is None:
             _read_bytes(tmp)  # unverified: at least make sure the gzip stream is complete
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    try:  # make the rename itself durable; not possible on every platform
-        dir_fd = os.open(dest.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError:
-        pass
+
+    atomic_write(dest, fetch)
 
 
 def _check_split_lang(split: str, lang: str) -> str:

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnmt.checkpoint import read_json, write_json
+from attnmt.files import read_json, write_json
 from attnmt.data.corpus import ParallelCorpus, filter_by_length
 from attnmt.data.tokenizers import (
     MosesTokenizer,

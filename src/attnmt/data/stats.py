@@ -1,4 +1,4 @@
-"""`attnmt data stats`: per split and language, sentences, tokens, vocabulary, OOV and lengths.
+"""Corpus statistics (`attnmt data stats`): per split and language, sentences, tokens, vocabulary, OOV and lengths.
 
     attnmt data stats --corpus multi30k --src-lang de --tgt-lang en --tokenizer moses
     attnmt data stats --corpus data/train --valid data/dev      # own files, given as in a config
@@ -18,20 +18,20 @@ When they are not given, they are looked for next to the train files: a prefix e
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
-from attnmt.config import DataConfig, config_from_dict, load_config
+from attnmt.config import DataConfig
 from attnmt.data.corpus import CorpusSpec, ParallelCorpus, cache_dir, corpus_spec, load_corpus
 from attnmt.data.pipeline import TextPipeline
 from attnmt.data.tokenizers import Tokenizer
 from attnmt.data.vocab import Vocab
-from attnmt.errors import ConfigError, DataError
+from attnmt.errors import DataError
 
 logger = logging.getLogger(__name__)
 
@@ -130,56 +130,16 @@ def own_data_spec(train: str, src_lang: str, tgt_lang: str, *, valid: str | None
                       valid=valid or neighbour("val", "valid", "dev"), test=test or neighbour("test"))
 
 
-# config key -> the `attnmt data stats` option that sets it
-FLAGS = {"data.src_lang": "--src-lang", "data.tgt_lang": "--tgt-lang", "data.spm_vocab_size": "--vocab-size",
-         "data.min_freq": "--min-freq", "data.tokenizer": "--tokenizer", "data.lowercase": "--lowercase"}
-
-
-def data_config(args: argparse.Namespace) -> DataConfig:
-    """The `DataConfig` that the options describe (or that `--config` holds), validated as in training."""
-    options = {"--corpus": args.corpus, "--valid": args.valid, "--test": args.test, "--src-lang": args.src_lang,
-               "--tgt-lang": args.tgt_lang, "--tokenizer": args.tokenizer, "--vocab-size": args.vocab_size,
-               "--min-freq": args.min_freq}
-    given = [flag for flag, value in options.items() if value is not None] + (["--lowercase"] if args.lowercase else [])
-    if args.config:
-        if given:
-            raise DataError(f"--config takes the data settings from the config; drop {', '.join(given)}")
-        return load_config(args.config).data
-    defaults = DataConfig()
-    tokenizer = args.tokenizer or defaults.tokenizer
-    if args.lowercase and tokenizer == "sentencepiece":
-        raise DataError("--lowercase applies to --tokenizer moses only: training does not lowercase for "
-                        "sentencepiece (data.lowercase is refused there too)")
-    src_lang, tgt_lang = args.src_lang or defaults.src_lang, args.tgt_lang or defaults.tgt_lang
-    data = {"src_lang": src_lang, "tgt_lang": tgt_lang, "tokenizer": tokenizer, "lowercase": args.lowercase,
-            "spm_vocab_size": args.vocab_size or defaults.spm_vocab_size,
-            "min_freq": args.min_freq or defaults.min_freq}
-    corpus = args.corpus or "multi30k"
-    if corpus == "multi30k":
-        if args.valid or args.test:
-            raise DataError("--valid and --test name own data; Multi30k has its splits (use --splits)")
-    else:
-        spec = own_data_spec(corpus, src_lang, tgt_lang, valid=args.valid, test=args.test)
-        data.update(corpus="files", train=spec.train, valid=spec.valid, test=spec.test)
-    try:
-        return config_from_dict({"data": data}, source="options").data
-    except ConfigError as err:  # name the option the user typed, not the config key it fills
-        message = str(err).removeprefix("options: ")
-        for key, flag in FLAGS.items():
-            message = message.replace(key, flag)
-        raise DataError(message) from None
-
-
-def compute_stats(args: argparse.Namespace) -> tuple[DataConfig, list[SideStats]]:
-    """Statistics for every requested split, both languages, tokenized by the pipeline that
-    training would build from the same data settings; the vocabularies come from train."""
-    d = data_config(args)
+def compute_stats(d: DataConfig, splits: Sequence[str] | None = None) -> list[SideStats]:
+    """Statistics for `splits` (default: train, val, test where they exist), both languages,
+    tokenized by the pipeline that training would build from the same data settings; the
+    vocabularies come from train."""
     spec = corpus_spec(d)
     if d.corpus == "multi30k":
-        splits = list(args.splits or DEFAULT_SPLITS)
+        splits = list(splits or DEFAULT_SPLITS)
     else:
         present = [s for s, files in zip(DEFAULT_SPLITS, (spec.train, spec.valid, spec.test)) if files]
-        splits = list(args.splits or present)
+        splits = list(splits or present)
     start = time.perf_counter()
     train = load_corpus(spec, "train")
     if d.train_subset:  # as training does: the vocabulary sees the pairs that are trained on
@@ -193,22 +153,8 @@ def compute_stats(args: argparse.Namespace) -> tuple[DataConfig, list[SideStats]
         for lang, texts, tokenizer, vocab in zip((d.src_lang, d.tgt_lang), (corpus.src, corpus.tgt), tokenizers, vocabs):
             rows.append(side_stats(split, lang, _tokenize(tokenizer, texts), vocab))
     logger.debug("statistics computed in %.1f s", time.perf_counter() - start)
-    return d, rows
+    return rows
 
 
 def _tokenize(tokenizer: Tokenizer, texts: list[str]) -> list[list[str]]:
     return [tokenizer.tokenize(t) for t in texts]
-
-
-def stats_command(args: argparse.Namespace) -> int:
-    """Print the statistics table of `attnmt data stats`; returns the exit code."""
-    d, rows = compute_stats(args)
-    corpus = "multi30k" if d.corpus == "multi30k" else d.train
-    tokenizer = d.tokenizer
-    if d.tokenizer == "sentencepiece":
-        tokenizer += f" ({d.spm_model_type}, {d.spm_vocab_size} pieces{', joint' if d.spm_joint else ''})"
-    print(f"corpus {corpus} {d.src_lang}->{d.tgt_lang}, tokenizer {tokenizer}"
-          f"{', lowercased' if d.lowercase else ''}; vocab built on train with min_freq={d.min_freq}"
-          f"{f', max_vocab={d.max_vocab}' if d.max_vocab else ''}")
-    print(format_table(rows))
-    return 0

@@ -16,12 +16,12 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Protocol, runtime_checkable
 
 from attnmt.errors import DataError
+from attnmt.files import atomic_copy
 
 logger = logging.getLogger(__name__)
 
@@ -126,10 +126,7 @@ class SentencePieceTokenizer:
         """Copy the model file into `base_dir` and return a tokenizer that uses the copy."""
         target = Path(base_dir) / self.model_file.name
         if target.resolve() != self.model_file.resolve():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.tmp")
-            shutil.copyfile(self.model_file, tmp)
-            os.replace(tmp, target)
+            atomic_copy(self.model_file, target)
         return SentencePieceTokenizer(target)
 
     def __repr__(self) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from attnmt.errors import DataError
+from attnmt.files import write_json
 
 
 class Vocab:
@@ -118,14 +119,8 @@ class Vocab:
         return cls(d["tokens"])
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the vocabulary as JSON, atomically (temp file, fsync, replace)."""
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.tmp")
-        with tmp.open("w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, ensure_ascii=False, indent=0)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        """Write the vocabulary as JSON, atomically (files.atomic_write)."""
+        write_json(path, self.to_dict(), indent=0)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Vocab:

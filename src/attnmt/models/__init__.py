@@ -7,6 +7,9 @@ Every model exposes the same decoding interface (see docs/architecture.md):
 
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 from torch import nn
 
 
@@ -43,3 +46,14 @@ def count_parameters(model: nn.Module) -> int:
             seen.add(id(p))
             total += p.numel()
     return total
+
+
+@contextlib.contextmanager
+def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
+    """The model in eval mode inside the block; its train/eval mode is restored after, also on an error."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)

@@ -22,6 +22,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnmt.attention import AdditiveAttention, DotAttention, GeneralAttention
 from attnmt.models.dropout import Dropout
+from attnmt.models.outputs import EncoderOutput, ModelOutput, check_source
 
 __all__ = ["EncoderOutput", "ModelOutput", "DecoderStep", "GRUEncoder", "AttentiveGRUDecoder",
            "RNNSeq2Seq", "ATTENTION_TYPES"]
@@ -32,43 +33,12 @@ State = dict[str, Tensor]
 SOURCE_ENTRIES = ("enc_states", "src_mask", "proj_keys")  # state that depends only on the source
 
 
-class EncoderOutput(NamedTuple):
-    """What the encoder hands the decoder.
-
-    Attributes:
-        states: (batch, src_len, enc_dim) annotations h_j = [h_fwd_j; h_bwd_j], zero on padding.
-        mask: (batch, src_len) bool, True = real token.
-        final: (batch, hidden) initial decoder state s_0.
-    """
-
-    states: Tensor
-    mask: Tensor
-    final: Tensor
-
-
-class ModelOutput(NamedTuple):
-    """Teacher-forced pass: logits (batch, tgt_len, vocab), attention (batch, tgt_len, src_len)."""
-
-    logits: Tensor
-    attention: Tensor
-
-
 class DecoderStep(NamedTuple):
     """One decoder step: features for the output layer, attention weights, the next state."""
 
     features: Tensor  # (batch, readout_dim)
     weights: Tensor  # (batch, src_len)
     state: State
-
-
-def check_source(src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor) -> None:
-    """Raise ValueError unless ids/mask are (batch, src_len) and lengths are (batch,)."""
-    got = (f"src_ids {tuple(src_ids.shape)}, src_mask {tuple(src_mask.shape)} {src_mask.dtype}, "
-           f"src_lengths {tuple(src_lengths.shape)}")
-    if src_ids.dim() != 2 or src_mask.shape != src_ids.shape or src_mask.dtype != torch.bool:
-        raise ValueError(f"expected src_ids and bool src_mask of shape (batch, src_len); got {got}")
-    if src_lengths.shape != (src_ids.shape[0],):
-        raise ValueError(f"expected src_lengths of shape (batch,); got {got}")
 
 
 class GRUEncoder(nn.Module):

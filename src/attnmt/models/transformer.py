@@ -25,9 +25,10 @@ import math
 import torch
 from torch import Tensor, nn
 
-from attnmt.attention import MultiHeadAttention, causal_mask
+from attnmt.attention import MultiHeadAttention
+from attnmt.masks import causal_mask
 from attnmt.models.dropout import Dropout
-from attnmt.models.rnn import EncoderOutput, ModelOutput, check_source
+from attnmt.models.outputs import EncoderOutput, ModelOutput, check_source
 
 __all__ = ["TransformerSeq2Seq", "EncoderLayer", "DecoderLayer", "sinusoidal_positions",
            "POSITION_TYPES"]

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
+from attnmt import __version__
 from attnmt.server.errors import install_error_handlers
 from attnmt.server.routes import health, libretranslate, page, v1
 from attnmt.server.routes.page import STATIC
@@ -92,7 +93,7 @@ def create_app(settings: ServeSettings, load: Callable[[], object], *, name: str
             log.info("stopped after %d batches, %d sentences", service.batcher.stats.batches,
                      service.batcher.stats.sentences)
 
-    app = FastAPI(title="attnmt", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
+    app = FastAPI(title="attnmt", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="LibreTranslate-compatible translation API, plus attnmt's own /v1 API with "
                               "tokens, scores and attention weights.")
     install_error_handlers(app)

@@ -7,11 +7,11 @@ The routes stay thin: they parse, call `TranslationService.translate`, and shape
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from pathlib import Path
 from typing import Sequence
 
+from attnmt.run_dir import RunDir, no_scores
 from attnmt.server.batcher import DecodeSettings, MicroBatcher
 from attnmt.server.errors import ApiError
 from attnmt.server.settings import MAX_BEAM, ServeSettings
@@ -115,32 +115,7 @@ class TranslationService:
                     beam_size=self.beam_size, max_beam=MAX_BEAM, max_texts=self.settings.max_texts,
                     max_input_tokens=cfg.search.max_input_tokens,
                     api_key_required=self.settings.api_key is not None)
-        card.update(run_scores(getattr(t, "run_dir", None)))
+        run_dir = getattr(t, "run_dir", None)
+        card.update(RunDir(run_dir).scores() if run_dir is not None else no_scores())
         self._card = card
         return card
-
-
-def run_scores(run_dir: str | Path | None) -> dict:
-    """Best validation BLEU (best.json) and `attnmt evaluate` reports (eval_*.json) of a run."""
-    found: dict = {"best_valid_bleu": None, "best_epoch": None, "test_scores": {}}
-    if run_dir is None:
-        return found
-    run_dir = Path(run_dir)
-    best = _read_json(run_dir / "best.json")
-    if isinstance(best, dict):
-        bleu = best.get("val_bleu")
-        found["best_valid_bleu"] = float(bleu) if isinstance(bleu, (int, float)) else None
-        found["best_epoch"] = best.get("epoch") if isinstance(best.get("epoch"), int) else None
-    for path in sorted(run_dir.glob("eval_*.json")):
-        report = _read_json(path)
-        if isinstance(report, dict):
-            found["test_scores"][path.stem] = {k: v for k, v in report.items()
-                                               if isinstance(v, (int, float, str)) or v is None}
-    return found
-
-
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None

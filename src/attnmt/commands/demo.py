@@ -1,4 +1,4 @@
-"""The README's main job: train on Multi30k de->en, evaluate on test_2016_flickr, translate a
+"""`attnmt demo`, the README's main job: train on Multi30k de->en, evaluate on test_2016_flickr, translate a
 few sentences and draw an attention heatmap. The full seed-size config runs on a GPU; on a CPU
 the quickstart config trains a smaller model within a time budget (train.max_minutes).
 
@@ -7,7 +7,6 @@ folder on a later run only when that mark is there, and refuses any other folder
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import torch
 
 from attnmt.errors import AttnmtError
+from attnmt.files import write_json
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def prepare_run_dir(run_dir: Path) -> None:
     (run_dir / DEMO_MARKER).write_text("made by `attnmt demo`, which may replace this folder\n")
 
 
-def demo_command(args) -> int:
+def run(args) -> int:
     from attnmt.config import find_config, load_config
     from attnmt.plotting import plot_attention
     from attnmt.training import train
@@ -74,7 +74,7 @@ def demo_command(args) -> int:
         print(f"   beam {beam}: BLEU {report['bleu']:.2f}  chrF {report['chrf']:.2f}  "
               f"lowercased tokenized BLEU {report['bleu_lc_tok']:.2f}  ppl {report['ppl']:.2f}")
     print(f"   {reports['beam5']['signature']}")
-    (run_dir / "demo_scores.json").write_text(json.dumps(reports, indent=2) + "\n")
+    write_json(run_dir / "demo_scores.json", reports)
 
     print("== translating", flush=True)
     results = translator.translate(EXAMPLES, beam_size=5)

@@ -10,7 +10,7 @@ with no process group, and every function here is then a no-op, so the training 
 Each update, every rank builds the same global batches from (seed, epoch) and `shard_update`
 gives each rank its own, token-balanced share. Rank 0 alone writes files and validates; what it
 decides is broadcast (`broadcast_from_main`), and what every rank must agree on is all-reduced
-(`sum_`, `any_`), so all ranks always take the same branch and none waits forever.
+(`all_reduce_sum`, `any_rank`), so all ranks always take the same branch and none waits forever.
 
 Shapes:
     batch    sentences in a batch
@@ -33,9 +33,6 @@ from attnmt.errors import AttnmtError
 
 log = logging.getLogger(__name__)
 
-TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
-
-
 @dataclass(frozen=True)
 class World:
     """Where this process stands: its rank among `size` processes (one process: rank 0 of 1)."""
@@ -52,7 +49,8 @@ class World:
         return self.rank == 0
 
     @property
-    def grouped(self) -> bool:
+    def distributed(self) -> bool:
+        """True when there is a process group (under torchrun)."""
         return self.backend is not None
 
 
@@ -107,7 +105,7 @@ def init_world(backend: str, device: torch.device) -> tuple[World, torch.device]
 
 def close_world(world: World) -> None:
     """Wait for every rank (rank 0 may still be validating), then leave the process group."""
-    if world.grouped:
+    if world.distributed:
         import torch.distributed as dist
 
         dist.barrier()
@@ -116,7 +114,7 @@ def close_world(world: World) -> None:
 
 def barrier(world: World) -> None:
     """Wait until every rank gets here (after rank 0 wrote files the others read)."""
-    if world.grouped:
+    if world.distributed:
         import torch.distributed as dist
 
         dist.barrier()
@@ -125,7 +123,7 @@ def barrier(world: World) -> None:
 def wrap_model(world: World, model: nn.Module) -> nn.Module:
     """DDP around `model` when there is a process group (its gradients are averaged over the
     ranks in backward); the model itself otherwise. Rank 0's weights are broadcast to all."""
-    if not world.grouped:
+    if not world.distributed:
         return model
     from torch.nn.parallel import DistributedDataParallel
 
@@ -143,25 +141,25 @@ def no_sync(model: nn.Module, skip: bool):
     return model.no_sync() if skip and hasattr(model, "no_sync") else nullcontext()
 
 
-def sum_(world: World, tensor: torch.Tensor) -> torch.Tensor:
+def all_reduce_sum(world: World, tensor: torch.Tensor) -> torch.Tensor:
     """The element-wise sum of `tensor` over all ranks (in place; `tensor` itself on one process)."""
-    if world.grouped:
+    if world.distributed:
         import torch.distributed as dist
 
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
     return tensor
 
 
-def any_(world: World, flag: bool) -> bool:
+def any_rank(world: World, flag: bool) -> bool:
     """True on every rank when `flag` is true on any rank."""
-    if not world.grouped:
+    if not world.distributed:
         return flag
-    return bool(sum_(world, torch.tensor([float(flag)], device=world.device)).item() > 0)
+    return bool(all_reduce_sum(world, torch.tensor([float(flag)], device=world.device)).item() > 0)
 
 
 def broadcast_from_main(world: World, obj: Any) -> Any:
     """Rank 0's `obj` on every rank (plain data: dicts, numbers, strings)."""
-    if not world.grouped:
+    if not world.distributed:
         return obj
     import torch.distributed as dist
 
@@ -172,7 +170,7 @@ def broadcast_from_main(world: World, obj: Any) -> Any:
 
 def gather_to_main(world: World, obj: Any) -> list[Any]:
     """Every rank's `obj`, in rank order (collected on every rank; rank 0 writes them)."""
-    if not world.grouped:
+    if not world.distributed:
         return [obj]
     import torch.distributed as dist
 

@@ -6,7 +6,7 @@ Shapes:
     vocab: target vocabulary size.
 
 On a GPU these small models wait on kernel launches, not arithmetic
-(../shared/notes/speed-ceiling.md): replaying a whole captured step as one CUDA graph gave 3-5x
+(docs/gpu.md): replaying a whole captured step as one CUDA graph gave 3-5x
 over eager. A graph replays fixed shapes and fixed memory, so ``cudagraphs`` pads every batch
 up to a static bucket shape (rows, src_len, tgt_len), copies it into that bucket's static
 buffers, and replays the bucket's graph: forward, summed loss / target tokens, backward, clip,
@@ -19,7 +19,7 @@ positions lie after the real ones (causal self-attention) and the loss ignores t
 filler row (one source token, no target token) adds nothing to the loss or the gradients.
 The target-token count that normalises the loss is a tensor, filled per batch.
 `static_update` is the function that is captured; tests check on the CPU that it gives the
-loss and gradients of the eager `attnmt.training.train_step`. With dropout the random masks
+loss and gradients of the eager `attnmt.training.step.train_step`. With dropout the random masks
 differ from eager ones (padded shapes draw other numbers): the same distribution, not the same
 draws.
 
@@ -40,12 +40,11 @@ import torch
 from torch import Tensor, nn
 
 from attnmt.data.batching import Batch
-from attnmt.models.loss import sequence_loss
+from attnmt.training.step import clip_gradients, loss_and_gradients
 
 log = logging.getLogger(__name__)
 
-__all__ = ["COMPILE_MODES", "make_train_step", "bucket_shape", "pad_batch", "static_loss",
-           "static_update", "CUDAGraphSteps"]
+__all__ = ["COMPILE_MODES", "make_train_step", "bucket_shape", "pad_batch", "static_update", "CUDAGraphSteps"]
 
 COMPILE_MODES = ("none", "default", "cudagraphs")
 
@@ -61,7 +60,7 @@ def make_train_step(mode: str, model: nn.Module, optimizer: torch.optim.Optimize
         mode: "none" (``eager`` itself), "default" (``eager`` over ``torch.compile(model)``) or
             "cudagraphs" (`CUDAGraphSteps`; needs CUDA and the Transformer).
         model, optimizer, schedule, train_cfg, use_amp, pad_id: as for ``eager``.
-        eager: ``attnmt.training.train_step``, whose signature every mode keeps.
+        eager: ``attnmt.training.step.train_step``, whose signature every mode keeps.
         length_step, max_graphs: see `CUDAGraphSteps`.
 
     Raises:
@@ -128,20 +127,10 @@ def pad_batch(batch: Batch, rows: int, src_len: int, tgt_len: int, *, pad_id: in
                    index=index, _num_tgt_tokens=batch.num_tgt_tokens)
 
 
-def static_loss(model: nn.Module, batch: Batch, *, train_cfg, use_amp: bool, pad_id: int) -> Tensor:
-    """Summed cross-entropy of a (padded) batch, as in train_step; no host synchronisation.
-
-    Autocast's weight cache is off: a cached cast made during capture would be stale on replay.
-    """
-    with torch.autocast(batch.src_ids.device.type, dtype=torch.bfloat16, enabled=use_amp, cache_enabled=False):
-        logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in,
-                       teacher_forcing=train_cfg.teacher_forcing).logits  # (rows, tgt_len, vocab)
-    return sequence_loss(logits, batch.tgt_out, pad_id=pad_id, label_smoothing=train_cfg.label_smoothing)
-
-
 def static_update(model: nn.Module, batch: Batch, num_tgt_tokens: Tensor, *, train_cfg, use_amp: bool,
                   pad_id: int) -> tuple[Tensor, Tensor, Tensor]:
-    """The captured part of a step up to the optimizer: loss, backward of loss / tokens, clip.
+    """The captured part of a step up to the optimizer: the eager step's `loss_and_gradients`
+    (with the cast cache off) and clipping, with no host synchronisation.
 
     Args:
         batch: padded to its bucket (static buffers when captured).
@@ -151,12 +140,11 @@ def static_update(model: nn.Module, batch: Batch, num_tgt_tokens: Tensor, *, tra
         (summed loss, detached; () bool tensor: loss and gradient norm finite; the gradient
         norm before clipping). Gradients are left clipped in ``.grad``.
     """
-    loss = static_loss(model, batch, train_cfg=train_cfg, use_amp=use_amp, pad_id=pad_id)
-    (loss / num_tgt_tokens).backward()
-    max_norm = train_cfg.clip if train_cfg.clip > 0 else float("inf")
-    grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm)  # foreach: no sync
+    loss = loss_and_gradients(model, batch, num_tgt_tokens.reciprocal(), train_cfg=train_cfg, use_amp=use_amp,
+                              pad_id=pad_id, cache_casts=False)
+    grad_norm = clip_gradients(model, train_cfg.clip)  # foreach: no sync
     finite = torch.isfinite(grad_norm) & torch.isfinite(loss)
-    return loss.detach(), finite, grad_norm
+    return loss, finite, grad_norm
 
 
 # ----------------------------------------------------------------------------- CUDA graphs
@@ -167,7 +155,7 @@ class CUDAGraphSteps:
     Args:
         model: the Transformer (the RNN encoder packs sequences by their lengths on the host,
             which a replayed graph cannot follow), on a CUDA device.
-        optimizer: fused Adam/AdamW (``attnmt.training.make_optimizer`` on CUDA); its groups
+        optimizer: fused Adam/AdamW (``attnmt.training.trainable.make_optimizer`` on CUDA); its groups
             are made capturable and their learning rates become tensors the schedule fills.
         schedule: stepped on the host after each finite step, as in train_step.
         length_step: source and target lengths round up to a multiple of this (fewer graphs

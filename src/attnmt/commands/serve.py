@@ -1,4 +1,4 @@
-"""`attnmt serve RUN_DIR`: run the service under uvicorn until Ctrl-C or SIGTERM.
+"""`attnmt serve RUN_DIR`: the parsed options -> `ServeSettings`, then the service under uvicorn until Ctrl-C or SIGTERM.
 
 On either signal uvicorn stops accepting connections, lets the requests in flight finish
 (up to GRACE_SECONDS), runs the lifespan shutdown, and the command exits 0.
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 import signal
-from pathlib import Path
 
 from attnmt.errors import AttnmtError
+from attnmt.run_dir import RunDir
 from attnmt.server.settings import ServeSettings
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ def settings_from_args(args) -> ServeSettings:
         raise AttnmtError(str(err)) from None
 
 
-def serve_command(args) -> int:
+def run(args) -> int:
     """Serve RUN_DIR's model over HTTP (LibreTranslate API, /v1 API, the page at /)."""
     import uvicorn
 
@@ -35,19 +35,16 @@ def serve_command(args) -> int:
     from attnmt.translator import Translator
 
     settings = settings_from_args(args)
-    engine = getattr(args, "engine", "native")
-    if engine == "native" and not (Path(args.run_dir) / "config.json").is_file():
-        raise AttnmtError(f"{args.run_dir}: no config.json; is it a run directory written by `attnmt train`?")
-    if engine == "ctranslate2":
-        from attnmt.engines.ctranslate2 import is_export
-
-        if not is_export(Path(args.run_dir)):
-            raise AttnmtError(f"{args.run_dir}: not a CTranslate2 export; make one with `attnmt export RUN_DIR -o DIR`")
+    run_dir = RunDir(args.run_dir)  # refuse a folder the engine cannot load before the server starts
+    if args.engine == "ctranslate2":
+        run_dir.require_export()
+    else:
+        run_dir.require_run()
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("listening on %s: reachable from other machines%s", settings.host,
                     "" if settings.api_key else " by anyone (no --api-key)")
     app = create_app(settings, lambda: Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device,
-                                                       engine=engine))
+                                                       engine=args.engine))
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="info", access_log=False,
                             timeout_graceful_shutdown=GRACE_SECONDS, lifespan="on")
     server = uvicorn.Server(config)

@@ -1,0 +1,57 @@
+"""`attnmt train CONFIG [--set k=v ...] [--run-dir DIR] [--overwrite] | --resume RUN_DIR [--set k=v ...]`."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from attnmt.config import Config, apply_overrides, config_from_dict, load_config, load_saved_config, save_config
+from attnmt.errors import AttnmtError
+from attnmt.run_dir import CONFIG
+from attnmt.training import train
+from attnmt.training.distributed import env_rank
+
+log = logging.getLogger(__name__)
+
+
+# What `--resume RUN --set ...` may change: how long and how verbosely the run goes on, never
+# what it trains (data, model, optimizer, schedule), so the resumed run stays one consistent run.
+EXTENDABLE_KEYS = ("train.epochs", "train.max_minutes", "train.early_stopping_patience", "train.num_threads",
+                   "train.log_every", "train.save_every_steps", "train.keep_last", "train.max_bad_steps",
+                   "train.tensorboard", "train.backend")
+
+
+def _extend_run(cfg: Config, run_dir: Path, overrides: list[str]) -> Config:
+    """Apply `overrides` limited to EXTENDABLE_KEYS to a saved run's config and save it."""
+    for item in overrides:
+        key = item.partition("=")[0].strip()
+        if key not in EXTENDABLE_KEYS:
+            raise AttnmtError(f"--set {key} cannot change a run that is being resumed: it would no longer be the "
+                              f"same run. On resume only these can change: {', '.join(EXTENDABLE_KEYS)}")
+    source = str(run_dir / CONFIG)
+    cfg = config_from_dict(apply_overrides(cfg.to_dict(), overrides, source=f"--set on {source}"), source=source)
+    if env_rank() == 0:  # under torchrun, rank 0 alone writes
+        save_config(cfg, run_dir / CONFIG)
+    log.info("resumed run extended: %s", ", ".join(overrides))
+    return cfg
+
+
+def run(args) -> int:
+    if args.resume and args.overwrite:
+        raise AttnmtError("--overwrite starts a run afresh and cannot be combined with --resume")
+    if args.resume:
+        run_dir = Path(args.resume)
+        cfg = load_saved_config(run_dir / CONFIG)
+        if args.overrides:
+            cfg = _extend_run(cfg, run_dir, args.overrides)
+    else:
+        if not args.config:
+            raise AttnmtError("train needs a CONFIG file (or --resume RUN_DIR)")
+        cfg = load_config(args.config, args.overrides)
+        run_dir = Path(args.run_dir or Path("runs") / Path(args.config).stem)
+    result = train(cfg, run_dir, resume=bool(args.resume), overwrite=args.overwrite)
+    if env_rank() == 0:
+        print(json.dumps({"run_dir": str(result.run_dir), "epochs": result.epochs,
+                          "seconds": round(result.seconds, 1), "best": result.best}, indent=2))
+    return 0

@@ -1,0 +1,45 @@
+"""`attnmt translate RUN_DIR [-i IN] [-o OUT] [--beam K] [--n-best K] [--sampling-topk K]`: one
+translation per input line; with --n-best K > 1, K lines 'rank<TAB>score<TAB>text' per input
+line, then an empty line."""
+
+from __future__ import annotations
+
+from typing import IO
+
+from attnmt.commands.text_io import open_input, open_output, read_lines
+from attnmt.errors import AttnmtError
+from attnmt.translator import Translator
+
+
+def run(args) -> int:
+    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine)
+    beam = args.beam if args.beam is not None else (1 if args.sampling_topk != 1 else 5)
+    options = dict(beam_size=beam, length_penalty=args.length_penalty, batch_size=args.batch_size,
+                   n_best=args.n_best, sampling_topk=args.sampling_topk,
+                   sampling_temperature=args.sampling_temperature, seed=args.seed)
+    chunk_size = args.batch_size * 8
+    with open_input(args.input) as source, open_output(args.output) as target:
+        chunk: list[str] = []
+        for line in read_lines(source):
+            chunk.append(line)
+            if len(chunk) >= chunk_size:
+                _translate(translator, chunk, options, target)
+                chunk = []
+        if chunk:
+            _translate(translator, chunk, options, target)
+    return 0
+
+
+def _translate(translator: Translator, lines: list[str], options: dict, target: IO[str]) -> None:
+    try:
+        results = translator.translate(lines, **options)
+    except ValueError as err:  # a bad combination of options: a user error, not a traceback
+        raise AttnmtError(str(err)) from None
+    for result in results:
+        if options["n_best"] == 1:
+            target.write(result.text.replace("\n", " ") + "\n")
+            continue
+        for rank, alt in enumerate(result.alternatives, 1):
+            target.write(f"{rank}\t{alt.score:.6f}\t{alt.text.replace(chr(10), ' ')}\n")
+        target.write("\n")
+    target.flush()

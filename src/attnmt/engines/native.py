@@ -1,0 +1,144 @@
+"""The native engine: attnmt's own search (search.py) over the PyTorch model; the reference that
+the CTranslate2 engine is checked against.
+
+    search_batch     greedy, beam or sampling over one padded source batch
+    decode_sources   raw sentences in, `TranslationResult`s out, in input order
+    score_pairs      forced decoding: the model's log-probability of given translations
+    NativeEngine     the two behind the `Engine` interface that `Translator` uses
+
+Shapes:
+    batch: sentences; src_len, tgt_len: padded source / target positions; vocab: target vocabulary.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from attnmt.config import SearchConfig
+from attnmt.data.batching import Batch, length_sorted_chunks, make_batches, make_source_batch
+from attnmt.data.pipeline import TextPipeline
+from attnmt.decoding import (Alternative, ScoreResult, TranslationResult, check_decoding_args, empty_result,
+                             encode_sources, prepare_pairs)
+from attnmt.models import eval_mode
+from attnmt.search import beam_search, greedy_search, sample_search
+
+
+def search_batch(model: nn.Module, batch: Batch, *, beam_size: int, length_penalty: float, search_cfg: SearchConfig,
+                 bos_id: int, eos_id: int, sampling_topk: int = 1, sampling_temperature: float = 1.0,
+                 generator: torch.Generator | None = None):
+    """Greedy search (beam_size <= 1), beam search, or random sampling (sampling_topk != 1, with
+    beam_size 1) over one source batch; returns the SearchResult."""
+    common = dict(max_len_ratio=search_cfg.max_len_ratio, max_len_offset=search_cfg.max_len_offset,
+                  bos_id=bos_id, eos_id=eos_id)
+    if sampling_topk != 1:
+        return sample_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, topk=sampling_topk,
+                             temperature=sampling_temperature, generator=generator, **common)
+    if beam_size <= 1:
+        return greedy_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, **common)
+    return beam_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, beam_size=beam_size,
+                       length_penalty=length_penalty, **common)
+
+
+def _sampling_generator(sampling_topk: int, seed: int | None, device: torch.device | str) -> torch.Generator | None:
+    if sampling_topk == 1:
+        return None
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed if seed is not None else int(torch.randint(2**62, ()).item()))
+    return generator
+
+
+@torch.inference_mode()
+def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence[str], *, beam_size: int,
+                   search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64,
+                   length_penalty: float | None = None, n_best: int = 1, sampling_topk: int = 1,
+                   sampling_temperature: float = 1.0, seed: int | None = None) -> list[TranslationResult]:
+    """Translate raw sentences in length-sorted batches; results come back in input order.
+
+    Each result's `alternatives` holds the best `n_best` hypotheses (at most `beam_size`), best first.
+    `sampling_topk` != 1 draws each translation at random from the `sampling_topk` most probable
+    tokens (0 = all) at `sampling_temperature`; `seed` makes the draws repeatable.
+    """
+    check_decoding_args(beam_size=beam_size, n_best=n_best, sampling_topk=sampling_topk,
+                        sampling_temperature=sampling_temperature)
+    generator = _sampling_generator(sampling_topk, seed, device)
+    warnings: list[list[str]] = [[] for _ in sentences]
+    src_tokens, src_ids = encode_sources(pipeline, sentences, search_cfg, warnings)
+    results: list[TranslationResult | None] = [None] * len(sentences)
+    lp = search_cfg.length_penalty if length_penalty is None else length_penalty
+    vocab = pipeline.tgt_vocab
+    with eval_mode(model):
+        for chunk in length_sorted_chunks([len(ids) for ids in src_ids], batch_size):
+            batch = make_source_batch([src_ids[i] for i in chunk], pad_id=pipeline.src_vocab.pad_id).to(device)
+            found = search_batch(model, batch, beam_size=beam_size, length_penalty=lp, search_cfg=search_cfg,
+                                 bos_id=vocab.bos_id, eos_id=vocab.eos_id, sampling_topk=sampling_topk,
+                                 sampling_temperature=sampling_temperature, generator=generator)
+            for row, i in enumerate(chunk):
+                alternatives = []
+                for hyp in found.nbest[row][:n_best]:
+                    ids = [t for t in hyp.tokens if t != vocab.eos_id]
+                    alternatives.append(Alternative(pipeline.decode_target(ids)[1],
+                                                    vocab.decode(ids, strip_special=False), float(hyp.score)))
+                best = alternatives[0]
+                attention = found.attention[row][: len(best.tokens), : len(src_ids[i])].float().cpu().numpy()
+                results[i] = TranslationResult(best.text, best.tokens, src_tokens[i], attention, best.score,
+                                               alternatives, warnings[i])
+    return [r if r is not None else empty_result(src_tokens[i], warnings[i]) for i, r in enumerate(results)]
+
+
+@torch.inference_mode()
+def score_pairs(model: nn.Module, pipeline: TextPipeline, sources: Sequence[str], targets: Sequence[str], *,
+                search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64) -> list[ScoreResult]:
+    """Forced decoding: each translation's log-probability given its source (teacher forcing,
+    <eos> included), in length-sorted batches; results in input order. An empty source has no
+    score (log_prob nan)."""
+    src_tokens, src_ids, tgt_tokens, tgt_ids, warnings = prepare_pairs(pipeline, sources, targets, search_cfg)
+    vocab = pipeline.tgt_vocab
+    log_probs = [float("nan")] * len(sources)
+    with eval_mode(model):
+        for chunk in length_sorted_chunks([len(ids) for ids in src_ids], batch_size):
+            batch = make_batches([(src_ids[i], tgt_ids[i]) for i in chunk], batch_size=len(chunk), shuffle=False,
+                                 pad_id=vocab.pad_id, bos_id=vocab.bos_id, eos_id=vocab.eos_id)[0].to(device)
+            logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in).logits  # (batch, tgt_len, vocab)
+            logp = logits.float().log_softmax(dim=-1).gather(2, batch.tgt_out.unsqueeze(2)).squeeze(2)  # (batch, tgt_len)
+            sums = logp.masked_fill(batch.tgt_out == vocab.pad_id, 0.0).sum(dim=1).tolist()  # (batch,)
+            for row, total in zip(batch.index.tolist(), sums):
+                log_probs[chunk[row]] = total
+    return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1, warnings[i])
+            for i in range(len(sources))]
+
+
+class NativeEngine:
+    """The PyTorch engine: attnmt's own search over the model (the reference engine)."""
+
+    name = "native"
+
+    def __init__(self, model: nn.Module, pipeline: TextPipeline, search_cfg: SearchConfig, device: torch.device | str):
+        self.model = model
+        self.pipeline = pipeline
+        self.search_cfg = search_cfg
+        self.device = torch.device(device)
+
+    def translate(self, sentences: Sequence[str], *, beam_size: int, length_penalty: float | None = None,
+                  batch_size: int = 64, n_best: int = 1, layer: int | None = None, head: int | None = None,
+                  sampling_topk: int = 1, sampling_temperature: float = 1.0,
+                  seed: int | None = None) -> list[TranslationResult]:
+        """`layer` and `head` pick which cross-attention a Transformer reports (default: the mean)."""
+        if layer is not None or head is not None:
+            if not hasattr(self.model, "set_attention_view"):
+                raise ValueError("layer/head selection needs a Transformer model")
+            self.model.set_attention_view(layer=layer, head=head)
+        try:
+            return decode_sources(self.model, self.pipeline, sentences, beam_size=beam_size,
+                                  search_cfg=self.search_cfg, device=self.device, batch_size=batch_size,
+                                  length_penalty=length_penalty, n_best=n_best, sampling_topk=sampling_topk,
+                                  sampling_temperature=sampling_temperature, seed=seed)
+        finally:
+            if layer is not None or head is not None:
+                self.model.set_attention_view(layer=None, head=None)
+
+    def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64) -> list[ScoreResult]:
+        return score_pairs(self.model, self.pipeline, sources, targets, search_cfg=self.search_cfg,
+                           device=self.device, batch_size=batch_size)

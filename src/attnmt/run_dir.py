@@ -1,0 +1,199 @@
+"""The run directory: the one place that knows its layout.
+
+A run directory (`attnmt train`) holds:
+
+    config.json                 the resolved config
+    vocab.src.json, vocab.tgt.json
+    tokenizers.json             tokenizer settings (+ sentencepiece *.model files beside it)
+    checkpoints/epoch_NNN.safetensors   model weights after each epoch (the last `keep_last`)
+    best.json, last.json        small pointers: {"file": "checkpoints/epoch_NNN.safetensors", ...}
+    average.json                the pointer `attnmt average` writes
+    train_state.json            counters, optimizer/scheduler settings, for --resume; names ...
+    checkpoints/train_state_NNNNNN.safetensors   ... the optimizer moments and random states
+    checkpoints/resume_stepNNNNNNN.safetensors   the mid-epoch weights the state resumes from
+    metrics.jsonl               one JSON object per log event
+    eval_*.json                 `attnmt evaluate` reports
+
+A CTranslate2 export (`attnmt export`) holds the same tokenizers and vocabularies, the run's
+config as attnmt_config.json (CTranslate2 owns config.json) and attnmt_export.json.
+
+    run = RunDir("runs/multi30k_rnn")
+    cfg, pipeline = run.config(), run.pipeline()
+    model = run.load_model("best", cfg, pipeline)     # 'best', 'last', 'average' or a file
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from torch import nn
+
+from attnmt.checkpoint import LEGACY_TRAIN_STATE, TRAIN_STATE, load_weights
+from attnmt.config import Config, load_saved_config
+from attnmt.data.pipeline import TextPipeline
+from attnmt.errors import AttnmtError, CheckpointError
+from attnmt.files import read_json, write_json
+from attnmt.models import build_model
+
+CONFIG = "config.json"
+EXPORT_INFO = "attnmt_export.json"
+EXPORT_CONFIG = "attnmt_config.json"  # in an export: CTranslate2 owns config.json
+POINTERS = ("best", "last", "average")
+
+# Files and folders a run writes; `--overwrite` deletes these and nothing else.
+RUN_FILES = (CONFIG, "vocab.src.json", "vocab.tgt.json", "tokenizers.json", "best.json", "last.json",
+             "average.json", TRAIN_STATE, LEGACY_TRAIN_STATE, "metrics.jsonl", "checkpoints", "tensorboard", "cache")
+RUN_MARKERS = (CONFIG, "metrics.jsonl", TRAIN_STATE, LEGACY_TRAIN_STATE)
+
+
+def model_for(cfg: Config, pipeline: TextPipeline) -> nn.Module:
+    """A freshly initialised model of `cfg.model`, sized to `pipeline`'s vocabularies."""
+    vocab = pipeline.tgt_vocab
+    return build_model(cfg.model, len(pipeline.src_vocab), len(vocab), pad_id=vocab.pad_id,
+                       bos_id=vocab.bos_id, eos_id=vocab.eos_id)
+
+
+def no_scores() -> dict:
+    """What `RunDir.scores` says of a run with no scores."""
+    return {"best_valid_bleu": None, "best_epoch": None, "test_scores": {}}
+
+
+class RunDir:
+    """A training run's folder, or a CTranslate2 export of one."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    # ---- what it is
+
+    @property
+    def is_export(self) -> bool:
+        """True for a folder written by `attnmt export`."""
+        return (self.path / EXPORT_INFO).is_file()
+
+    def require_run(self) -> None:
+        """Raises AttnmtError unless this is a training run (an export is refused with the way out)."""
+        if self.is_export:
+            raise AttnmtError(f"{self.path}: a CTranslate2 export holds no PyTorch weights; load it with "
+                              f"engine='ctranslate2' (CLI: --engine ctranslate2), or load the run it came from")
+        if not (self.path / CONFIG).is_file():
+            raise AttnmtError(f"{self.path}: no {CONFIG}; is it a run directory written by `attnmt train`?")
+
+    def require_export(self) -> None:
+        """Raises AttnmtError unless this is a CTranslate2 export."""
+        if not self.is_export:
+            raise AttnmtError(f"{self.path}: not a CTranslate2 export (no {EXPORT_INFO}); make one with "
+                              f"`attnmt export {self.path} -o DIR` and load DIR")
+
+    # ---- what it holds
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / (EXPORT_CONFIG if self.is_export else CONFIG)
+
+    def config(self) -> Config:
+        return load_saved_config(self.config_path)
+
+    def pipeline(self) -> TextPipeline:
+        return TextPipeline.load(self.path)
+
+    def export_info(self) -> dict:
+        return read_json(self.path / EXPORT_INFO)
+
+    def pointer(self, name: str) -> dict | None:
+        """The pointer `name` ('best', 'last', 'average') as a dict, or None when there is none."""
+        path = self.path / f"{name}.json"
+        if not path.is_file():
+            return None
+        info = read_json(path)
+        if not isinstance(info, dict) or not isinstance(info.get("file"), str):
+            raise CheckpointError(f"{path}: expected a JSON object with a 'file' key")
+        return info
+
+    def weights(self, which: str = "best") -> Path:
+        """Resolve 'best', 'last', 'average' (after `attnmt average`) or a file name to a weights file."""
+        if which in POINTERS:
+            info = self.pointer(which)
+            if info is None:
+                hint = (f"run `attnmt average {self.path}` first" if which == "average"
+                        else f"is {self.path} a finished or running attnmt run?")
+                raise CheckpointError(f"{self.path / (which + '.json')}: not found; {hint}")
+            return self.path / info["file"]
+        path = Path(which)
+        return path if path.is_absolute() or path.exists() else self.path / which
+
+    def load_model(self, which: str = "best", cfg: Config | None = None,
+                   pipeline: TextPipeline | None = None) -> nn.Module:
+        """The run's model with the weights `which` names (on the CPU, in eval mode)."""
+        cfg = cfg or self.config()
+        model = model_for(cfg, pipeline or self.pipeline())
+        load_weights(model, self.weights(which))
+        return model.eval()
+
+    def epoch_checkpoints(self) -> list[Path]:
+        """The per-epoch weight files, oldest first."""
+        return sorted((self.path / "checkpoints").glob("epoch_*.safetensors"))
+
+    def scores(self) -> dict:
+        """Best validation BLEU (best.json) and the `attnmt evaluate` reports (eval_*.json); what
+        cannot be read is left out."""
+        found = no_scores()
+        try:
+            best = self.pointer("best")
+        except CheckpointError:
+            best = None
+        if best is not None:
+            bleu = best.get("val_bleu")
+            found["best_valid_bleu"] = float(bleu) if isinstance(bleu, (int, float)) else None
+            found["best_epoch"] = best.get("epoch") if isinstance(best.get("epoch"), int) else None
+        for path in sorted(self.path.glob("eval_*.json")):
+            try:
+                report = read_json(path)
+            except CheckpointError:
+                continue
+            if isinstance(report, dict):
+                found["test_scores"][path.stem] = {k: v for k, v in report.items()
+                                                   if isinstance(v, (int, float, str)) or v is None}
+        return found
+
+    # ---- what training writes
+
+    def check_new(self, *, resume: bool, overwrite: bool) -> None:
+        """Refuse to start a fresh run where a finished or interrupted run lives, unless `overwrite`."""
+        if resume or overwrite:
+            return
+        found = [name for name in RUN_MARKERS if (self.path / name).exists()]
+        if found:
+            raise AttnmtError(f"{self.path} already holds a run ({', '.join(found)}): continue it with --resume "
+                              f"{self.path}, start it again from scratch with --overwrite (deletes that run), or "
+                              f"pick another --run-dir")
+
+    def clear(self) -> None:
+        """Delete what a previous run wrote (`--overwrite`); other files stay."""
+        for name in RUN_FILES:
+            path = self.path / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        for model_file in self.path.glob("*.model"):  # sentencepiece models beside tokenizers.json
+            model_file.unlink()
+
+    def write_pointer(self, name: str, info: dict | None) -> None:
+        """Write best.json / last.json (or remove it when `info` is None)."""
+        if info is None:
+            (self.path / f"{name}.json").unlink(missing_ok=True)
+        else:
+            write_json(self.path / f"{name}.json", info)
+
+    def prune(self, keep: int) -> None:
+        """Delete old epoch checkpoints, never the ones that best/last point to."""
+        pinned = {info["file"] for info in (self.pointer("best"), self.pointer("last")) if info is not None}
+        files = self.epoch_checkpoints()
+        for path in files[: max(0, len(files) - keep)]:
+            if str(path.relative_to(self.path)) not in pinned:
+                path.unlink(missing_ok=True)

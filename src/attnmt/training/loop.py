@@ -1,0 +1,322 @@
+"""The training loop: one place for validation, early stopping, the time budget, checkpoints and
+logs, driven by a `Config` and shared by every model.
+
+`Trainer.run` reads top to bottom: set up (data, model, resume), then epochs; an epoch is
+updates (`_update`), then either the end of the epoch (`_end_epoch`) or, when the time budget
+runs out mid-epoch, `_stop_mid_epoch`. Both end in `_publish`, the one writer of the best/last
+pointers and the metrics record. It is the same loop on one process and on N data-parallel
+ranks under torchrun: `distributed` makes every collective a no-op on one process
+(docs/distributed.md).
+
+Shapes:
+    batch    sentences in a batch
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from attnmt.checkpoint import save_weights
+from attnmt.config import Config
+from attnmt.engines.native import decode_sources
+from attnmt.devices import resolve_device
+from attnmt.errors import AttnmtError
+from attnmt.evaluation import corpus_loss, perplexity, score_translations
+from attnmt.models import count_parameters
+from attnmt.run_dir import RunDir
+from attnmt.training.data import TrainData, Update, epoch_updates, load_data
+from attnmt.training.distributed import (SINGLE, World, any_rank, barrier, broadcast_from_main, close_world,
+                                         init_world)
+from attnmt.training.state import MetricsLog, TrainState, restore_resume_state, save_resume_state
+from attnmt.training.step import make_update_step
+from attnmt.training.trainable import build_trainable, seed_everything, use_bf16
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    epochs: int
+    best: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def train(cfg: Config, run_dir: str | Path, *, resume: bool = False, overwrite: bool = False) -> TrainResult:
+    """Train `cfg`'s model, writing everything to `run_dir`; with `resume`, continue from its state.
+
+    Raises:
+        AttnmtError: `run_dir` already holds a run and neither `resume` nor `overwrite` is given.
+    """
+    threads = torch.get_num_threads()
+    if cfg.train.num_threads:
+        torch.set_num_threads(cfg.train.num_threads)
+    try:
+        device = resolve_device(cfg.train.device)
+        use_bf16(cfg, device)  # refuse an impossible `train.amp` before anything is written
+        world, device = init_world(cfg.train.backend, device)  # SINGLE outside torchrun
+        result = Trainer(cfg, RunDir(run_dir), world=world, device=device).run(resume=resume, overwrite=overwrite)
+        close_world(world)  # on an error, the process exits and torchrun stops the other ranks
+        return result
+    finally:
+        torch.set_num_threads(threads)
+
+
+def validate(model: torch.nn.Module, data: TrainData, cfg: Config, device: torch.device) -> dict:
+    """Validation loss, perplexity, BLEU and chrF of `model` (greedy or `train.eval_beam`)."""
+    pad_id = data.pipeline.tgt_vocab.pad_id
+    val_nll, val_tokens = corpus_loss(model, data.val_batches, device, pad_id=pad_id)
+    hyps = decode_sources(model, data.pipeline, data.val_corpus.src[:data.n_val_bleu], beam_size=cfg.train.eval_beam,
+                          search_cfg=cfg.search, device=device)
+    scores = score_translations([h.text for h in hyps], data.val_corpus.tgt[:data.n_val_bleu],
+                                tgt_lang=cfg.data.tgt_lang)
+    return dict(val_loss=round(val_nll / max(val_tokens, 1), 4), val_ppl=round(perplexity(val_nll, val_tokens), 2),
+                val_bleu=scores["bleu"], val_chrf=scores["chrf"], _val_loss=val_nll / max(val_tokens, 1))
+
+
+def selection_score(scores: dict, t) -> float:
+    """Higher is better: BLEU, or the negated validation loss."""
+    return scores["val_bleu"] if t.early_stopping_metric == "bleu" else -scores["_val_loss"]
+
+
+def _public(record: dict) -> dict:
+    """A record's values for pointers and logs: without the event, the epoch and private keys."""
+    return {k: v for k, v in record.items() if k not in ("event", "epoch") and not k.startswith("_")}
+
+
+@dataclass
+class EpochProgress:
+    """The running sums of the epoch under way (kept in the state at a mid-epoch save)."""
+
+    loss_sum: torch.Tensor   # () float64, summed loss of the applied updates
+    tokens: int              # their target tokens
+    bad_steps: int = 0       # non-finite updates in a row
+    window_start: float = field(default_factory=time.perf_counter)  # the tokens/s window
+    window_tokens: int = 0
+
+
+class Trainer:
+    """One training run: `run()` trains, every rank alike; rank 0 alone writes."""
+
+    def __init__(self, cfg: Config, run: RunDir, *, world: World = SINGLE, device: torch.device | str = "cpu"):
+        self.cfg, self.t, self.run_dir, self.world = cfg, cfg.train, run, world
+        self.device = torch.device(device)
+
+    # ---- the run, top to bottom
+
+    def run(self, *, resume: bool, overwrite: bool) -> TrainResult:
+        self._prepare_run_dir(resume=resume, overwrite=overwrite)
+        seed_everything(self.t.seed)
+        self.data = load_data(self.cfg, self.run_dir, resume=resume, world=self.world)
+        self.trainable = build_trainable(self.cfg, self.data.pipeline, self.device, self.world)
+        self.metrics = MetricsLog(self.run_dir.path / "metrics.jsonl" if self.world.main else None,
+                                  tensorboard=self.t.tensorboard)
+        self.state = self._resume() if resume else self._start()
+        self.clock_start = time.perf_counter() - self.state.seconds
+        stop = self._nothing_left(resume)
+        # after the resume, which restored the optimizer state the compiled step may capture
+        self.update_step = make_update_step(self.trainable.model, self.trainable.optimizer,
+                                            self.trainable.step_schedule, self.t, use_amp=self.trainable.use_amp,
+                                            pad_id=self.data.pipeline.tgt_vocab.pad_id, world=self.world)
+        while self.state.epoch < self.t.epochs and not stop:
+            stop = self._run_epoch(self.state.epoch + 1)
+        best = self.run_dir.pointer("best") or {}
+        self.metrics.write(event="end", epochs=self.state.epoch, seconds=round(self.state.seconds, 1),
+                           best_epoch=self.state.best_epoch)
+        return TrainResult(run_dir=self.run_dir.path, epochs=self.state.epoch, best=best, seconds=self.state.seconds)
+
+    def _prepare_run_dir(self, *, resume: bool, overwrite: bool) -> None:
+        self.run_dir.check_new(resume=resume, overwrite=overwrite)  # every rank reads before rank 0 writes
+        barrier(self.world)
+        if self.world.main:
+            if overwrite and not resume:
+                self.run_dir.clear()
+            self.run_dir.path.mkdir(parents=True, exist_ok=True)
+
+    def _start(self) -> TrainState:
+        self.metrics.write(event="start", params=count_parameters(self.trainable.core), device=str(self.device),
+                           train_pairs=len(self.data.train_examples),
+                           val_pairs=sum(len(b) for b in self.data.val_batches),
+                           **({"ranks": self.world.size} if self.world.size > 1 else {}),
+                           **({"accum_steps": self.t.accum_steps} if self.t.accum_steps > 1 else {}))
+        return TrainState()
+
+    def _resume(self) -> TrainState:
+        """Restore the saved state; the log and the best/last pointers go back to where it was
+        taken, as if the run had never stopped (a time-budget stop's evaluation is undone)."""
+        state = restore_resume_state(self.run_dir, self.trainable, self.device, self.world)
+        if self.world.main:
+            self.metrics.rewind(state.metrics_bytes)
+            self.run_dir.write_pointer("best", state.best_info)
+            self.run_dir.write_pointer("last", state.last_info)
+        log.info("resuming %s in epoch %d after update %d (step %d)", self.run_dir.path, state.epoch + 1,
+                 state.update_in_epoch, state.step)
+        return state
+
+    def _nothing_left(self, resume: bool) -> bool:
+        """True when the run must not train on: its budget or its patience is spent."""
+        stop = self._out_of_time()
+        if self.t.early_stopping_patience and self.state.bad_epochs >= self.t.early_stopping_patience:
+            stop = True  # this run already stopped early; a larger patience lets it go on
+        if resume and (stop or self.state.epoch >= self.t.epochs):
+            log.info("nothing left to train (epoch %d of %d, %.0f s): extend with --set train.epochs=N, "
+                     "train.max_minutes=M or train.early_stopping_patience=P", self.state.epoch, self.t.epochs,
+                     self.state.seconds)
+        return stop
+
+    def _out_of_time(self) -> bool:  # every rank stops when any rank's clock says so
+        return bool(self.t.max_minutes) and any_rank(
+            self.world, time.perf_counter() - self.clock_start > 60 * self.t.max_minutes)
+
+    # ---- an epoch
+
+    def _run_epoch(self, epoch: int) -> bool:
+        """Train the rest of epoch `epoch`; returns whether training stops after it."""
+        from tqdm.auto import tqdm
+
+        self.trainable.model.train()
+        updates = epoch_updates(self.data, self.t, epoch, self.world)  # this rank's share of each
+        progress = EpochProgress(torch.full((), self.state.epoch_loss, dtype=torch.float64, device=self.device),
+                                 self.state.epoch_tokens)
+        bar = tqdm(updates[self.state.update_in_epoch:], desc=f"epoch {epoch}", leave=False,
+                   disable=None if self.world.main else True, mininterval=1.0)
+        for update in bar:
+            self._update(update, epoch, progress, bar)
+            mid_epoch = self.state.update_in_epoch < len(updates)
+            out_of_time = self._out_of_time()
+            periodic = bool(self.t.save_every_steps) and self.state.step % self.t.save_every_steps == 0
+            if mid_epoch and (out_of_time or (periodic and progress.bad_steps == 0)):
+                weights = self._save_mid_epoch(progress)
+            if out_of_time:
+                log.info("train.max_minutes=%s reached in epoch %d after update %d of %d", self.t.max_minutes,
+                         epoch, self.state.update_in_epoch, len(updates))
+                if mid_epoch:
+                    self._stop_mid_epoch(epoch, weights, len(updates))
+                    bar.close()
+                    return True
+                break
+        bar.close()
+        return self._end_epoch(epoch, progress) or self._out_of_time()
+
+    def _update(self, update: Update, epoch: int, progress: EpochProgress, bar) -> None:
+        """One update; a non-finite one is skipped (train.max_bad_steps in a row end the run)."""
+        self.state.update_in_epoch += 1
+        batches = [batch.to(self.device) for batch in update.batches]
+        loss, finite = self.update_step(batches, update.global_tokens)
+        if not finite:
+            progress.bad_steps += 1
+            examples = torch.cat([batch.index for batch in update.batches])
+            log.warning("epoch %d update %d (examples %s...): non-finite loss or gradient; step skipped "
+                        "(%d in a row)", epoch, self.state.update_in_epoch, examples[:4].tolist(), progress.bad_steps)
+            self.metrics.write(event="bad_step", epoch=epoch, batch=self.state.update_in_epoch, step=self.state.step,
+                               examples=examples[:8].tolist())
+            if progress.bad_steps >= self.t.max_bad_steps:
+                raise AttnmtError(f"{progress.bad_steps} consecutive non-finite steps (train.max_bad_steps="
+                                  f"{self.t.max_bad_steps}); lower train.lr or check the data")
+            return
+        progress.bad_steps = 0
+        self.state.step += 1
+        progress.loss_sum += loss
+        progress.tokens += update.global_tokens
+        progress.window_tokens += update.global_tokens
+        if self.state.step % self.t.log_every == 0:
+            elapsed = time.perf_counter() - progress.window_start
+            train_loss = float(progress.loss_sum) / max(progress.tokens, 1)
+            rate = progress.window_tokens / max(elapsed, 1e-9)
+            bar.set_postfix(loss=f"{train_loss:.3f}", tok_s=f"{rate:,.0f}")
+            self.metrics.write(event="train", epoch=epoch, step=self.state.step, loss=round(train_loss, 4),
+                               tokens_per_s=round(rate), lr=self.trainable.optimizer.param_groups[0]["lr"])
+            progress.window_start, progress.window_tokens = time.perf_counter(), 0
+
+    # ---- checkpoints
+
+    def _save_progress(self, weights: Path) -> None:
+        """The resumable state, pointing at `weights` (already saved); every rank calls it."""
+        self.state.seconds = time.perf_counter() - self.clock_start
+        self.state.metrics_bytes = self.metrics.size()
+        save_resume_state(self.run_dir, weights, self.trainable, self.state, self.device, self.world,
+                          self.t.accum_steps)
+
+    def _save_weights(self, weights: Path, **metadata: str) -> None:
+        if self.world.main:
+            save_weights(self.trainable.core, self.run_dir.path / weights, metadata=metadata or None)
+
+    def _save_mid_epoch(self, progress: EpochProgress) -> Path:
+        self.state.epoch_loss, self.state.epoch_tokens = float(progress.loss_sum), progress.tokens
+        weights = Path("checkpoints") / f"resume_step{self.state.step:07d}.safetensors"
+        self._save_weights(weights)
+        self._save_progress(weights)
+        return weights
+
+    def _publish(self, info: dict, *, improved: bool, record: dict) -> None:
+        """Rank 0: point last.json (and best.json when `improved`) at `info`'s weights, log `record`."""
+        if not self.world.main:
+            return
+        if improved:
+            self.run_dir.write_pointer("best", info)
+        self.run_dir.write_pointer("last", info)
+        self.metrics.write(**record)
+
+    def _end_epoch(self, epoch: int, progress: EpochProgress) -> bool:
+        """Validate (rank 0; every rank receives the scores), decide, save the epoch's weights,
+        the pointers and the resumable state. Returns whether to stop early."""
+        core, t = self.trainable.core, self.t
+        train_loss = float(progress.loss_sum) / max(progress.tokens, 1)
+        scores = broadcast_from_main(self.world, validate(core, self.data, self.cfg, self.device)
+                                     if self.world.main else None)
+        self.state.epoch, self.state.update_in_epoch, self.state.epoch_loss, self.state.epoch_tokens = epoch, 0, 0.0, 0
+        self.state.seconds = time.perf_counter() - self.clock_start
+        improved, stop = self._decide(scores)
+        record = dict(event="epoch", epoch=epoch, step=self.state.step, train_loss=round(train_loss, 4),
+                      **_public(scores), lr=self.trainable.optimizer.param_groups[0]["lr"],
+                      seconds=round(self.state.seconds, 1))
+        log.info("epoch %d: train loss %.3f | val loss %.3f ppl %.2f BLEU %.2f chrF %.2f | %.0f s", epoch,
+                 train_loss, record["val_loss"], record["val_ppl"], record["val_bleu"], record["val_chrf"],
+                 self.state.seconds)
+        weights = Path("checkpoints") / f"epoch_{epoch:03d}.safetensors"
+        info = {"file": str(weights), "epoch": epoch, **_public(record)}
+        if improved:
+            self.state.best_info = info
+        self.state.last_info = info
+        self._save_weights(weights, epoch=str(epoch), step=str(self.state.step))  # weights before pointers
+        self._publish(info, improved=improved, record={**record, "best": improved})
+        self._save_progress(weights)
+        if self.world.main:
+            self.run_dir.prune(keep=t.keep_last)
+        return stop
+
+    def _decide(self, scores: dict) -> tuple[bool, bool]:
+        """Step the plateau schedule, track the best epoch; returns (improved, stop early)."""
+        t, state, plateau = self.t, self.state, self.trainable.plateau
+        score = selection_score(scores, t)
+        if plateau is not None:
+            plateau.step(scores["val_bleu"] if t.early_stopping_metric == "bleu" else scores["_val_loss"])
+        improved = state.best_score is None or score > state.best_score
+        if improved:
+            state.best_score, state.best_epoch, state.bad_epochs = score, state.epoch, 0
+        else:
+            state.bad_epochs += 1
+        stop = bool(t.early_stopping_patience) and state.bad_epochs >= t.early_stopping_patience
+        if stop:
+            log.info("early stopping: no improvement in %d epochs", state.bad_epochs)
+        return improved, stop
+
+    def _stop_mid_epoch(self, epoch: int, weights: Path, updates_in_epoch: int) -> None:
+        """The time budget ran out mid-epoch. The resumable state stays mid-epoch (saved before this
+        evaluation, which a resumed run undoes); the weights are validated and made evaluable through
+        last.json (and best.json if they beat the best epoch), but the epoch is not complete."""
+        if not self.world.main:
+            return
+        scores = validate(self.trainable.core, self.data, self.cfg, self.device)
+        info = {"file": str(weights), "epoch": epoch, "complete": False, "step": self.state.step, **_public(scores)}
+        improved = self.state.best_score is None or selection_score(scores, self.t) > self.state.best_score
+        self._publish(info, improved=improved, record=dict(
+            event="stop", epoch=epoch, step=self.state.step, update_in_epoch=self.state.update_in_epoch,
+            updates_in_epoch=updates_in_epoch, **_public(scores)))
+        log.info("stopped mid-epoch %d: val loss %.3f BLEU %.2f; resume with --resume %s --set "
+                 "train.max_minutes=M", epoch, scores["val_loss"], scores["val_bleu"], self.run_dir.path)

@@ -1,0 +1,94 @@
+"""What trains: the model (in DDP under torchrun), its optimizer and learning-rate schedules, and
+whether bf16 autocast is on."""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from attnmt.config import Config, advisories
+from attnmt.data.pipeline import TextPipeline
+from attnmt.errors import AttnmtError
+from attnmt.models import count_parameters
+from attnmt.run_dir import model_for
+from attnmt.training.distributed import SINGLE, World, wrap_model
+
+log = logging.getLogger(__name__)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+def make_optimizer(model: nn.Module, cfg) -> torch.optim.Optimizer:
+    fused = next(model.parameters()).is_cuda  # fused Adam/AdamW kernels exist only on CUDA
+    cls = torch.optim.AdamW if cfg.optimizer == "adamw" else torch.optim.Adam
+    return cls(model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay,
+               **({"fused": True} if fused else {}))
+
+
+def make_step_schedule(optimizer: torch.optim.Optimizer, cfg) -> torch.optim.lr_scheduler.LambdaLR:
+    """Per-step learning-rate factor: constant, or linear warmup then inverse square root
+    (Vaswani et al. 2017, eq. 3, with the peak at `lr`)."""
+    if cfg.schedule == "inverse_sqrt":
+        warmup = cfg.warmup_steps
+
+        def factor(done: int) -> float:  # `done` updates so far; this is the rate of update n = done + 1
+            n = done + 1
+            return min(n / warmup, math.sqrt(warmup / n))
+    else:
+        def factor(done: int) -> float:
+            return 1.0
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def use_bf16(cfg: Config, device: torch.device) -> bool:
+    """`train.amp`: bf16 autocast on CUDA for 'auto'; on any device for 'bf16', but on a CPU the
+    Transformer only.
+
+    Raises:
+        AttnmtError: `amp: bf16` for the RNN on a CPU, naming the key.
+    """
+    amp = cfg.train.amp
+    if amp == "bf16" and device.type == "cpu" and cfg.model.arch == "rnn":
+        raise AttnmtError("train.amp='bf16' on a CPU works with model.arch='transformer' only: the CPU's autocast "
+                          "keeps the RNN's GRU in float32 while its linear layers turn bf16. Use train.amp=none "
+                          "(or auto) for the RNN on a CPU")
+    return amp == "bf16" or (amp == "auto" and device.type == "cuda")
+
+
+@dataclass
+class Trainable:
+    model: nn.Module       # what trains: DDP around `core` under torchrun, `core` itself otherwise
+    core: nn.Module        # the model: what is validated, saved and loaded
+    optimizer: torch.optim.Optimizer
+    step_schedule: torch.optim.lr_scheduler.LambdaLR
+    plateau: torch.optim.lr_scheduler.ReduceLROnPlateau | None
+    use_amp: bool
+
+
+def build_trainable(cfg: Config, pipeline: TextPipeline, device: torch.device, world: World = SINGLE) -> Trainable:
+    """The model (in DDP under torchrun), its optimizer and schedules, and whether bf16 autocast is on."""
+    t = cfg.train
+    core = model_for(cfg, pipeline).to(device)
+    model = wrap_model(world, core)
+    if world.rank:  # the same initial weights everywhere (DDP broadcasts rank 0's), other dropout masks
+        torch.manual_seed(t.seed + world.rank)
+    optimizer = make_optimizer(core, t)
+    plateau = (torch.optim.lr_scheduler.ReduceLROnPlateau(
+        optimizer, mode="max" if t.early_stopping_metric == "bleu" else "min",
+        factor=t.plateau_factor, patience=t.plateau_patience, min_lr=t.min_lr)
+        if t.schedule == "plateau" else None)
+    use_amp = use_bf16(cfg, device)
+    for note in advisories(cfg) if world.rank == 0 else ():
+        log.warning(note)
+    log.info("model: %s, %.1fM parameters, device %s%s%s", cfg.model.arch, count_parameters(core) / 1e6,
+             device, ", bf16 autocast" if use_amp else "",
+             f", {world.size} ranks x {t.accum_steps} batches an update" if world.size * t.accum_steps > 1 else "")
+    return Trainable(model, core, optimizer, make_step_schedule(optimizer, t), plateau, use_amp)
