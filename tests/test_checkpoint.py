@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
+from attnmt.files import atomic_write
 from attnmt.checkpoint import (
-    atomic_write,
     average_weights,
     convert_legacy_train_state,
     load_train_state,

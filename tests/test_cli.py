@@ -112,7 +112,7 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("evaluate {rnn} --device mps:0", r"--device='mps:0' must be auto, cpu, cuda, cuda:N or mps"),
         ("evaluate {rnn} --split test_2017_mscoco", r"unknown split 'test_2017_mscoco'"),
         ("evaluate {rnn} --checkpoint average", r"run `attnmt average"),
-        ("evaluate {tmp}/nothing", r"nothing/config.json: not found"),
+        ("evaluate {tmp}/nothing", r"nothing: no config.json; is it a run directory written by `attnmt train`"),
     ],
     "translate": [
         ("translate {rnn} --beam 0", r"argument --beam: 0 must be a positive integer"),
@@ -122,7 +122,7 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("translate {rnn} -i {tmp}/missing.txt", r"missing.txt: No such file or directory"),
         ("translate {rnn} -o {tmp}/no/such/folder/out.txt", r"out.txt: No such file or directory"),
         ("translate {rnn} -o {tmp}", r"Is a directory"),
-        ("translate {tmp}/nothing", r"config.json: not found"),
+        ("translate {tmp}/nothing", r"nothing: no config.json; is it a run directory"),
         ("translate {rnn} --checkpoint {tmp}/none.safetensors", r"none.safetensors"),
         ("translate {rnn} --n-best 0", r"argument --n-best: 0 must be a positive integer"),
         ("translate {rnn} --beam 2 --n-best 3", r"n_best=3"),
@@ -142,7 +142,7 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("attention {rnn} Hund --beam 0", r"argument --beam: 0 must be a positive integer"),
         ("attention {rnn} Hund -o {tmp}/a.xyz", r"argument -o/--output: .*a.xyz': the file name must end in one of"),
         ("attention {rnn} Hund -o {config}/a.png", r"toy.yaml"),
-        ("attention {tmp}/nothing Hund", r"config.json: not found"),
+        ("attention {tmp}/nothing Hund", r"nothing: no config.json; is it a run directory"),
         ("attention {rnn} x -o {tmp}/a.png --beam 1 --layer", r"argument --layer: expected one argument"),
     ],
     "average": [
@@ -248,25 +248,25 @@ def test_bad_value_in_a_real_process_has_no_traceback(toy_run):
 
 def test_a_bug_keeps_its_traceback(monkeypatch, tmp_path):
     """Only user errors become one line: a ValueError from outside attnmt's checks is a bug."""
-    import attnmt.checkpoint
+    import attnmt.commands.average
 
     def buggy(args):
         return int("not a number")  # raised in this test module, not by an attnmt check
 
-    monkeypatch.setattr(attnmt.checkpoint, "average_command", buggy)
+    monkeypatch.setattr(attnmt.commands.average, "run", buggy)
     with pytest.raises(ValueError, match="invalid literal"):
         main(["average", str(tmp_path)])
 
 
 def test_a_builtin_error_inside_attnmt_code_keeps_its_traceback(monkeypatch, tmp_path):
     """A ValueError that attnmt code did not `raise` itself (here int() fails) is a bug too."""
-    import attnmt.checkpoint
+    import attnmt.commands.average
 
     source = tmp_path / "fake.py"
     source.write_text("def buggy(args):\n    return int('not a number')\n")
     namespace = {"__name__": "attnmt.fake"}
     exec(compile(source.read_text(), str(source), "exec"), namespace)
-    monkeypatch.setattr(attnmt.checkpoint, "average_command", namespace["buggy"])
+    monkeypatch.setattr(attnmt.commands.average, "run", namespace["buggy"])
     with pytest.raises(ValueError, match="invalid literal"):
         main(["average", str(tmp_path)])
 
@@ -286,7 +286,7 @@ def test_demo_refuses_a_real_run_and_leaves_it_intact(toy_run, capsys):
 
 
 def test_demo_replaces_only_its_own_folder(tmp_path):
-    from attnmt.demo import DEMO_MARKER, prepare_run_dir
+    from attnmt.commands.demo import DEMO_MARKER, prepare_run_dir
 
     fresh = tmp_path / "a" / "demo"
     prepare_run_dir(fresh)  # a new folder: made and marked

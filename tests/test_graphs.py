@@ -9,9 +9,10 @@ import torch
 
 from attnmt.config import TrainConfig
 from attnmt.data.batching import make_batches
-from attnmt.graphs import bucket_shape, make_train_step, pad_batch, static_update
+from attnmt.training.compiled_step import bucket_shape, make_train_step, pad_batch, static_update
 from attnmt.models.transformer import TransformerSeq2Seq
-from attnmt.training import make_step_schedule, train_step
+from attnmt.training.step import train_step
+from attnmt.training.trainable import make_step_schedule
 
 PAD, BOS, EOS, VOCAB = 0, 2, 3, 40
 
@@ -30,7 +31,7 @@ def toy_model(pre_norm: bool = True) -> TransformerSeq2Seq:
 
 
 def eager_gradients(model, batch, cfg):
-    """Loss and clipped gradients of attnmt.training.train_step, read off an SGD(lr=1) update."""
+    """Loss and clipped gradients of attnmt.training.step.train_step, read off an SGD(lr=1) update."""
     before = [p.detach().clone() for p in model.parameters()]
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
     loss, finite = train_step(model, batch, optimizer, make_step_schedule(optimizer, cfg), train_cfg=cfg,

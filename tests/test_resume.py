@@ -12,7 +12,8 @@ import time
 import pytest
 import torch
 
-import attnmt.training as training
+import attnmt.training.loop as loop
+import attnmt.training.step as step
 from attnmt.checkpoint import load_train_state, load_weights_file
 from attnmt.cli import main
 from attnmt.translator import Translator
@@ -111,16 +112,16 @@ SETUPS = {
 
 
 def stop_budget_after(monkeypatch, updates):
-    """From the `updates`-th update on, training.py's clock says the time budget is spent."""
-    original, calls = training.train_step, {"n": 0}
+    """From the `updates`-th update on, the training loop's clock says the time budget is spent."""
+    original, calls = step.train_step, {"n": 0}
 
     def counting_step(*args, **kwargs):
         calls["n"] += 1
         return original(*args, **kwargs)
 
     clock = lambda: 0.0 if calls["n"] < updates else 1e9  # noqa: E731
-    monkeypatch.setattr(training, "train_step", counting_step)
-    monkeypatch.setattr(training, "time", type("FakeTime", (), {"perf_counter": staticmethod(clock)}))
+    monkeypatch.setattr(step, "train_step", counting_step)
+    monkeypatch.setattr(loop, "time", type("FakeTime", (), {"perf_counter": staticmethod(clock)}))
 
 
 @pytest.mark.parametrize("setup", list(SETUPS))

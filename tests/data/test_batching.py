@@ -7,7 +7,7 @@ import random
 import pytest
 import torch
 
-from attnmt.data.batching import Batch, make_batches, make_source_batch, shard_batches
+from attnmt.data.batching import Batch, length_sorted_chunks, make_batches, make_source_batch
 
 PAD, BOS, EOS = 0, 2, 3
 
@@ -113,13 +113,10 @@ def test_to_keeps_fields_and_none():
     assert full.num_tgt_tokens == 3 and full.tgt_out.tolist() == [[6, 7, EOS]]
 
 
-def test_shards_are_disjoint_and_equal():
-    batches = make_batches(random_examples(100), batch_size=7)  # 15 batches
-    shards = [shard_batches(batches, rank, 4) for rank in range(4)]
-    assert {len(s) for s in shards} == {len(batches) // 4}
-    ids = [id(b) for s in shards for b in s]
-    assert len(ids) == len(set(ids)) == 4 * (len(batches) // 4)
-    with pytest.raises(ValueError, match=r"rank=4 must be in \[0, world_size=4\)"):
-        shard_batches(batches, 4, 4)
-    with pytest.raises(ValueError, match="2 batches cannot be shared by 3 ranks"):
-        shard_batches(batches[:2], 0, 3)
+def test_length_sorted_chunks_order_every_engine_decodes_in():
+    lengths = [3, 0, 1, 3, 2, 0, 1]
+    # written out by hand: the non-empty positions by length, ties in input order, chunks of 2
+    assert length_sorted_chunks(lengths, 2) == [[2, 6], [4, 0], [3]]
+    assert length_sorted_chunks([0, 0], 4) == []
+    with pytest.raises(ValueError, match="batch_size=0"):
+        length_sorted_chunks(lengths, 0)

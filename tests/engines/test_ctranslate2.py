@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("ctranslate2")
 
 from attnmt.cli import main  # noqa: E402
-from attnmt.engines.ctranslate2 import export_run  # noqa: E402
+from attnmt.engines.ctranslate2_export import export_run  # noqa: E402
 from attnmt.errors import AttnmtError  # noqa: E402
 from attnmt.translator import Translator  # noqa: E402
 
@@ -82,7 +82,7 @@ def test_export_writes_the_specials_and_vocabularies(tmp_path, random_run):
 
 
 def test_rnn_run_is_refused_with_a_clear_error(tmp_path):
-    from attnmt.checkpoint import write_json
+    from attnmt.files import write_json
     from attnmt.config import config_from_dict
 
     run = tmp_path / "rnn"
