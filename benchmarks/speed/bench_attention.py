@@ -8,20 +8,19 @@ Additive attention is timed for one decoder step (query (batch, hidden)); scaled
 multi-head attention (8 heads) for all tgt_len queries at once. Source lengths are drawn between
 half and all of src_len, so the batched paths carry padding and a mask while the loop does not.
 
-    python benchmarks/bench_attention.py [--device cuda] [--json out.json]
+    benchmarks/speed/bench_attention.py [--device cuda] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
-import statistics
 import sys
 import time
-from collections.abc import Callable
-from datetime import date
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file: make the benchmarks package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch
 
@@ -31,32 +30,12 @@ from attnmt.attention import (
     ScaledDotProductAttention,
     lengths_to_mask,
 )
+from benchmarks.common import command, environment, make_report, median_time, torch_threads, write_report
 
 SETTINGS = {
     "multi30k": dict(batch=128, src_len=30, tgt_len=30, hidden=512),
     "long": dict(batch=128, src_len=512, tgt_len=30, hidden=512),
 }
-
-
-def time_call(fn: Callable[[], object], device: torch.device, warmup: int, repeats: int) -> float:
-    """Median seconds per call after warm-up (CUDA events on GPU, perf_counter on CPU)."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda.synchronize(device)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize(device)
-            times.append(start.elapsed_time(end) / 1e3)
-        else:
-            begin = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - begin)
-    return statistics.median(times)
 
 
 def cpu_busy_seconds() -> float | None:
@@ -111,10 +90,53 @@ def cases(setting: str, device: torch.device):
     yield "multi-head (8)", "sdpa", lambda: mha(queries, keys, mask=mask, need_weights=False), False
 
 
+def measure(args: argparse.Namespace, device: torch.device) -> list[dict]:
+    """One "attention" row per setting, attention and path, with its speed-up over the loop and
+    over the batched path."""
+    rows = []
+    with torch.inference_mode():
+        for setting in args.settings:
+            loop_time = batched_time = None
+            for attention, path, fn, is_loop in cases(setting, device):
+                repeats = args.loop_repeats if is_loop else args.repeats
+                seconds = median_time(fn, repeats=repeats, warmup=min(args.warmup, repeats), device=device).median
+                if path == "loop":
+                    loop_time, batched_time = seconds, None
+                elif path == "batched":
+                    batched_time = seconds
+                rows.append(dict(kind="attention", setting=setting, **SETTINGS[setting], attention=attention,
+                                 path=path, ms_per_call=seconds * 1e3, repeats=repeats,
+                                 loop_over_this=loop_time / seconds,
+                                 batched_over_this=None if batched_time is None else batched_time / seconds))
+                print(f"  {setting:9s} {attention:20s} {path:27s} {seconds * 1e3:10.3f} ms", file=sys.stderr)
+    return rows
+
+
+def other_load(busy_start: float | None, own_start: os.times_result, wall_start: float) -> float | None:
+    """Share of the machine's CPU time that other processes used since the starts (0 = quiet)."""
+    if busy_start is None:
+        return None
+    own_end, wall = os.times(), time.perf_counter() - wall_start
+    own = (own_end.user + own_end.system) - (own_start.user + own_start.system)
+    other = cpu_busy_seconds() - busy_start - own
+    return max(0.0, other / (wall * (os.cpu_count() or 1)))
+
+
+def print_table(report: dict) -> None:
+    print("| setting | attention | path | ms / call | loop / this | batched / this |")
+    print("|---|---|---|---:|---:|---:|")
+    for r in report["results"]:
+        speedup = "" if r["batched_over_this"] is None else f"{r['batched_over_this']:.2f}x"
+        print(f"| {r['setting']} | {r['attention']} | {r['path']} | {r['ms_per_call']:.3f} | "
+              f"{r['loop_over_this']:.1f}x | {speedup} |")
+    env = report["environment"]
+    share = env["other_processes_cpu_share"]
+    print(f"\n{env['device']}, torch {env['torch']}, {env['cpu']}, {env['threads']} threads"
+          + ("" if share is None else f"; other processes used {share:.0%} of the CPUs"))
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--warmup", type=int, default=2)
@@ -123,63 +145,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--json", help="also write the results to this JSON file")
     args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is available")
-
-    rows = []
-    busy_start, own_start, wall_start = cpu_busy_seconds(), os.times(), time.perf_counter()
-    with torch.inference_mode():
-        for setting in args.settings:
-            loop_time = batched_time = None
-            for attention, path, fn, is_loop in cases(setting, device):
-                repeats = args.loop_repeats if is_loop else args.repeats
-                seconds = time_call(fn, device, min(args.warmup, repeats), repeats)
-                if path == "loop":
-                    loop_time, batched_time = seconds, None
-                elif path == "batched":
-                    batched_time = seconds
-                rows.append(dict(
-                    setting=setting, **SETTINGS[setting], attention=attention, path=path,
-                    ms_per_call=seconds * 1e3, repeats=repeats,
-                    loop_over_this=loop_time / seconds,
-                    batched_over_this=None if batched_time is None else batched_time / seconds,
-                ))
-                progress = f"  {setting:9s} {attention:20s} {path:27s} {seconds * 1e3:10.3f} ms"
-                print(progress, file=sys.stderr)
-
-    # Share of the machine's CPU time that other processes used while we ran (0 = quiet).
-    other_load = None
-    if busy_start is not None:
-        own_end, wall = os.times(), time.perf_counter() - wall_start
-        own = (own_end.user + own_end.system) - (own_start.user + own_start.system)
-        other = cpu_busy_seconds() - busy_start - own
-        other_load = max(0.0, other / (wall * (os.cpu_count() or 1)))
-    header = "| setting | attention | path | ms / call | loop / this | batched / this |"
-    print(header)
-    print("|---|---|---|---:|---:|---:|")
-    for r in rows:
-        speedup = "" if r["batched_over_this"] is None else f"{r['batched_over_this']:.2f}x"
-        print(
-            f"| {r['setting']} | {r['attention']} | {r['path']} | {r['ms_per_call']:.3f} | "
-            f"{r['loop_over_this']:.1f}x | {speedup} |"
-        )
-    meta = dict(
-        date=date.today().isoformat(), device=str(device), torch=torch.__version__,
-        machine=platform.machine(), processor=platform.processor(), threads=torch.get_num_threads(),
-        gpu=torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-        command=" ".join(["python", *sys.argv]), settings=SETTINGS,
-        other_processes_cpu_share=other_load,
-    )
-    print(
-        f"\n{meta['device']}, torch {meta['torch']}, {meta['machine']}, {meta['threads']} threads"
-        + ("" if other_load is None else f"; other processes used {other_load:.0%} of the CPUs")
-    )
+    if min(args.repeats, args.loop_repeats) < 1 or args.warmup < 0:
+        parser.error("--repeats and --loop-repeats must be >= 1, --warmup >= 0")
+    with torch_threads(args.threads):
+        busy_start, own_start, wall_start = cpu_busy_seconds(), os.times(), time.perf_counter()
+        rows = measure(args, device)
+        env = environment(str(device))
+        env["other_processes_cpu_share"] = other_load(busy_start, own_start, wall_start)
+    settings = {"shapes": {name: SETTINGS[name] for name in args.settings}, "warmup": args.warmup,
+                "repeats": args.repeats, "loop_repeats": args.loop_repeats}
+    report = make_report("bench_attention", command=command(__file__, argv), environment=env, settings=settings,
+                         results=rows)
+    print_table(report)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(dict(meta=meta, rows=rows), f, indent=2)
+        write_report(args.json, report)
     return 0
 
 
