@@ -38,7 +38,7 @@ test-all: setup
 # with BENCH_ARGS='--decode-checkpoint runs/NAME ...'.
 BENCH_ARGS ?= --config configs/quickstart_rnn.yaml --device cpu --steps 8 --warmup-steps 2 --decode-sentences 200
 bench: setup
-	$(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/speed/bench.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) runs build dist src/*.egg-info
@@ -55,7 +55,7 @@ gpu-wheels:
 		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
 		-d .whl $(GPU_WHEELS)
 
-# Multi30k into data/multi30k from ATTNMT_DATA (benchmarks/gpu_suite.sh reads it from there).
+# Multi30k into data/multi30k from ATTNMT_DATA (benchmarks/gpu/gpu_suite.sh reads it from there).
 gpu-data:
 	@test -f "$(ATTNMT_DATA)/SHA256SUMS" || { echo "gpu-data: set ATTNMT_DATA to a folder holding Multi30k (SHA256SUMS)"; exit 1; }
 	mkdir -p data/multi30k

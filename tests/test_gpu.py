@@ -1,7 +1,7 @@
 """The CUDA paths: bf16 autocast steps, fused AdamW, exact resume with the CUDA RNG, the CUDA dropout
 branch, SDPA backends, GPU search equal to CPU search, CUDA-graph steps equal to eager ones.
 
-Marked ``gpu`` and skipped without CUDA: run with ``pytest -m gpu`` (benchmarks/gpu_suite.sh
+Marked ``gpu`` and skipped without CUDA: run with ``pytest -m gpu`` (benchmarks/gpu/gpu_suite.sh
 does). Figures that are reported rather than asserted (the bf16 beam-search batch-invariance
 rate, the SDPA backends that accept attnmt's masked call) are appended as JSON lines to the file
 that ``ATTNMT_GPU_REPORT`` names, when it is set.

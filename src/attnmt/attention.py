@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "AttentionOutput", "lengths_to_mask", "causal_mask", "AdditiveAttention", "DotAttention",
-    "GeneralAttention", "MultiHeadAttention",
+    "GeneralAttention", "MultiHeadAttention", "scaled_dot_product",
 ]
 
 
@@ -335,7 +335,7 @@ def _use_fast_path(owner: str, impl: str, need_weights: bool) -> bool:
     return True
 
 
-def _scaled_dot_product(
+def scaled_dot_product(
     query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, *, fast: bool,
     dropout_p: float = 0.0,
 ) -> tuple[Tensor, Tensor | None]:
@@ -477,7 +477,7 @@ class MultiHeadAttention(nn.Module):
         # mask: (batch, 1, tgt_len, src_len), broadcast over heads
         fast = _use_fast_path(type(self).__name__, self.impl, need_weights)
         dropout_p = self.dropout if self.training else 0.0
-        context, weights = _scaled_dot_product(q, k, v, mask, fast=fast, dropout_p=dropout_p)
+        context, weights = scaled_dot_product(q, k, v, mask, fast=fast, dropout_p=dropout_p)
         context = context.transpose(1, 2).reshape(batch, tgt_len, self.d_model)
         # context: (batch, tgt_len, d_model)
         context = self.out_proj(context)

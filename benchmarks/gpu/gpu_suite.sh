@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Every GPU figure in one command (docs/gpu.md):
-#     benchmarks/gpu_suite.sh OUT_DIR [--dry-run] [--budget-s 540] [--only tests,quality,speed] ...
+#     benchmarks/gpu/gpu_suite.sh OUT_DIR [--dry-run] [--budget-s 540] [--only tests,quality,speed] ...
 # Runs from the checkout alone: wheels from .whl/ (make gpu-wheels), Multi30k from data/multi30k
 # (make gpu-data), attnmt from src/. Without CUDA it prints one line and exits 0.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 PYTHON="${PYTHON:-python3}"
 if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
-    echo "usage: benchmarks/gpu_suite.sh OUT_DIR [--dry-run] [--budget-s S] [--only STAGES] [--rnn-quality]" >&2
+    echo "usage: benchmarks/gpu/gpu_suite.sh OUT_DIR [--dry-run] [--budget-s S] [--only STAGES] [--rnn-quality]" >&2
     exit 2
 fi
 DRY=0
@@ -25,4 +25,4 @@ if [ -f data/multi30k/SHA256SUMS ]; then
     export ATTNMT_DATA="$PWD/data/multi30k"
 fi
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
-exec "$PYTHON" benchmarks/gpu_suite.py "$@" --python "$PYTHON"
+exec "$PYTHON" benchmarks/gpu/gpu_suite.py "$@" --python "$PYTHON"

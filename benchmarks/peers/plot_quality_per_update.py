@@ -1,7 +1,7 @@
-#!/usr/bin/env python
-"""Training-loss curves per update, attnmt runs against OpenNMT-py (benchmarks/onmt_compare.py).
+#!/usr/bin/env python3
+"""Training-loss curves per update, attnmt runs against OpenNMT-py (benchmarks/peers/onmt_compare.py).
 
-    python benchmarks/plot_quality_per_update.py -o docs/quality_per_update.png \\
+    benchmarks/peers/plot_quality_per_update.py -o docs/quality_per_update.png \\
         --attnmt "attnmt pre-norm=runs/q_pre" --attnmt "attnmt post-norm=runs/q_post" \\
         --onmt runs/onmt/summary.json --epoch-updates 227
 
@@ -15,7 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file: make the benchmarks package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.common import read_report, rows
 
 
 def attnmt_curve(run_dir: Path) -> dict[int, float]:
@@ -44,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--output", type=Path, required=True, help="PNG to write")
     ap.add_argument("--attnmt", action="append", default=[], metavar="LABEL=RUN_DIR")
-    ap.add_argument("--onmt", type=Path, help="summary.json from benchmarks/onmt_compare.py")
+    ap.add_argument("--onmt", type=Path, help="summary.json from benchmarks/peers/onmt_compare.py")
     ap.add_argument("--epoch-updates", type=int, default=227)
     args = ap.parse_args(argv)
     curves: dict[str, dict[int, float]] = {}
@@ -54,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--attnmt {item!r}: expected LABEL=RUN_DIR with a metrics.jsonl")
         curves[label] = attnmt_curve(Path(run_dir))
     if args.onmt:
-        curves["OpenNMT-py 3.5.1"] = onmt_running_mean(
-            json.loads(args.onmt.read_text(encoding="utf-8"))["loss_curve"], args.epoch_updates)
+        curves["OpenNMT-py 3.5.1"] = onmt_running_mean(rows(read_report(args.onmt, "onmt_compare"), "loss"),
+                                                       args.epoch_updates)
     if not curves:
         ap.error("nothing to plot: give --attnmt and/or --onmt")
 

@@ -1,29 +1,23 @@
-"""The GPU suite's parts that run without a GPU: argument handling, the no-CUDA exit, the plan of
-speed runs, the parsers of pytest's and bench.py's output, the summary it writes, and (slow) a
-dry run of every stage on the CPU with tiny sizes."""
+"""benchmarks/gpu/gpu_suite.{sh,py}, the parts that run without a GPU: argument handling, the
+no-CUDA exit, the plan of speed runs, the parsers of pytest's and speed/bench.py's output, a dry run
+of the tests stage that writes the summary, and (slow) a dry run of every stage on the CPU with tiny
+sizes."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
-from pathlib import Path
+import sys
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.common import REPO as ROOT
+from benchmarks.common import rows
+from benchmarks.gpu import gpu_suite as suite
+from benchmarks.speed import bench
 
-
-def load_suite():
-    spec = importlib.util.spec_from_file_location("gpu_suite", ROOT / "benchmarks" / "gpu_suite.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-suite = load_suite()
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
 
 
@@ -49,10 +43,10 @@ def test_without_cuda_prints_one_line_and_exits_0(tmp_path, capsys):
 
 @no_cuda
 def test_shell_entry_point_without_cuda(tmp_path):
-    script = ROOT / "benchmarks" / "gpu_suite.sh"
+    script = ROOT / "benchmarks" / "gpu" / "gpu_suite.sh"
     usage = subprocess.run([str(script)], capture_output=True, text=True)
-    assert usage.returncode == 2 and "usage: benchmarks/gpu_suite.sh OUT_DIR" in usage.stderr
-    env = dict(os.environ, PYTHON=str(Path(os.sys.executable)))
+    assert usage.returncode == 2 and "usage: benchmarks/gpu/gpu_suite.sh OUT_DIR" in usage.stderr
+    env = dict(os.environ, PYTHON=sys.executable)
     done = subprocess.run([str(script), str(tmp_path / "out")], capture_output=True, text=True, env=env)
     assert done.returncode == 0
     assert done.stdout.splitlines() == [suite.NO_CUDA]
@@ -86,28 +80,34 @@ def test_junit_counts(tmp_path):
     assert suite.junit_counts(tmp_path / "missing.xml") == {}
 
 
-def test_bench_figures_keep_each_figure_with_its_ratio():
-    report = {
-        "data": {"batch_size": 128}, "overrides": ["train.compile=cudagraphs"], "notes": ["n"],
-        "results": {"attnmt": {"train": {"tgt_tok_per_s": 500000.0, "step_ms": 3.5, "epoch_s_estimate": 0.8,
-                                         "amp": "bf16"},
-                               "decode": {"beam5": {"sentences": 1000, "sent_per_s": 2000.0, "seconds": 0.5,
-                                                    "tgt_tok_per_s": 26000.0, "search_seconds": 0.3}}},
-                    "reference": {}},
-        "ratios": {"train.tgt_tok_per_s": 4.5, "decode.beam5.sent_per_s": 30.0},
-    }
-    figures = suite.bench_figures(report)
-    assert figures["train"] == {"tgt_tok_per_s": 500000.0, "step_ms": 3.5, "epoch_s_estimate": 0.8, "amp": "bf16",
-                                "ratio_tgt_tok_per_s": 4.5}
-    assert figures["beam5"]["ratio_sent_per_s"] == 30.0 and figures["beam5"]["seconds"] == 0.5
-    assert figures["overrides"] == ["train.compile=cudagraphs"] and figures["batch_size"] == 128
+def test_bench_figures_read_a_real_bench_report(tmp_path, toy_config, tiny):
+    """speed/bench.py's report as the speed stage gets it: the attnmt figures and their ratios."""
+    out = tmp_path / "bench.json"
+    argv = ["--config", str(toy_config), "--device", "cpu", "--threads", "1", "--steps", "1", "--warmup-steps", "0",
+            "--decode-sentences", "3", "--beams", "2", "--no-search-only", "--json", str(out), "-q",
+            "--set", "train.batch_size=8"]
+    for item in tiny["rnn"]:
+        argv += ["--set", item]
+    assert bench.main(argv) == 0
+    figures = suite.bench_figures(json.loads(out.read_text()))
+    assert figures["batch_size"] == 8 and "train.batch_size=8" in figures["overrides"]
+    assert set(figures) == {"batch_size", "overrides", "train", "beam2", "notes"}
+    assert figures["train"]["amp"] == "fp32" and figures["train"]["ratio_tgt_tok_per_s"] > 0
+    assert figures["beam2"]["sentences"] == 3 and figures["beam2"]["ratio_sent_per_s"] > 0
 
 
-def test_summary_is_written_whole(tmp_path):
-    summary = {"schema": suite.SCHEMA, "stages": {"tests": {"status": "ok", "passed": 3}}}
-    path = suite.write_summary(tmp_path, summary)
-    assert json.loads(path.read_text()) == summary
-    assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+@no_cuda
+def test_dry_run_of_the_tests_stage_writes_the_summary(tmp_path, check_schema):
+    """Without CUDA every gpu test skips; the summary is a report of the one schema."""
+    out = tmp_path / "out"
+    assert suite.main([str(out), "--dry-run", "--only", "tests", "--budget-s", "300"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    check_schema(summary, "gpu_suite")
+    assert summary["settings"]["dry_run"] is True and summary["settings"]["stages"] == ["tests"]
+    [stage] = summary["results"]
+    assert (stage["kind"], stage["stage"], stage["status"]) == ("stage", "tests", "ok")
+    assert stage["passed"] == stage["failed"] == 0 and stage["skipped"] >= 1
+    assert sorted(p.name for p in out.iterdir()) == ["pytest.xml", "summary.json", "tests.log"]
 
 
 def test_read_report_lines_merges_reported_figures(tmp_path):
@@ -123,8 +123,8 @@ def test_dry_run_of_every_stage(tmp_path):
     out = tmp_path / "out"
     assert suite.main([str(out), "--dry-run", "--budget-s", "1800", "--quality-minutes", "0.05"]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["schema"] == suite.SCHEMA and summary["dry_run"] is True
-    stages = summary["stages"]
+    assert summary["settings"]["dry_run"] is True
+    stages = {row["stage"]: row for row in rows(summary, "stage")}
     assert stages["tests"]["status"] == "ok" and stages["tests"]["skipped"] >= 1  # no CUDA: all skipped
     quality = stages["quality"]["transformer"]
     assert quality["status"] == "ok" and quality["epochs"] == 1 and quality["beam"] == 5

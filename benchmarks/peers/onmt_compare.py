@@ -1,11 +1,11 @@
-#!/usr/bin/env python
+#!/usr/bin/env python3
 """Quality per update: OpenNMT-py trained on the same data, shape and batches as
 configs/onmt_compare_transformer.yaml, scored by attnmt's own evaluation (issue 16).
 
 OpenNMT-py is not an attnmt dependency (3.5.1 pins an older torch), so it lives in its own venv:
 
     python3 -m venv /tmp/onmt && /tmp/onmt/bin/pip install OpenNMT-py==3.5.1
-    ATTNMT_DATA=../shared/data/multi30k python benchmarks/onmt_compare.py OUT_DIR --onmt-bin /tmp/onmt/bin
+    ATTNMT_DATA=../shared/data/multi30k benchmarks/peers/onmt_compare.py OUT_DIR --onmt-bin /tmp/onmt/bin
 
 What it does, each step skipped when its output exists:
 1. tokenizes Multi30k de->en with attnmt's Moses tokenizer, lowercased, exactly as the attnmt run
@@ -19,7 +19,8 @@ What it does, each step skipped when its output exists:
 4. translates test_2016_flickr with each checkpoint (greedy and beam 5), detokenizes with the same
    Moses detokenizer attnmt uses, and scores with `attnmt.evaluation.score_translations`, so the
    BLEU is computed as for the attnmt runs;
-5. writes OUT_DIR/summary.json with the scores and the training loss curve from OpenNMT-py's log.
+5. writes OUT_DIR/summary.json (benchmarks/common.py's report schema): one "score" row per
+   checkpoint and beam, and one "loss" row per window of OpenNMT-py's training log.
 
 Differences from the attnmt run that remain: OpenNMT-py draws its own batches (bucketed by length)
 and normalises the loss by sentences (its default `normalization: sents`).
@@ -36,9 +37,13 @@ import sys
 import time
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a file: make the benchmarks package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from attnmt.data.corpus import load_multi30k
 from attnmt.data.tokenizers import MosesTokenizer
 from attnmt.evaluation import score_translations
+from benchmarks.common import command, environment, make_report, write_report
 
 SPLITS = ("train", "val", "test_2016_flickr")
 
@@ -48,11 +53,11 @@ def prepare(data_dir: Path) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
     toks = {"de": MosesTokenizer("de", lowercase=True), "en": MosesTokenizer("en", lowercase=True)}
     for split in SPLITS:
+        if all((data_dir / f"{split}.{lang}").exists() for lang in ("de", "en")):
+            continue
         corpus = load_multi30k(split, "de", "en")
         for lang, lines in (("de", corpus.src), ("en", corpus.tgt)):
             path = data_dir / f"{split}.{lang}"
-            if path.exists():
-                continue
             path.write_text("".join(" ".join(toks[lang].tokenize(line)) + "\n" for line in lines),
                             encoding="utf-8")
 
@@ -129,13 +134,13 @@ def loss_curve(log: Path) -> list[dict]:
         m = re.search(r"Step\s+(\d+)/\s*\d+;.*?ppl:\s*([0-9.]+);.*?bsz:\s*(\d+)/\s*(\d+)/", line)
         if m:
             step = int(m.group(1))
-            curve.append({"step": step, "loss": round(math.log(float(m.group(2))), 4),
+            curve.append({"kind": "loss", "step": step, "loss": round(math.log(float(m.group(2))), 4),
                           "tgt_tokens": int(m.group(4)) * (step - previous)})
             previous = step
     return curve
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path, help="output folder (data, OpenNMT-py model, logs, summary.json)")
     ap.add_argument("--onmt-bin", type=Path, required=True,
@@ -149,7 +154,33 @@ def main(argv: list[str] | None = None) -> int:
     for tool in ("onmt_build_vocab", "onmt_train", "onmt_translate"):
         if not (args.onmt_bin / tool).exists():
             ap.error(f"--onmt-bin {args.onmt_bin}: no {tool} there (pip install OpenNMT-py==3.5.1)")
+    return args
 
+
+def score_checkpoints(args: argparse.Namespace, out: Path, env: dict) -> list[dict]:
+    """Translate test_2016_flickr with each checkpoint, greedy and beam 5; one "score" row each."""
+    refs = load_multi30k("test_2016_flickr", "de", "en").tgt
+    detok = MosesTokenizer("en", lowercase=True)
+    scores = []
+    for step in args.steps:
+        for beam in (1, 5):
+            hyp_path = out / f"test.step{step}.beam{beam}.en"
+            if not hyp_path.exists():
+                run([str(args.onmt_bin / "onmt_translate"), "-model", str(out / f"model_step_{step}.pt"),
+                     "-src", str(out / "data" / "test_2016_flickr.de"), "-output", str(hyp_path),
+                     "-beam_size", str(beam), "-batch_size", "64", "-max_length", "200"],
+                    out / "translate.log", env)
+            hyps = [detok.detokenize(line.split()) for line in
+                    hyp_path.read_text(encoding="utf-8").splitlines()]
+            s = score_translations(hyps, refs, tgt_lang="en")
+            scores.append({"kind": "score", "step": step, "beam": beam, "bleu_lc": s["bleu_lc"], "bleu": s["bleu"],
+                           "chrf": s["chrf"], "signature": s["signature"]})
+            print(json.dumps(scores[-1]), flush=True)
+    return scores
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     # OpenNMT-py 3.5.1 loads its own checkpoints with a pickle; torch >= 2.6 refuses that by default.
@@ -166,28 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         start = time.time()
         run([str(args.onmt_bin / "onmt_train"), "-config", str(cfg)], train_log, env)
         print(f"trained {max(args.steps)} updates in {time.time() - start:.0f} s", flush=True)
-
-    refs = load_multi30k("test_2016_flickr", "de", "en").tgt
-    detok = MosesTokenizer("en", lowercase=True)
-    scores = []
-    for step in args.steps:
-        for beam in (1, 5):
-            hyp_path = out / f"test.step{step}.beam{beam}.en"
-            if not hyp_path.exists():
-                run([str(args.onmt_bin / "onmt_translate"), "-model", str(out / f"model_step_{step}.pt"),
-                     "-src", str(out / "data" / "test_2016_flickr.de"), "-output", str(hyp_path),
-                     "-beam_size", str(beam), "-batch_size", "64", "-max_length", "200"],
-                    out / "translate.log", env)
-            hyps = [detok.detokenize(line.split()) for line in
-                    hyp_path.read_text(encoding="utf-8").splitlines()]
-            s = score_translations(hyps, refs, tgt_lang="en")
-            scores.append({"step": step, "beam": beam, "bleu_lc": s["bleu_lc"], "bleu": s["bleu"],
-                           "chrf": s["chrf"], "signature": s["signature"]})
-            print(json.dumps(scores[-1]), flush=True)
-    summary = {"onmt_config": str(cfg), "scores": scores,
-               "loss_curve": loss_curve(train_log) if train_log.exists() else []}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {out / 'summary.json'}")
+    results = score_checkpoints(args, out, env) + (loss_curve(train_log) if train_log.exists() else [])
+    report = make_report("onmt_compare", command=command(__file__, argv), environment=environment("cpu"),
+                         settings={"onmt_config": str(cfg), "steps": args.steps, "onmt_threads": args.threads},
+                         results=results)
+    print(f"wrote {write_report(out / 'summary.json', report)}")
     return 0
 
 

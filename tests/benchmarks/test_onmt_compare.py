@@ -1,28 +1,29 @@
-"""benchmarks/onmt_compare.py, the OpenNMT-py side of the quality-per-update comparison: its
+"""benchmarks/peers/onmt_compare.py, the OpenNMT-py side of the quality-per-update comparison: its
 OpenNMT-py config describes the same model and training as configs/onmt_compare_transformer.yaml,
-its log parsing reads OpenNMT-py's report lines, and bad arguments are refused. OpenNMT-py itself is
-not installed here; the comparison's figures are in docs/results.md."""
+its log parsing reads OpenNMT-py's report lines, bad arguments are refused, and a run with stand-in
+OpenNMT-py tools scores their output with attnmt's evaluation. OpenNMT-py itself is not installed
+here; the comparison's figures are in docs/results.md."""
 
 from __future__ import annotations
 
-import importlib.util
+import json
 import math
-from pathlib import Path
+import stat
 
 import pytest
 import yaml
 
 from attnmt.config import load_config
-
-ROOT = Path(__file__).resolve().parents[1]
+from attnmt.data.corpus import load_multi30k
+from attnmt.data.tokenizers import MosesTokenizer
+from benchmarks.common import REPO as ROOT
+from benchmarks.common import rows
+from benchmarks.peers import onmt_compare as onmt_compare_module
 
 
 @pytest.fixture(scope="module")
 def onmt_compare():
-    spec = importlib.util.spec_from_file_location("onmt_compare", ROOT / "benchmarks" / "onmt_compare.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return onmt_compare_module
 
 
 def test_the_onmt_config_is_the_attnmt_config(onmt_compare, tmp_path):
@@ -58,8 +59,8 @@ def test_report_lines_become_a_loss_curve(onmt_compare, tmp_path):
         "[2026-11-23 20:11:09,553 INFO] Step 20/  454; acc: 17.1; ppl: 985.6; xent: 6.9; lr: 0.00050; "
         "sents:    1280; bsz: 1472/1744/128; 435/516 tok/s;     93 sec;\n")
     assert onmt_compare.loss_curve(log) == [
-        {"step": 10, "loss": round(math.log(3895.0), 4), "tgt_tokens": 16130},
-        {"step": 20, "loss": round(math.log(985.6), 4), "tgt_tokens": 17440}]
+        {"kind": "loss", "step": 10, "loss": round(math.log(3895.0), 4), "tgt_tokens": 16130},
+        {"kind": "loss", "step": 20, "loss": round(math.log(985.6), 4), "tgt_tokens": 17440}]
 
 
 def test_missing_opennmt_tools_and_bad_steps_are_refused(onmt_compare, tmp_path, capsys):
@@ -72,3 +73,37 @@ def test_missing_opennmt_tools_and_bad_steps_are_refused(onmt_compare, tmp_path,
         onmt_compare.main([str(tmp_path / "out"), "--onmt-bin", str(tmp_path), "--steps", "227", "300"])
     assert exit_info.value.code == 2 and "multiple of 227" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # nothing written before the arguments are checked
+
+
+def _tool(folder, name: str, body: str) -> None:
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def test_stand_in_tools_are_run_and_scored(onmt_compare, tmp_path, monkeypatch, multi30k_dir, check_schema):
+    """Stand-ins for OpenNMT-py: training logs two report lines and leaves checkpoints, and
+    translating writes the (tokenized, lowercased) references, which attnmt's evaluation must
+    then score near 100 BLEU, lowercased."""
+    monkeypatch.setenv("ATTNMT_DATA", str(multi30k_dir))
+    out, tools = tmp_path / "out", tmp_path / "bin"
+    tools.mkdir()
+    (out / "data").mkdir(parents=True)
+    for split in ("train", "val", "test_2016_flickr"):  # present: prepare() leaves them as they are
+        for lang in ("de", "en"):
+            (out / "data" / f"{split}.{lang}").write_text("ein hund .\n" if lang == "de" else "a dog .\n")
+    tok = MosesTokenizer("en", lowercase=True)
+    refs = tmp_path / "refs.en"
+    refs.write_text("".join(" ".join(tok.tokenize(line)) + "\n" for line in load_multi30k(
+        "test_2016_flickr", "de", "en").tgt))
+    _tool(tools, "onmt_build_vocab", "exit 0")
+    _tool(tools, "onmt_train", f'touch "{out}/model_step_2.pt" "{out}/model_step_4.pt"\n'
+          'echo "[x INFO] Step 2/  4; acc: 1.0; ppl: 100.0; xent: 4.6; bsz: 10/20/2; 1/1 tok/s;"\n'
+          'echo "[x INFO] Step 4/  4; acc: 2.0; ppl: 50.0; xent: 3.9; bsz: 10/30/2; 1/1 tok/s;"')
+    _tool(tools, "onmt_translate", f'while [ $# -gt 0 ]; do [ "$1" = -output ] && cp "{refs}" "$2"; shift; done')
+    assert onmt_compare.main([str(out), "--onmt-bin", str(tools), "--steps", "2", "4"]) == 0
+    report = json.loads((out / "summary.json").read_text())
+    check_schema(report, "onmt_compare")
+    assert [(r["step"], r["beam"]) for r in rows(report, "score")] == [(2, 1), (2, 5), (4, 1), (4, 5)]
+    assert all(r["bleu_lc"] > 90 for r in rows(report, "score"))
+    assert [(r["step"], r["tgt_tokens"]) for r in rows(report, "loss")] == [(2, 40), (4, 60)]

@@ -1,6 +1,6 @@
 """A deliberately plain Bahdanau RNN translator, the way the classic PyTorch tutorials write it.
 
-This is the speed *reference* for benchmarks/bench.py, not part of attnmt: it follows the
+This is the speed *reference* for benchmarks/speed/bench.py, not part of attnmt: it follows the
 seq2seq tutorials (e.g. pytorch-seq2seq notebooks 3 "Neural Machine Translation by Jointly Learning
 to Align and Translate" and 4 "Packed Padded Sequences, Masking, ...") on purpose, with everything
 attnmt does differently left out:
@@ -21,7 +21,7 @@ attnmt does differently left out:
 `from_attnmt` builds the reference with the weights of a trained attnmt ``RNNSeq2Seq``
 (Bahdanau attention, one encoder layer, untied output), so that both decode the same model:
 the parameter count is the same, and on a padded batch the logits agree within float
-tolerance (tests/test_bench.py).
+tolerance (tests/benchmarks/test_references.py).
 
 Sizes follow the attnmt config: emb_dim, enc_hidden (per direction), dec_hidden and attn_dim
 (the tutorial's energy size is dec_hidden; attnmt's configs set attn_dim, equal to dec_hidden in

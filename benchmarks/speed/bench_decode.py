@@ -11,7 +11,7 @@ version of attnmt without the engine, an RNN run) the row is skipped and says wh
 CTranslate2 row also gives the share of sentences whose tokens equal the native engine's at the
 same beam size.
 
-    benchmarks/bench_decode.py RUN_DIR [--beams 1 5] [--threads 2] [--repeats 1] \\
+    benchmarks/speed/bench_decode.py RUN_DIR [--beams 1 5] [--threads 2] [--repeats 1] \\
         [--engines native ct2-float32 ct2-int8] [--sentences N] [--json bench_decode.json]
 
 Shapes: none; everything goes through the translator's text interface.
@@ -21,54 +21,34 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import json
 import logging
-import os
-import platform
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-import torch
+if __package__ in (None, ""):  # run as a file: make the benchmarks package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from attnmt import Translator
 from attnmt.config import load_saved_config
 from attnmt.data.corpus import corpus_spec, load_corpus
 from attnmt.errors import AttnmtError
-from attnmt.translator import Translator
+from benchmarks.common import (
+    command,
+    environment,
+    make_report,
+    median_time,
+    rate,
+    setup_logging,
+    torch_threads,
+    write_report,
+)
 
 log = logging.getLogger("attnmt.bench_decode")
 
-SCHEMA = "attnmt-bench-decode/1"
 ENGINES = ("native", "ct2-float32", "ct2-int8")
 WARMUP_SENTENCES = 16
-
-
-def cpu_name() -> str:
-    """The processor's model name (Linux), else what platform knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def environment(threads: int) -> dict:
-    env = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "python": platform.python_version(),
-           "torch": torch.__version__, "platform": platform.platform(), "cpu": cpu_name(),
-           "cpu_count": os.cpu_count(), "threads": threads}
-    try:
-        import ctranslate2
-
-        env["ctranslate2"] = ctranslate2.__version__
-    except ImportError:
-        env["ctranslate2"] = None
-    return env
 
 
 def ct2_unavailable(run_dir: Path) -> str | None:
@@ -100,53 +80,42 @@ def time_engine(translator: Translator, sentences: list[str], *, beam: int, batc
     """Translate `sentences` `repeats` times after a warm-up; figures of the median run and the
     output tokens per sentence."""
     translator.translate(sentences[:WARMUP_SENTENCES], beam_size=beam, batch_size=batch_size)
-    seconds, results = [], []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        results = translator.translate(sentences, beam_size=beam, batch_size=batch_size)
-        seconds.append(time.perf_counter() - start)
-    sec = statistics.median(seconds)
+    timing = median_time(lambda: translator.translate(sentences, beam_size=beam, batch_size=batch_size),
+                         repeats=repeats)
+    sec, results = timing.median, timing.result
     tokens = sum(len(r.tokens) for r in results)
     n = len(sentences)
-    figures = {"beam": beam, "sentences": n, "tgt_tokens": tokens, "seconds": round(sec, 3),
-               "all_seconds": [round(s, 3) for s in seconds], "sent_per_s": round(n / sec, 2),
-               "tgt_tok_per_s": round(tokens / sec, 1), "mean_output_len": round(tokens / max(n, 1), 2)}
+    figures = {"beam": beam, "sentences": n, "outputs": len(results), "tgt_tokens": tokens,
+               "seconds": round(sec, 4), "all_seconds": [round(s, 4) for s in timing.seconds],
+               "sent_per_s": rate(n, sec, 2), "tgt_tok_per_s": rate(tokens, sec),
+               "mean_output_len": round(tokens / max(n, 1), 2)}
     return figures, [r.tokens for r in results]
 
 
-def run_bench(args: argparse.Namespace) -> dict:
-    """Every row of one invocation; returns the JSON-ready report."""
-    run_dir = Path(args.run_dir)
-    cfg = load_saved_config(run_dir / "config.json")
-    sentences = list(load_corpus(corpus_spec(cfg.data), args.split).src)
-    if args.sentences:
-        sentences = sentences[: args.sentences]
-    torch.set_num_threads(args.threads)
-    report: dict = {"schema": SCHEMA, "run_dir": str(run_dir), "arch": cfg.model.arch, "split": args.split,
-                    "sentences": len(sentences), "batch_size": args.batch_size, "repeats": args.repeats,
-                    "env": environment(args.threads), "rows": [], "skipped": {}}
-    native_tokens: dict[int, list[list[str]]] = {}
-    best = run_dir / "best.json"
-    checkpoint = best.read_text(encoding="utf-8") if best.exists() else None
+def load_engine(engine: str, run_dir: Path, export_root: Path) -> Translator:
+    """The run through one engine; the CTranslate2 ones export it first (reused when present)."""
+    if engine == "native":
+        return Translator.load(run_dir, device="cpu")
+    quantization = engine.split("-", 1)[1]
+    folder = export_root / f"{run_dir.name}-ct2-{quantization}"
+    if not (folder / "model.bin").exists():
+        export(run_dir, folder, quantization)
+    return Translator.load(folder, device="cpu", engine="ctranslate2")
+
+
+def engine_rows(args: argparse.Namespace, run_dir: Path, sentences: list[str], notes: list[str]) -> list[dict]:
+    """One "decode" row per engine and beam size; an engine that cannot run leaves a note instead."""
+    rows, native_tokens = [], {}
     why_not = ct2_unavailable(run_dir) if any(e != "native" for e in args.engines) else None
     with tempfile.TemporaryDirectory(prefix="attnmt-bench-decode-") as scratch:
         export_root = Path(args.export_dir) if args.export_dir else Path(scratch)
         for engine in args.engines:
-            if engine != "native" and why_not:
-                report["skipped"][engine] = why_not
-                log.warning("%s skipped: %s", engine, why_not)
-                continue
             try:
-                if engine == "native":
-                    translator = Translator.load(run_dir, device="cpu")
-                else:
-                    quantization = engine.split("-", 1)[1]
-                    folder = export_root / f"{run_dir.name}-ct2-{quantization}"
-                    if not (folder / "model.bin").exists():
-                        export(run_dir, folder, quantization)
-                    translator = Translator.load(folder, device="cpu", engine="ctranslate2")
+                if engine != "native" and why_not:
+                    raise AttnmtError(why_not)
+                translator = load_engine(engine, run_dir, export_root)
             except (AttnmtError, OSError, ValueError) as err:
-                report["skipped"][engine] = str(err)
+                notes.append(f"{engine} skipped: {err}")
                 log.warning("%s skipped: %s", engine, err)
                 continue
             for beam in args.beams:
@@ -158,30 +127,47 @@ def run_bench(args: argparse.Namespace) -> dict:
                 elif beam in native_tokens:
                     same = sum(a == b for a, b in zip(tokens, native_tokens[beam]))
                     figures["same_tokens_as_native"] = round(same / max(len(tokens), 1), 4)
-                report["rows"].append({"engine": engine, **figures})
+                rows.append({"kind": "decode", "engine": engine, **figures})
             del translator
+    return rows
+
+
+def run_bench(args: argparse.Namespace, argv: list[str] | None = None) -> dict:
+    """Every row of one invocation; returns the report (benchmarks/common.py's schema)."""
+    run_dir = Path(args.run_dir)
+    cfg = load_saved_config(run_dir / "config.json")
+    sentences = list(load_corpus(corpus_spec(cfg.data), args.split).src)
+    if args.sentences:
+        sentences = sentences[: args.sentences]
+    best = run_dir / "best.json"
+    checkpoint = best.read_text(encoding="utf-8") if best.exists() else None
+    notes: list[str] = []
+    with torch_threads(args.threads):
+        env = environment("cpu")
+        rows = engine_rows(args, run_dir, sentences, notes)
     if best.exists() and best.read_text(encoding="utf-8") != checkpoint:
-        report["warning"] = ("the run's best.json changed during the benchmark (is it still training?): "
-                             "the engines may have decoded different weights")
-        log.warning(report["warning"])
-    return report
+        notes.append("warning: the run's best.json changed during the benchmark (is it still training?): "
+                     "the engines may have decoded different weights")
+        log.warning(notes[-1])
+    settings = {"run_dir": str(run_dir), "arch": cfg.model.arch, "split": args.split, "sentences": len(sentences),
+                "batch_size": args.batch_size, "repeats": args.repeats, "engines": list(args.engines)}
+    return make_report("bench_decode", command=command(__file__, argv), environment=env, settings=settings,
+                       results=rows, notes=notes)
 
 
 def format_table(report: dict) -> str:
-    env = report["env"]
-    lines = [f"attnmt bench_decode: {report['run_dir']} ({report['arch']}), {report['split']}, "
-             f"{report['sentences']} sentences, batch {report['batch_size']}",
+    env, s = report["environment"], report["settings"]
+    lines = [f"attnmt bench_decode: {s['run_dir']} ({s['arch']}), {s['split']}, "
+             f"{s['sentences']} sentences, batch {s['batch_size']}",
              f"{env['cpu']}, {env['threads']} threads, torch {env['torch']}, ctranslate2 {env['ctranslate2']}, "
              f"{env['date']}", "",
              f"{'engine':14}{'beam':>5}{'sent/s':>10}{'out tok/s':>11}{'mean len':>10}{'seconds':>9}{'= native':>10}"]
-    for row in report["rows"]:
+    for row in report["results"]:
         same = row.get("same_tokens_as_native")
         lines.append(f"{row['engine']:14}{row['beam']:>5}{row['sent_per_s']:>10,.1f}{row['tgt_tok_per_s']:>11,.0f}"
                      f"{row['mean_output_len']:>10.2f}{row['seconds']:>9.2f}"
                      f"{(f'{100 * same:.1f}%' if same is not None else '-'):>10}")
-    lines += [f"{engine}: skipped: {why}" for engine, why in report["skipped"].items()]
-    if "warning" in report:
-        lines.append(f"warning: {report['warning']}")
+    lines += report["notes"]
     lines.append("tokenizing and detokenizing included; loading and export excluded; '= native': share of "
                  "sentences with the native engine's tokens at the same beam")
     return "\n".join(lines)
@@ -206,26 +192,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`benchmarks/bench_decode.py RUN_DIR ...`; returns the exit code."""
+    """`benchmarks/speed/bench_decode.py RUN_DIR ...`; returns the exit code."""
     args = build_parser().parse_args(argv)
     if min(args.beams + [args.repeats, args.batch_size, args.threads]) < 1:
         print("bench_decode: error: --beams, --repeats, --batch-size and --threads must be >= 1", file=sys.stderr)
         return 2
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    previous_threads = torch.get_num_threads()
+    setup_logging(args.quiet)
     try:
-        report = run_bench(args)
+        report = run_bench(args, argv)
     except AttnmtError as err:
         print(f"bench_decode: error: {err}", file=sys.stderr)
         return 2
-    finally:
-        torch.set_num_threads(previous_threads)  # callers (tests) keep their setting
     if not args.quiet:
         print(format_table(report))
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_report(args.json, report)
     return 0
 
 

@@ -3,7 +3,7 @@
 with micro-batching on and off; reports requests/s, sentences/s, latency percentiles, errors and
 requests that got no answer.
 
-    benchmarks/serve_load.py runs/demo --requests 2000 --clients 1 8 32 --beam 5
+    benchmarks/speed/serve_load.py runs/demo --requests 2000 --clients 1 8 32 --beam 5
 
 For each mode the script starts its own server on 127.0.0.1 (micro-batching on: the defaults;
 off: --max-batch-sentences 1 --max-wait-ms 0), sends the first N source sentences of a Multi30k
@@ -20,16 +20,19 @@ import asyncio
 import gzip
 import json
 import os
-import platform
 import signal
 import socket
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a file: make the benchmarks package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 import httpx
+
+from benchmarks.common import command, environment, make_report, write_report
 
 MODES = {"batched": [], "single": ["--max-batch-sentences", "1", "--max-wait-ms", "0"]}
 
@@ -118,18 +121,40 @@ async def run_cell(url: str, sentences: list[str], clients: int, source: str, ta
             "p50_s": pct(50), "p95_s": pct(95), "p99_s": pct(99)}
 
 
-def machine() -> str:
-    cpu = platform.processor() or "cpu"
+def run_mode(args: argparse.Namespace, mode: str, sentences: list[str]) -> list[dict]:
+    """One "serve" row per client count, against a server of its own in this mode."""
+    proc, url = start_server(args.run_dir, args.beam, MODES[mode], args.server_threads)
+    rows = []
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import torch
+        asyncio.run(run_cell(url, sentences[: args.warmup], min(4, max(args.clients)), args.source, args.target,
+                             args.timeout, args.max_seconds))
+        for clients in args.clients:
+            cell = asyncio.run(run_cell(url, sentences, clients, args.source, args.target, args.timeout,
+                                        args.max_seconds))
+            health = httpx.get(url + "/health", timeout=30).json()
+            rows.append({"kind": "serve", "mode": mode, **cell, "largest_batch": health["largest_batch"]})
+            print(json.dumps(rows[-1]), flush=True)
+    finally:
+        stop_server(proc)
+    return rows
 
-    return f"{os.cpu_count()} cores, {cpu}, torch {torch.__version__}, Python {platform.python_version()}"
+
+def print_table(rows: list[dict], clients: list[int]) -> list[str]:
+    """The Markdown table, and the micro-batching speed-up per client count (returned as notes)."""
+    print("\n| mode | clients | requests | req/s | sentences/s | p50 s | p95 s | p99 s | errors | lost | unsent |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for c in rows:
+        print(f"| {c['mode']} | {c['clients']} | {c['answered']} | {c['requests_per_s']} | {c['sentences_per_s']} | "
+              f"{c['p50_s']} | {c['p95_s']} | {c['p99_s']} | {c['errors']} | {c['lost']} | {c['unsent']} |")
+    by = {(c["mode"], c["clients"]): c for c in rows}
+    notes = []
+    for n in clients:
+        on, off = by.get(("batched", n)), by.get(("single", n))
+        if on and off and off["sentences_per_s"]:
+            notes.append(f"{n} clients: micro-batching gives {on['sentences_per_s'] / off['sentences_per_s']:.2f}x "
+                         "the sentences/s of one-at-a-time serving")
+            print(notes[-1])
+    return notes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,39 +178,16 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     sentences = read_sentences(Path(args.data), args.split, args.source, args.requests)
-    report = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
-              "command": " ".join(["benchmarks/serve_load.py", *(argv if argv is not None else sys.argv[1:])]),
-              "run_dir": args.run_dir, "beam": args.beam, "requests": args.requests, "results": []}
-    print(f"# {report['date']} · {report['machine']}\n# {report['command']}", flush=True)
-    for mode in args.modes:
-        proc, url = start_server(args.run_dir, args.beam, MODES[mode], args.server_threads)
-        try:
-            asyncio.run(run_cell(url, sentences[: args.warmup], min(4, max(args.clients)), args.source, args.target,
-                                 args.timeout, args.max_seconds))
-            for clients in args.clients:
-                cell = asyncio.run(run_cell(url, sentences, clients, args.source, args.target,
-                                            args.timeout, args.max_seconds))
-                health = httpx.get(url + "/health", timeout=30).json()
-                cell.update(mode=mode, largest_batch=health["largest_batch"])
-                report["results"].append(cell)
-                print(json.dumps(cell), flush=True)
-        finally:
-            stop_server(proc)
-
-    print("\n| mode | clients | requests | req/s | sentences/s | p50 s | p95 s | p99 s | errors | lost | unsent |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for c in report["results"]:
-        print(f"| {c['mode']} | {c['clients']} | {c['answered']} | {c['requests_per_s']} | {c['sentences_per_s']} | "
-              f"{c['p50_s']} | {c['p95_s']} | {c['p99_s']} | {c['errors']} | {c['lost']} | {c['unsent']} |")
-    by = {(c["mode"], c["clients"]): c for c in report["results"]}
-    for clients in args.clients:
-        on, off = by.get(("batched", clients)), by.get(("single", clients))
-        if on and off and off["sentences_per_s"]:
-            ratio = on["sentences_per_s"] / off["sentences_per_s"]
-            report.setdefault("speedup", {})[clients] = round(ratio, 2)
-            print(f"{clients} clients: micro-batching gives {ratio:.2f}x the sentences/s of one-at-a-time serving")
+    env = environment("cpu")
+    print(f"# {env['date']} · {env['cpu_count']} cores, {env['cpu']}, torch {env['torch']}, Python {env['python']}"
+          f"\n# {' '.join(command(__file__, argv))}", flush=True)
+    rows = [row for mode in args.modes for row in run_mode(args, mode, sentences)]
+    notes = print_table(rows, args.clients)
+    settings = {"run_dir": args.run_dir, "beam": args.beam, "requests": args.requests, "split": args.split,
+                "server_threads": args.server_threads, "timeout": args.timeout, "max_seconds": args.max_seconds}
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2))
+        write_report(args.json, make_report("serve_load", command=command(__file__, argv), environment=env,
+                                            settings=settings, results=rows, notes=notes))
     return 0
 
 

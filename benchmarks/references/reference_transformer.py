@@ -1,6 +1,6 @@
 """A deliberately plain Transformer translator, the way the PyTorch nn.Transformer tutorial writes it.
 
-The speed *reference* for benchmarks/bench.py with Transformer configs, not part of attnmt. It
+The speed *reference* for benchmarks/speed/bench.py with Transformer configs, not part of attnmt. It
 follows "Language Translation with nn.Transformer and torchtext" on purpose:
 
 * ``nn.Transformer`` with seq-first tensors ``(src_len, batch, d_model)``;
@@ -16,7 +16,7 @@ heads, ff_dim, enc_layers, dec_layers, dropout, pre_norm (``norm_first``; with p
 final LayerNorms nn.Transformer adds are dropped, as attnmt has none), share_embeddings (one
 source/target embedding) and tie_embeddings (the generator reuses the target embedding);
 positions are sinusoidal. `from_attnmt` copies a trained attnmt ``TransformerSeq2Seq`` into it:
-same weights, same logits within float tolerance (tests/test_bench.py). What differs is the
+same weights, same logits within float tolerance (tests/benchmarks/test_references.py). What differs is the
 code: nn.Transformer's layers (fused in_proj, its own fast paths) and the search.
 
 Shapes:
@@ -32,6 +32,8 @@ import warnings
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from benchmarks.references.reference_rnn import length_norm  # the same normalisation for both references
 
 __all__ = ["PositionalEncoding", "ReferenceTransformer", "build_reference", "from_attnmt", "greedy_decode",
            "beam_search_one", "causal_mask"]
@@ -211,12 +213,6 @@ def greedy_decode(model: ReferenceTransformer, src: Tensor, max_len: int, bos_id
             if bool(ended.all()):
                 break
     return ys[1:]
-
-
-def length_norm(length: int, length_penalty: float | None) -> float:
-    """The divisor of a finished hypothesis' log-prob: its length, or the GNMT penalty
-    ((5 + length) / 6)^alpha (Wu et al. 2016, eq. 14) when alpha = length_penalty is given."""
-    return float(length) if length_penalty is None else ((5.0 + length) / 6.0) ** length_penalty
 
 
 @torch.no_grad()

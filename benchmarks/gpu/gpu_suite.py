@@ -1,6 +1,7 @@
+#!/usr/bin/env python3
 """Every GPU figure in one command: the gpu-marked tests, speed, and quality (docs/gpu.md).
 
-    python benchmarks/gpu_suite.py OUT_DIR [--dry-run] [--budget-s 540] [--only tests,quality,speed]
+    benchmarks/gpu/gpu_suite.sh OUT_DIR [--dry-run] [--budget-s 540] [--only tests,quality,speed]
         [--quality-minutes 4] [--rnn-quality]
 
 Stages, each a subprocess with its own time limit, inside one overall budget (9 minutes on one
@@ -11,12 +12,13 @@ H100 by default); a stage that does not fit is recorded as skipped, one that ove
 2. quality: configs/multi30k_transformer.yaml trained for ``--quality-minutes`` of wall clock,
    evaluated on test_2016_flickr with beam 5 (BLEU, chrF, epochs, sacreBLEU signature); the RNN
    config too with ``--rnn-quality``.
-3. speed: benchmarks/bench.py for both default configs at 128 and 512 sentences a batch, with
+3. speed: benchmarks/speed/bench.py for both default configs at 128 and 512 sentences a batch, with
    each train.compile mode (none, default, cudagraphs where it applies), and greedy / beam-5
    decoding of test_2016_flickr (the Transformer decodes the quality stage's trained run).
    bench.py measures its reference in the same process, so every figure has its ratio.
 
-OUT_DIR gets summary.json (schema attnmt-gpu-suite/1) and one log per stage. Without CUDA the
+OUT_DIR gets summary.json (benchmarks/common.py's report schema, one "stage" row per stage) and
+one log per stage. Without CUDA the
 suite prints one line and exits 0; ``--dry-run`` runs every stage on the CPU with tiny sizes,
 to check the plumbing anywhere.
 """
@@ -26,16 +28,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
-from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = "attnmt-gpu-suite/1"
+if __package__ in (None, ""):  # run as a file: make the benchmarks package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.common import REPO as ROOT
+from benchmarks.common import command, environment, make_report, rows, write_report
+
+BENCH = ROOT / "benchmarks" / "speed" / "bench.py"
 STAGES = ("tests", "quality", "speed")
 NO_CUDA = "gpu_suite: no CUDA device here (torch.cuda.is_available() is False): nothing to run"
 
@@ -216,7 +221,7 @@ def stage_quality(args, out: Path, budget: Budget) -> dict:
 
 
 def speed_plan(args, out: Path) -> list[tuple[str, list[str]]]:
-    """(name, bench.py arguments) in the order they run: eager with decoding first, then the
+    """(name, speed/bench.py arguments) in the order they run: eager with decoding first, then the
     fast paths; the most informative figures come first in case the budget runs out."""
     plan = []
     trained = out / "runs" / "transformer"
@@ -248,18 +253,18 @@ def speed_plan(args, out: Path) -> list[tuple[str, list[str]]]:
 
 
 def bench_figures(report: dict) -> dict:
-    """The figures of one bench.py report that the summary keeps, each with its ratio."""
-    attnmt, ratios = report["results"].get("attnmt", {}), report.get("ratios", {})
-    figures: dict = {"batch_size": report["data"]["batch_size"], "overrides": report.get("overrides", [])}
-    train = attnmt.get("train")
-    if train:
-        figures["train"] = {key: train.get(key) for key in ("tgt_tok_per_s", "step_ms", "epoch_s_estimate", "amp")}
-        figures["train"]["ratio_tgt_tok_per_s"] = ratios.get("train.tgt_tok_per_s")
-    for name, dec in (attnmt.get("decode") or {}).items():
-        figures[name] = {key: dec.get(key) for key in ("sentences", "sent_per_s", "seconds", "tgt_tok_per_s",
-                                                       "search_seconds")}
-        figures[name]["ratio_sent_per_s"] = ratios.get(f"decode.{name}.sent_per_s")
-    figures["notes"] = report.get("notes", [])
+    """The figures of one speed/bench.py report that the summary keeps, each with its ratio."""
+    figures: dict = {"batch_size": report["settings"]["batch_size"], "overrides": report["settings"]["overrides"]}
+    for row in rows(report, "train") + rows(report, "decode"):
+        if row["side"] != "attnmt":
+            continue
+        name = "train" if row["kind"] == "train" else row["name"]
+        keys = (("tgt_tok_per_s", "step_ms", "epoch_s_estimate", "amp") if row["kind"] == "train" else
+                ("sentences", "sent_per_s", "seconds", "tgt_tok_per_s", "search_seconds"))
+        figures[name] = {key: row.get(key) for key in keys}
+        rate = "tgt_tok_per_s" if row["kind"] == "train" else "sent_per_s"
+        figures[name][f"ratio_{rate}"] = row.get("ratio", {}).get(rate)
+    figures["notes"] = report["notes"]
     return figures
 
 
@@ -269,7 +274,7 @@ def stage_speed(args, out: Path, budget: Budget) -> dict:
         if budget.left() < 20:
             result["runs"][name] = {"status": "skipped", "why": "overall budget spent"}
             continue
-        cmd = [args.python, str(ROOT / "benchmarks" / "bench.py"), *bench_args]
+        cmd = [args.python, str(BENCH), *bench_args]
         run = run_logged(cmd, out / "speed.log", timeout=budget.cap(120.0), env=child_env())
         run.pop("stdout")
         path = out / f"bench_{name}.json"
@@ -282,25 +287,6 @@ def stage_speed(args, out: Path, budget: Budget) -> dict:
 
 
 # ----------------------------------------------------------------------------- summary
-
-def environment(python: str) -> dict:
-    probe = ("import json, torch; print(json.dumps({'torch': torch.__version__, 'cuda': torch.version.cuda, "
-             "'device': torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu'}))")
-    try:
-        found = json.loads(subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60).stdout)
-    except (ValueError, subprocess.SubprocessError):
-        found = {}
-    return {"python": platform.python_version(), "host": platform.node(), **found}
-
-
-def write_summary(out: Path, summary: dict) -> Path:
-    """summary.json, written to a temp file and renamed (a reader never sees half a file)."""
-    path = out / "summary.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
-
 
 def cuda_available(python: str) -> bool:
     if Path(python).resolve() == Path(sys.executable).resolve():  # this interpreter: ask in-process
@@ -319,22 +305,20 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     budget = Budget(args.budget_s, caps=not args.dry_run)
-    summary = {"schema": SCHEMA, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "command": " ".join(["benchmarks/gpu_suite.sh", *(argv if argv is not None else sys.argv[1:])]),
-               "dry_run": args.dry_run, "budget_s": args.budget_s, "env": environment(args.python),
-               "stages": {}}
+    settings = {"dry_run": args.dry_run, "budget_s": args.budget_s, "stages": args.stages,
+                "quality_minutes": args.quality_minutes, "rnn_quality": args.rnn_quality, "python": args.python}
+    summary = make_report("gpu_suite", command=command(ROOT / "benchmarks" / "gpu" / "gpu_suite.sh", argv),
+                          environment=environment("cpu" if args.dry_run else "cuda"), settings=settings, results=[])
     runners = {"tests": stage_tests, "quality": stage_quality, "speed": stage_speed}
-    for stage in STAGES:
-        if stage not in args.stages:
-            continue
+    for stage in [name for name in STAGES if name in args.stages]:
         if budget.left() <= 5:
-            summary["stages"][stage] = {"status": "skipped", "why": "overall budget spent"}
+            result = {"status": "skipped", "why": "overall budget spent"}
         else:
             print(f"gpu_suite: {stage} ({budget.left():.0f} s left)", flush=True)
-            summary["stages"][stage] = runners[stage](args, out, budget)
-        summary["elapsed_s"] = round(budget.elapsed(), 1)
-        write_summary(out, summary)  # after every stage: a killed suite keeps what it measured
-    failed = [name for name, stage in summary["stages"].items() if stage.get("status") not in ("ok", "skipped")]
+            result = runners[stage](args, out, budget)
+        summary["results"].append({"kind": "stage", "stage": stage, **result, "elapsed_s": round(budget.elapsed(), 1)})
+        write_report(out / "summary.json", summary)  # after every stage: a killed suite keeps what it measured
+    failed = [row["stage"] for row in summary["results"] if row.get("status") not in ("ok", "skipped")]
     print(f"gpu_suite: {out / 'summary.json'} in {budget.elapsed():.0f} s"
           + (f"; not ok: {', '.join(failed)}" if failed else "; all stages ok"))
     return 1 if failed else 0

@@ -1,0 +1,1 @@
+"""attnmt next to other toolkits (OpenNMT-py), trained on the same data and shape."""

@@ -1,0 +1,1 @@
+"""Plain tutorial-style models that speed/bench.py measures attnmt against, holding attnmt's weights."""

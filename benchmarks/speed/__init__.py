@@ -1,0 +1,1 @@
+"""attnmt's own speed: training, decoding, attention, ranks against threads, serving."""
