@@ -8,7 +8,6 @@ import pytest
 import torch
 from torch import nn
 
-from attnmt.files import atomic_write
 from attnmt.checkpoint import (
     average_weights,
     convert_legacy_train_state,
@@ -18,6 +17,7 @@ from attnmt.checkpoint import (
     save_weights,
 )
 from attnmt.errors import CheckpointError
+from attnmt.files import atomic_write
 
 
 class Tied(nn.Module):
@@ -110,8 +110,11 @@ def test_train_state_is_safetensors_and_json_and_round_trips(tmp_path):
     state = {"step": 3, "best": float("-inf"), "rng": {"cpu": [torch.get_rng_state()]},
              "optimizer": opt.state_dict(), "info": {"file": "x", "nested": [1, 2.5, None, True]}}
     save_train_state(tmp_path, state)
-    save_train_state(tmp_path, state)  # a second save replaces the first tensor file
-    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["train_state_000002.safetensors"]
+    save_train_state(tmp_path, state)
+    save_train_state(tmp_path, state)  # a third save deletes the first tensor file; the second stays
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
+        "train_state_000002.safetensors", "train_state_000003.safetensors"]  # the newest and the previous state
+    assert json.loads((tmp_path / "train_state.prev.json").read_text())["number"] == 2
     text = (tmp_path / "train_state.json").read_text()
     assert json.loads(text)["state"]["step"] == 3  # plain JSON, readable without attnmt
     back = load_train_state(tmp_path)

@@ -97,7 +97,7 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
          "--set train.teacher_forcing=0.5", r"train.teacher_forcing=0.5 applies to model.arch='rnn' only"),
         ("train {config} --set train.device=gpu", r"train.device='gpu' must be auto, cpu, cuda, cuda:N or mps"),
         ("train {config} --set train.device=cuda:99 --run-dir {tmp}/r", r"train.device='cuda:99' but"),
-        ("train --resume {tmp}/nothing", r"config.json: not found"),
+        ("train --resume {tmp}/nothing", r"nothing: no config.json; is it a run directory"),
         ("train {config} --resume {rnn}", r"--resume continues the run in .* with its saved config: drop CONFIG$"),
         ("train --resume {rnn} --run-dir {tmp}", r"drop --run-dir$"),
         ("train {config} --run-dir {config}", r"toy.yaml: File exists"),

@@ -8,7 +8,10 @@ Which file lives where in a run directory is run_dir.py's business.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,35 +26,86 @@ log = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------------------- weights
 
-def save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None) -> None:
-    """Write named tensors as a safetensors file, atomically."""
+DIGEST_KEY = "attnmt_sha256"  # safetensors metadata: the digest of the tensors, checked on every load
+
+
+def tensors_digest(tensors: dict[str, torch.Tensor]) -> str:
+    """sha256 over the tensors' names, dtypes, shapes and bytes, in name order."""
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        tensor = tensors[name].detach().to("cpu").contiguous()
+        digest.update(f"{name}\0{tensor.dtype}\0{tuple(tensor.shape)}\0".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None) -> str:
+    """Write named tensors as a safetensors file, atomically, with their digest in the metadata;
+    returns the digest (what a pointer to the file records)."""
     from safetensors.torch import save_file
 
-    atomic_write(Path(path), lambda tmp: save_file(tensors, str(tmp), metadata=metadata or {}))
+    digest = tensors_digest(tensors)
+    metadata = {**(metadata or {}), DIGEST_KEY: digest}
+    atomic_write(Path(path), lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
+    return digest
 
 
-def save_weights(model: nn.Module, path: Path, metadata: dict[str, str] | None = None) -> None:
-    """Save the model's state dict as safetensors (tied tensors are stored once each, cloned)."""
-    save_tensors({name: t.detach().to("cpu").contiguous().clone() for name, t in model.state_dict().items()},
-                 path, metadata)
+def save_weights(model: nn.Module, path: Path, metadata: dict[str, str] | None = None) -> str:
+    """Save the model's state dict as safetensors (tied tensors are stored once each, cloned);
+    returns the digest of the tensors."""
+    return save_tensors({name: t.detach().to("cpu").contiguous().clone() for name, t in model.state_dict().items()},
+                        path, metadata)
+
+
+def recorded_digest(path: Path) -> str | None:
+    """The digest a safetensors file's metadata records (None if it records none).
+
+    Raises:
+        CheckpointError: missing or unreadable file.
+    """
+    from safetensors import SafetensorError, safe_open
+
+    if not Path(path).is_file():
+        raise CheckpointError(f"{path}: checkpoint not found")
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            return (handle.metadata() or {}).get(DIGEST_KEY)
+    except (SafetensorError, OSError, ValueError, RuntimeError, TypeError) as err:
+        raise CheckpointError(f"{path}: not a readable safetensors checkpoint (truncated or corrupted?): {err}") from None
 
 
 def load_weights_file(path: Path) -> dict[str, torch.Tensor]:
-    """Read a safetensors file; a missing, truncated or foreign file raises `CheckpointError`."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    """Read a safetensors file and check the digest its metadata records (files attnmt wrote
+    before digests existed, and foreign files, have none: they are read as they are).
+
+    Raises:
+        CheckpointError: missing, truncated, unreadable, or its tensors do not match their digest.
+    """
+    from safetensors import SafetensorError, safe_open
 
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint not found")
     try:
-        return load_file(str(path))
-    except (SafetensorError, OSError, ValueError, RuntimeError) as err:
+        with safe_open(str(path), framework="pt") as handle:
+            recorded = (handle.metadata() or {}).get(DIGEST_KEY)
+            tensors = {name: handle.get_tensor(name) for name in handle.keys()}
+    except (SafetensorError, OSError, ValueError, RuntimeError, TypeError) as err:
         raise CheckpointError(f"{path}: not a readable safetensors checkpoint (truncated or corrupted?): {err}") from None
+    if recorded is None:
+        log.debug("%s: no %s in its metadata; read without a digest check", path, DIGEST_KEY)
+    elif tensors_digest(tensors) != recorded:
+        raise CheckpointError(f"{path}: corrupted: its tensors do not match the sha256 recorded when it was written")
+    return tensors
 
 
 def load_weights(model: nn.Module, path: Path) -> None:
-    """Load safetensors weights into `model`; every parameter must be present with its shape."""
+    """Load safetensors weights into `model`: every parameter present, with the model's shape and
+    dtype, and finite; otherwise nothing is loaded.
+
+    Raises:
+        CheckpointError: naming the file and the first tensor at fault.
+    """
     tensors = load_weights_file(path)
     own = model.state_dict()
     missing = sorted(set(own) - set(tensors))
@@ -61,12 +115,18 @@ def load_weights(model: nn.Module, path: Path) -> None:
     for name, tensor in tensors.items():
         if tensor.shape != own[name].shape:
             raise CheckpointError(f"{path}: {name} has shape {tuple(tensor.shape)}, the model expects {tuple(own[name].shape)}")
+        if tensor.dtype != own[name].dtype:
+            raise CheckpointError(f"{path}: {name} is {tensor.dtype}, the model expects {own[name].dtype} "
+                                  f"(weights are never cast on load)")
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"{path}: {name} holds NaN or infinite values")
     model.load_state_dict(tensors, strict=True)
 
 
 # ----------------------------------------------------------------------------- training state
 
 TRAIN_STATE = "train_state.json"
+PREVIOUS_TRAIN_STATE = "train_state.prev.json"  # kept, so that a damaged newest state can be skipped
 LEGACY_TRAIN_STATE = "train_state.pt"  # the pickle of attnmt before safetensors training states
 
 
@@ -74,49 +134,95 @@ def save_train_state(run_dir: Path, state: dict[str, Any]) -> None:
     """Save a training state (nested dicts/lists of plain values and tensors) as safetensors + JSON.
 
     The tensors go to a new ``checkpoints/train_state_NNNNNN.safetensors`` and the rest, with that
-    file's name, to ``train_state.json``, written last: the JSON is the commit point, so a crash
-    at any moment leaves a complete previous state. Older tensor files are then deleted.
+    file's name and the sha256 of the JSON body, to ``train_state.json``, written last: the JSON
+    is the commit point, so a crash at any moment leaves a complete state. The state it replaces
+    becomes ``train_state.prev.json`` (with its files), the one `--resume` falls back to when the
+    newest is damaged; older tensor files are deleted.
 
     Raises:
         TypeError: a value that is neither plain data nor a tensor (a programming error).
     """
     run_dir = Path(run_dir)
-    previous = _read_state_json(run_dir / TRAIN_STATE) if (run_dir / TRAIN_STATE).is_file() else {}
-    number = int(previous.get("number", 0)) + 1
+    current = run_dir / TRAIN_STATE
+    previous = _read_state_json(current) if current.is_file() else {}
+    number = int(previous.get("number", 0)) + 1 if isinstance(previous.get("number"), int) else 1
     tensors: dict[str, torch.Tensor] = {}
     body = _encode(state, tensors, "state")
     tensor_file = Path("checkpoints") / f"train_state_{number:06d}.safetensors"
     save_tensors(tensors, run_dir / tensor_file)
-    write_json(run_dir / TRAIN_STATE, {"format": 1, "number": number, "tensors": str(tensor_file), "state": body})
+    if current.is_file():
+        os.replace(current, run_dir / PREVIOUS_TRAIN_STATE)
+    write_json(current, {"format": 1, "number": number, "tensors": str(tensor_file), "state": body,
+                         "sha256": _body_digest(body)})
+    kept = train_state_files(run_dir)
     for old in (run_dir / "checkpoints").glob("train_state_*.safetensors"):
-        if old.name != tensor_file.name:
+        if str(old.relative_to(run_dir)) not in kept:
             old.unlink(missing_ok=True)
 
 
-def load_train_state(run_dir: Path) -> dict[str, Any]:
-    """Load the state `save_train_state` wrote: JSON and safetensors only, nothing unpickled.
+def _body_digest(body: Any) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def train_state_files(run_dir: Path) -> set[str]:
+    """The files (relative to `run_dir`) that the newest and the previous training state name:
+    their tensor files and the weights under their "weights" key; these are never deleted."""
+    files = set()
+    for name in (TRAIN_STATE, PREVIOUS_TRAIN_STATE):
+        try:
+            info = _read_state_json(Path(run_dir) / name)
+        except CheckpointError:
+            continue
+        state = info.get("state")
+        for value in (info.get("tensors"), state.get("weights") if isinstance(state, dict) else None):
+            if isinstance(value, str):
+                files.add(str(Path(value)))
+    return files
+
+
+def train_states(run_dir: Path) -> list[Path]:
+    """The training states to resume from, newest first (the newest, then the previous one).
 
     Raises:
-        CheckpointError: no state, a state in the old pickle format, or unreadable files.
+        CheckpointError: there is none (the old pickle format gets its own message).
     """
     run_dir = Path(run_dir)
-    path = run_dir / TRAIN_STATE
-    if not path.is_file():
-        if (run_dir / LEGACY_TRAIN_STATE).is_file():
-            raise CheckpointError(
-                f"{run_dir / LEGACY_TRAIN_STATE}: a training state in the old pickle format, which attnmt no "
-                f"longer reads. Its weights still work with evaluate/translate. To resume it, convert it once "
-                f"(this unpickles it with torch.load(weights_only=True)): python -c \"from attnmt.checkpoint "
-                f"import convert_legacy_train_state as c; c('{run_dir}')\"")
-        raise CheckpointError(f"{path}: training state not found (cannot resume)")
+    found = [run_dir / name for name in (TRAIN_STATE, PREVIOUS_TRAIN_STATE) if (run_dir / name).is_file()]
+    if found:
+        return found
+    if (run_dir / LEGACY_TRAIN_STATE).is_file():
+        raise CheckpointError(
+            f"{run_dir / LEGACY_TRAIN_STATE}: a training state in the old pickle format, which attnmt no "
+            f"longer reads. Its weights still work with evaluate/translate. To resume it, convert it once "
+            f"(this unpickles it with torch.load(weights_only=True)): python -c \"from attnmt.checkpoint "
+            f"import convert_legacy_train_state as c; c('{run_dir}')\"")
+    raise CheckpointError(f"{run_dir / TRAIN_STATE}: training state not found (cannot resume)")
+
+
+def load_train_state(run_dir: Path, path: Path | None = None) -> dict[str, Any]:
+    """Load a state `save_train_state` wrote (default: the newest): JSON and safetensors only,
+    nothing unpickled.
+
+    Raises:
+        CheckpointError: no state, a state in the old pickle format, unreadable or damaged files.
+    """
+    run_dir = Path(run_dir)
+    path = Path(path) if path is not None else train_states(run_dir)[0]
     info = _read_state_json(path)
-    if info.get("format") != 1 or "tensors" not in info or "state" not in info:
+    if info.get("format") != 1 or not isinstance(info.get("tensors"), str) or "state" not in info:
         raise CheckpointError(f"{path}: not an attnmt training state (expected format 1 with 'tensors' and 'state')")
-    tensors = load_weights_file(run_dir / info["tensors"])
+    if "sha256" in info and info["sha256"] != _body_digest(info["state"]):
+        raise CheckpointError(f"{path}: corrupted: its state does not match the sha256 recorded when it was written")
+    tensor_file = run_dir / info["tensors"]
+    if not tensor_file.resolve().is_relative_to(run_dir.resolve()):
+        raise CheckpointError(f"{path}: names {info['tensors']!r}, outside {run_dir}")
+    tensors = load_weights_file(tensor_file)
     try:
         return _decode(info["state"], tensors)
     except KeyError as err:
         raise CheckpointError(f"{path}: names tensor {err} missing from {info['tensors']}") from None
+    except (TypeError, ValueError, AttributeError) as err:
+        raise CheckpointError(f"{path}: a malformed training state ({err})") from None
 
 
 def convert_legacy_train_state(run_dir: Path) -> None:

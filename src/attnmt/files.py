@@ -7,6 +7,7 @@ the previous file or the new one, never a mix. JSON is read back with errors tha
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -73,3 +74,11 @@ def read_json(path: str | os.PathLike, error: type[Exception] = CheckpointError)
         raise error(f"{path}: file not found") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise error(f"{path}: corrupted JSON ({err})") from None
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

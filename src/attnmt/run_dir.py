@@ -26,24 +26,28 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Sequence
 
 from torch import nn
 
-from attnmt.checkpoint import LEGACY_TRAIN_STATE, TRAIN_STATE, load_weights
+from attnmt.checkpoint import (LEGACY_TRAIN_STATE, PREVIOUS_TRAIN_STATE, TRAIN_STATE, load_weights, recorded_digest,
+                               train_state_files)
 from attnmt.config import Config, load_saved_config
 from attnmt.data.pipeline import TextPipeline
 from attnmt.errors import AttnmtError, CheckpointError
-from attnmt.files import read_json, write_json
+from attnmt.files import read_json, sha256_file, write_json
 from attnmt.models import build_model
 
 CONFIG = "config.json"
+CHECKSUMS = "checksums.json"  # sha256 of the files written once per run (config, tokenizers, vocabularies)
+PIPELINE_FILES = ("tokenizers.json", "vocab.src.json", "vocab.tgt.json")
 EXPORT_INFO = "attnmt_export.json"
 EXPORT_CONFIG = "attnmt_config.json"  # in an export: CTranslate2 owns config.json
 POINTERS = ("best", "last", "average")
 
 # Files and folders a run writes; `--overwrite` deletes these and nothing else.
-RUN_FILES = (CONFIG, "vocab.src.json", "vocab.tgt.json", "tokenizers.json", "best.json", "last.json",
-             "average.json", TRAIN_STATE, LEGACY_TRAIN_STATE, "metrics.jsonl", "checkpoints", "tensorboard", "cache")
+RUN_FILES = (CONFIG, CHECKSUMS, "vocab.src.json", "vocab.tgt.json", "tokenizers.json", "best.json", "last.json",
+             "average.json", TRAIN_STATE, PREVIOUS_TRAIN_STATE, LEGACY_TRAIN_STATE, "metrics.jsonl", "checkpoints", "tensorboard", "cache")
 RUN_MARKERS = (CONFIG, "metrics.jsonl", TRAIN_STATE, LEGACY_TRAIN_STATE)
 
 
@@ -96,13 +100,57 @@ class RunDir:
         return self.path / (EXPORT_CONFIG if self.is_export else CONFIG)
 
     def config(self) -> Config:
-        return load_saved_config(self.config_path)
+        return load_saved_config(self.verified(self.config_path.name))
 
     def pipeline(self) -> TextPipeline:
+        for name in self.pipeline_files():
+            self.verified(name)
         return TextPipeline.load(self.path)
 
+    def pipeline_files(self) -> list[str]:
+        """The files of the run's text pipeline: tokenizer settings, sentencepiece models, vocabularies."""
+        return [*PIPELINE_FILES, *sorted(p.name for p in self.path.glob("*.model"))]
+
     def export_info(self) -> dict:
-        return read_json(self.path / EXPORT_INFO)
+        return read_json(self.verified(EXPORT_INFO))
+
+    # ---- integrity
+
+    def _checksums(self) -> dict[str, str]:
+        """checksums.json, or {} in a run written before checksums existed."""
+        path = self.path / CHECKSUMS
+        if not path.is_file():
+            return {}
+        found = read_json(path)
+        if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
+            raise CheckpointError(f"{path}: corrupted: expected an object of file names and sha256 digests")
+        return found
+
+    def record_checksums(self, names: Sequence[str]) -> None:
+        """Record the sha256 of the files `names` (in this folder) in checksums.json."""
+        recorded = self._checksums()
+        recorded.update({name: sha256_file(self.path / name) for name in names})
+        write_json(self.path / CHECKSUMS, recorded)
+
+    def verified(self, name: str) -> Path:
+        """The path of file `name`, after checking it against its recorded sha256 (if recorded).
+
+        Raises:
+            CheckpointError: the file differs from what was written; names it.
+        """
+        path = self.path / name
+        expected = self._checksums().get(name)
+        if expected is not None and path.is_file() and sha256_file(path) != expected:
+            raise CheckpointError(f"{path}: corrupted or changed since it was written: its sha256 does not "
+                                  f"match {self.path / CHECKSUMS}")
+        return path
+
+    def verify_all(self) -> None:
+        """Check every file checksums.json names (an export: the model, vocabularies, config)."""
+        for name in self._checksums():
+            if not (self.path / name).is_file():
+                raise CheckpointError(f"{self.path / name}: missing (named in {self.path / CHECKSUMS})")
+            self.verified(name)
 
     def pointer(self, name: str) -> dict | None:
         """The pointer `name` ('best', 'last', 'average') as a dict, or None when there is none."""
@@ -122,7 +170,13 @@ class RunDir:
                 hint = (f"run `attnmt average {self.path}` first" if which == "average"
                         else f"is {self.path} a finished or running attnmt run?")
                 raise CheckpointError(f"{self.path / (which + '.json')}: not found; {hint}")
-            return self.path / info["file"]
+            pointer, weights = self.path / f"{which}.json", self.path / info["file"]
+            if not weights.resolve().is_relative_to(self.path.resolve()):  # refused before it is opened
+                raise CheckpointError(f"{pointer}: names {info['file']!r}, outside {self.path}")
+            if "sha256" in info and recorded_digest(weights) != info["sha256"]:
+                raise CheckpointError(f"{pointer}: names {info['file']}, whose sha256 is not the one recorded here: "
+                                      f"the file was replaced or corrupted")
+            return weights
         path = Path(which)
         return path if path.is_absolute() or path.exists() else self.path / which
 
@@ -191,8 +245,9 @@ class RunDir:
             write_json(self.path / f"{name}.json", info)
 
     def prune(self, keep: int) -> None:
-        """Delete old epoch checkpoints, never the ones that best/last point to."""
+        """Delete old epoch checkpoints, never the ones that best/last or a kept training state name."""
         pinned = {info["file"] for info in (self.pointer("best"), self.pointer("last")) if info is not None}
+        pinned |= train_state_files(self.path)
         files = self.epoch_checkpoints()
         for path in files[: max(0, len(files) - keep)]:
             if str(path.relative_to(self.path)) not in pinned:

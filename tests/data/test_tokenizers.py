@@ -99,5 +99,18 @@ def test_sentencepiece_settings_round_trip(tmp_path):
 def test_tokenizer_from_dict_errors():
     with pytest.raises(DataError, match="unknown tokenizer type 'bpe'"):
         tokenizer_from_dict({"type": "bpe"}, ".")
-    with pytest.raises(DataError, match="missing key 'lang'"):
+    with pytest.raises(DataError, match="'lang' must be a language code, got None"):
         tokenizer_from_dict({"type": "moses"}, ".")
+    with pytest.raises(DataError, match="'model_file' must name a sentencepiece model, got 5"):
+        tokenizer_from_dict({"type": "sentencepiece", "model_file": 5}, ".")
+
+
+def test_a_model_file_outside_the_run_is_refused_before_it_is_opened(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    opened = []
+    monkeypatch.setattr(SentencePieceTokenizer, "__init__", lambda self, path: opened.append(path))
+    for outside in ("../elsewhere.model", "/etc/passwd", "sub/../../x.model"):
+        with pytest.raises(DataError, match=f"model_file '{outside}' is outside"):
+            tokenizer_from_dict({"type": "sentencepiece", "model_file": outside}, run_dir)
+    assert opened == []

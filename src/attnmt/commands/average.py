@@ -17,8 +17,9 @@ def run(args) -> int:
         raise AttnmtError(f"{run_dir.path}: no checkpoints/epoch_*.safetensors to average")
     out = (Path(args.output) if args.output
            else run_dir.path / "checkpoints" / f"average_last{len(paths)}.safetensors")
-    save_tensors(average_weights(paths), out, metadata={"averaged": ",".join(p.name for p in paths)})
+    digest = save_tensors(average_weights(paths), out, metadata={"averaged": ",".join(p.name for p in paths)})
     if not args.output:
-        run_dir.write_pointer("average", {"file": str(out.relative_to(run_dir.path)), "from": [p.name for p in paths]})
+        run_dir.write_pointer("average", {"file": str(out.relative_to(run_dir.path)), "sha256": digest,
+                                          "from": [p.name for p in paths]})
     print(f"averaged {len(paths)} checkpoints -> {out}")
     return 0

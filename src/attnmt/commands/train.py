@@ -6,9 +6,9 @@ import json
 import logging
 from pathlib import Path
 
-from attnmt.config import Config, apply_overrides, config_from_dict, load_config, load_saved_config, save_config
+from attnmt.config import Config, apply_overrides, config_from_dict, load_config, save_config
 from attnmt.errors import AttnmtError
-from attnmt.run_dir import CONFIG
+from attnmt.run_dir import CONFIG, RunDir
 from attnmt.training import train
 from attnmt.training.distributed import env_rank
 
@@ -33,6 +33,7 @@ def _extend_run(cfg: Config, run_dir: Path, overrides: list[str]) -> Config:
     cfg = config_from_dict(apply_overrides(cfg.to_dict(), overrides, source=f"--set on {source}"), source=source)
     if env_rank() == 0:  # under torchrun, rank 0 alone writes
         save_config(cfg, run_dir / CONFIG)
+        RunDir(run_dir).record_checksums([CONFIG])
     log.info("resumed run extended: %s", ", ".join(overrides))
     return cfg
 
@@ -42,7 +43,8 @@ def run(args) -> int:
         raise AttnmtError("--overwrite starts a run afresh and cannot be combined with --resume")
     if args.resume:
         run_dir = Path(args.resume)
-        cfg = load_saved_config(run_dir / CONFIG)
+        RunDir(run_dir).require_run()
+        cfg = RunDir(run_dir).config()
         if args.overrides:
             cfg = _extend_run(cfg, run_dir, args.overrides)
     else:

@@ -21,6 +21,7 @@ from attnmt.data.tokenizers import (
     train_sentencepiece,
 )
 from attnmt.data.vocab import Vocab
+from attnmt.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -111,10 +112,13 @@ class TextPipeline:
     @classmethod
     def load(cls, run_dir: Path) -> TextPipeline:
         run_dir = Path(run_dir)
-        settings = read_json(run_dir / "tokenizers.json")
+        path = run_dir / "tokenizers.json"
+        settings = read_json(path, DataError)
+        if not isinstance(settings, dict) or not all(isinstance(settings.get(side), dict) for side in ("src", "tgt")):
+            raise DataError(f"{path}: expected {{\"src\": {{...}}, \"tgt\": {{...}}}} tokenizer settings")
         return cls(
-            tokenizer_from_dict(settings["src"], run_dir),
-            tokenizer_from_dict(settings["tgt"], run_dir),
+            tokenizer_from_dict(settings["src"], run_dir, source=f"{path}: src"),
+            tokenizer_from_dict(settings["tgt"], run_dir, source=f"{path}: tgt"),
             Vocab.load(run_dir / "vocab.src.json"),
             Vocab.load(run_dir / "vocab.tgt.json"),
         )

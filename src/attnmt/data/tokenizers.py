@@ -133,21 +133,26 @@ class SentencePieceTokenizer:
         return f"SentencePieceTokenizer({str(self.model_file)!r})"
 
 
-def tokenizer_from_dict(d: dict[str, Any], base_dir: str | os.PathLike) -> Tokenizer:
-    """Rebuild a tokenizer from its `to_dict()`; sentencepiece model paths are under `base_dir`.
+def tokenizer_from_dict(d: dict[str, Any], base_dir: str | os.PathLike, *, source: str = "tokenizer settings") -> Tokenizer:
+    """Rebuild a tokenizer from its `to_dict()`; sentencepiece model paths are under `base_dir`,
+    and a path that leaves it is refused before anything is opened.
 
     Raises:
-        DataError: unknown tokenizer type or missing settings.
+        DataError: unknown tokenizer type, missing or wrongly typed settings; names `source`.
     """
     kind = d.get("type")
-    try:
-        if kind == "moses":
-            return MosesTokenizer(d["lang"], lowercase=bool(d.get("lowercase", False)))
-        if kind == "sentencepiece":
-            return SentencePieceTokenizer(Path(base_dir) / d["model_file"])
-    except KeyError as err:
-        raise DataError(f"tokenizer settings {d}: missing key {err}") from None
-    raise DataError(f"unknown tokenizer type {kind!r} in {d}; expected 'moses' or 'sentencepiece'")
+    if kind == "moses":
+        if not isinstance(d.get("lang"), str):
+            raise DataError(f"{source}: 'lang' must be a language code, got {d.get('lang')!r}")
+        return MosesTokenizer(d["lang"], lowercase=bool(d.get("lowercase", False)))
+    if kind == "sentencepiece":
+        if not isinstance(d.get("model_file"), str):
+            raise DataError(f"{source}: 'model_file' must name a sentencepiece model, got {d.get('model_file')!r}")
+        model = Path(base_dir) / d["model_file"]
+        if not model.resolve().is_relative_to(Path(base_dir).resolve()):
+            raise DataError(f"{source}: model_file {d['model_file']!r} is outside {base_dir}")
+        return SentencePieceTokenizer(model)
+    raise DataError(f"{source}: unknown tokenizer type {kind!r}; expected 'moses' or 'sentencepiece'")
 
 
 def train_sentencepiece(texts: Iterable[str], *, vocab_size: int, model_type: str = "bpe",

@@ -42,6 +42,7 @@ def load_export(path: str | Path, *, device: str = "cpu") -> tuple[CTranslate2En
     ctranslate2 = _ctranslate2()
     run = RunDir(path)
     run.require_export()
+    run.verify_all()  # the model, vocabularies and config as they were exported
     path, info, cfg, pipeline = run.path, run.export_info(), run.config(), run.pipeline()
     device = "cuda" if str(device).startswith("cuda") else "cpu"
     # on a CPU, the same threads as the rest of attnmt (torch.set_num_threads / train.num_threads)

@@ -198,6 +198,7 @@ def export_run(run_dir: str | Path, output_dir: str | Path, *, checkpoint: str =
             "quantization": quantization, "attention_layer": attention_layer % len(model.decoder_layers),
             "decoder_layers": len(model.decoder_layers),
             "run_dir": str(run.path), "checkpoint": str(weights)})
+        RunDir(staging).record_checksums(sorted(p.name for p in staging.iterdir() if p.is_file()))
         if output_dir.exists():
             shutil.rmtree(output_dir)
         staging.rename(output_dir)

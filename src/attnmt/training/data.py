@@ -13,7 +13,7 @@ from attnmt.config import Config, save_config
 from attnmt.data.batching import Batch, make_batches
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
 from attnmt.data.pipeline import TextPipeline
-from attnmt.errors import AttnmtError
+from attnmt.errors import AttnmtError, DataError
 from attnmt.run_dir import CONFIG, RunDir
 from attnmt.training.distributed import SINGLE, World, barrier, shard_update
 
@@ -38,10 +38,14 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
         train_corpus = ParallelCorpus(train_corpus.src[: d.train_subset], train_corpus.tgt[: d.train_subset],
                                       f"{train_corpus.name}[:{d.train_subset}]")
     val_corpus = load_corpus(spec, "val")
+    for corpus, what in ((train_corpus, "training"), (val_corpus, "validation")):
+        if len(corpus) == 0:  # refused before anything is built or trained
+            raise DataError(f"{corpus.name}: the {what} data has no sentence pairs")
     if not resume and world.main:
         pipeline = TextPipeline.build(d, train_corpus, cache_dir=run.path / "cache")
         pipeline.save(run.path)
         save_config(cfg, run.path / CONFIG)
+        run.record_checksums([CONFIG, *run.pipeline_files()])
     barrier(world)
     if resume or not world.main:
         pipeline = run.pipeline()
@@ -49,6 +53,9 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
     batch_args = dict(batch_size=t.batch_size, batch_by=t.batch_by, pad_id=vocab.pad_id, bos_id=vocab.bos_id,
                       eos_id=vocab.eos_id)
     train_examples = pipeline.encode_corpus(train_corpus, max_len=d.max_len)
+    if not train_examples:
+        raise DataError(f"{train_corpus.name}: none of its {len(train_corpus)} sentence pairs is usable: every one "
+                        f"is longer than data.max_len={d.max_len} tokens on a side")
     val_batches = make_batches(pipeline.encode_corpus(val_corpus), shuffle=False, **batch_args)
     n_val_bleu = min(len(val_corpus.src), t.eval_max_sentences or len(val_corpus.src))
     return TrainData(pipeline, train_examples, val_corpus, val_batches, n_val_bleu, batch_args)

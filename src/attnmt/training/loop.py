@@ -242,15 +242,17 @@ class Trainer:
         save_resume_state(self.run_dir, weights, self.trainable, self.state, self.device, self.world,
                           self.t.accum_steps)
 
-    def _save_weights(self, weights: Path, **metadata: str) -> None:
+    def _save_weights(self, weights: Path, **metadata: str) -> dict:
+        """Rank 0 saves the weights; returns what a pointer to them records (file and sha256)."""
+        info: dict = {"file": str(weights)}
         if self.world.main:
-            save_weights(self.trainable.core, self.run_dir.path / weights, metadata=metadata or None)
+            info["sha256"] = save_weights(self.trainable.core, self.run_dir.path / weights, metadata=metadata or None)
+        return info
 
-    def _save_mid_epoch(self, progress: EpochProgress) -> Path:
+    def _save_mid_epoch(self, progress: EpochProgress) -> dict:
         self.state.epoch_loss, self.state.epoch_tokens = float(progress.loss_sum), progress.tokens
-        weights = Path("checkpoints") / f"resume_step{self.state.step:07d}.safetensors"
-        self._save_weights(weights)
-        self._save_progress(weights)
+        weights = self._save_weights(Path("checkpoints") / f"resume_step{self.state.step:07d}.safetensors")
+        self._save_progress(Path(weights["file"]))
         return weights
 
     def _publish(self, info: dict, *, improved: bool, record: dict) -> None:
@@ -278,14 +280,14 @@ class Trainer:
         log.info("epoch %d: train loss %.3f | val loss %.3f ppl %.2f BLEU %.2f chrF %.2f | %.0f s", epoch,
                  train_loss, record["val_loss"], record["val_ppl"], record["val_bleu"], record["val_chrf"],
                  self.state.seconds)
-        weights = Path("checkpoints") / f"epoch_{epoch:03d}.safetensors"
-        info = {"file": str(weights), "epoch": epoch, **_public(record)}
+        weights = self._save_weights(Path("checkpoints") / f"epoch_{epoch:03d}.safetensors",  # before the pointers
+                                     epoch=str(epoch), step=str(self.state.step))
+        info = {**weights, "epoch": epoch, **_public(record)}
         if improved:
             self.state.best_info = info
         self.state.last_info = info
-        self._save_weights(weights, epoch=str(epoch), step=str(self.state.step))  # weights before pointers
         self._publish(info, improved=improved, record={**record, "best": improved})
-        self._save_progress(weights)
+        self._save_progress(Path(weights["file"]))
         if self.world.main:
             self.run_dir.prune(keep=t.keep_last)
         return stop
@@ -306,14 +308,14 @@ class Trainer:
             log.info("early stopping: no improvement in %d epochs", state.bad_epochs)
         return improved, stop
 
-    def _stop_mid_epoch(self, epoch: int, weights: Path, updates_in_epoch: int) -> None:
+    def _stop_mid_epoch(self, epoch: int, weights: dict, updates_in_epoch: int) -> None:
         """The time budget ran out mid-epoch. The resumable state stays mid-epoch (saved before this
         evaluation, which a resumed run undoes); the weights are validated and made evaluable through
         last.json (and best.json if they beat the best epoch), but the epoch is not complete."""
         if not self.world.main:
             return
         scores = validate(self.trainable.core, self.data, self.cfg, self.device)
-        info = {"file": str(weights), "epoch": epoch, "complete": False, "step": self.state.step, **_public(scores)}
+        info = {**weights, "epoch": epoch, "complete": False, "step": self.state.step, **_public(scores)}
         improved = self.state.best_score is None or selection_score(scores, self.t) > self.state.best_score
         self._publish(info, improved=improved, record=dict(
             event="stop", epoch=epoch, step=self.state.step, update_in_epoch=self.state.update_in_epoch,

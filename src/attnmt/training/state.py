@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from attnmt.checkpoint import load_train_state, load_weights, save_train_state
+from attnmt.checkpoint import load_train_state, load_weights, save_train_state, train_state_files, train_states
 from attnmt.errors import AttnmtError, CheckpointError
 from attnmt.run_dir import RunDir
 from attnmt.training.distributed import SINGLE, World, gather_to_main
@@ -135,38 +135,62 @@ def save_resume_state(run: RunDir, weights: Path, trainable: Trainable, state: T
     if trainable.plateau is not None:
         saved["plateau"] = trainable.plateau.state_dict()
     save_train_state(run.path, saved)
-    # Mid-epoch weights are needed only until the next state is safely written.
+    # Mid-epoch weights are needed only while a kept training state names them.
+    kept = train_state_files(run.path)
     for old in (run.path / "checkpoints").glob("resume_step*.safetensors"):
-        if old.name != Path(weights).name:
+        if str(old.relative_to(run.path)) not in kept:
             old.unlink(missing_ok=True)
 
 
 def restore_resume_state(run: RunDir, trainable: Trainable, device: torch.device,
                          world: World = SINGLE) -> TrainState:
     """Load what `save_resume_state` wrote into the model, optimizer, schedules and RNG; returns
-    the counters.
+    the counters. A damaged newest state (its JSON, its tensors or its weights) is skipped for
+    the previous one, saying so.
 
     Raises:
         AttnmtError: the run was trained on another number of ranks.
-        CheckpointError: the saved state misses a part or has one of the wrong type.
+        CheckpointError: no intact state; names each file at fault.
     """
-    saved = load_train_state(run.path)
-    source = str(run.path / "train_state.json")
-    trained_on = int(saved.get("world_size", 1))
+    errors = []
+    for path in train_states(run.path):
+        try:
+            state = _restore(run, path, trainable, device, world)
+        except CheckpointError as err:
+            errors.append(str(err))
+            continue
+        if errors:
+            log.warning("the newest training state is damaged (%s); resuming from the previous one, %s",
+                        errors[0], path.name)
+        return state
+    raise CheckpointError("; and the previous state: ".join(errors))
+
+
+def _restore(run: RunDir, path: Path, trainable: Trainable, device: torch.device, world: World) -> TrainState:
+    saved = load_train_state(run.path, path)
+    trained_on = saved.get("world_size", 1)
     if trained_on != world.size:
         raise AttnmtError(f"{run.path} was trained on {trained_on} rank(s) and is being resumed on {world.size}: "
                           f"resume it on {trained_on} (torchrun --nproc-per-node {trained_on} -m attnmt train "
                           f"--resume {run.path}), so that every update takes the same batches")
     for key in ("weights", "optimizer", "schedule", "counters", "rng"):
         if key not in saved:
-            raise CheckpointError(f"{source}: '{key}' is missing (an incomplete training state)")
-    load_weights(trainable.core, run.path / saved["weights"])
-    trainable.optimizer.load_state_dict(saved["optimizer"])
-    trainable.step_schedule.load_state_dict(saved["schedule"])
-    if trainable.plateau is not None:
-        trainable.plateau.load_state_dict(saved["plateau"])
-    state = TrainState.from_dict(saved["counters"], source)
-    torch.set_rng_state(saved["rng"]["cpu"][world.rank])
-    if device.type == "cuda" and "cuda" in saved["rng"]:
-        torch.cuda.set_rng_state(saved["rng"]["cuda"][world.rank], device)
+            raise CheckpointError(f"{path}: '{key}' is missing (an incomplete training state)")
+    weights = run.path / str(saved["weights"])
+    if not weights.resolve().is_relative_to(run.path.resolve()):
+        raise CheckpointError(f"{path}: names weights {saved['weights']!r}, outside {run.path}")
+    state = TrainState.from_dict(saved["counters"], str(path))
+    load_weights(trainable.core, weights)
+    try:
+        trainable.optimizer.load_state_dict(saved["optimizer"])
+        trainable.step_schedule.load_state_dict(saved["schedule"])
+        if trainable.plateau is not None:
+            trainable.plateau.load_state_dict(saved["plateau"])
+        rng = saved["rng"]
+        torch.set_rng_state(rng["cpu"][world.rank])
+        if device.type == "cuda" and "cuda" in rng:
+            torch.cuda.set_rng_state(rng["cuda"][world.rank], device)
+    except (KeyError, IndexError, TypeError, ValueError, RuntimeError) as err:
+        raise CheckpointError(f"{path}: the optimizer, schedule or random state does not fit this run "
+                              f"({type(err).__name__}: {err})") from None
     return state
