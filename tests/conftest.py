@@ -1,15 +1,22 @@
-"""Shared fixtures: tiny generated parallel corpora and tiny configs, so CLI tests run in seconds."""
+"""Shared fixtures: tiny generated parallel corpora and tiny configs (from tests/toy.py), so CLI
+tests run in seconds."""
 
 import os
-import random
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+TESTS = Path(__file__).resolve().parent
+if str(TESTS) not in sys.path:  # `import toy` from every test folder, whatever pytest's import mode
+    sys.path.insert(0, str(TESTS))
+
+import toy  # noqa: E402
+
 torch.set_num_threads(1)  # tiny models gain nothing from more, and lose much when cores are shared
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = TESTS.parent
 
 
 def find_multi30k() -> Path:
@@ -36,68 +43,17 @@ def multi30k_dir() -> Path:
     pytest.skip(message)
 
 
-SRC_WORDS = "hund katze haus baum auto mann frau kind ball wasser rot blau groß klein".split()
-TGT_WORDS = "dog cat house tree car man woman child ball water red blue big small".split()
-
-
-TOY_CONFIG = """
-data:
-  corpus: files
-  src_lang: de
-  tgt_lang: en
-  train: {folder}/train
-  valid: {folder}/valid
-  test: {folder}/test
-model:
-  arch: rnn
-  emb_dim: 16
-  enc_hidden: 24
-  dec_hidden: 32
-  attn_dim: 24
-  dropout: 0.0
-train:
-  epochs: 6
-  batch_size: 16
-  lr: 1.0e-2
-  log_every: 10
-search:
-  beam_size: 3
-"""
-
-
-def make_pairs(n: int, seed: int) -> list[tuple[str, str]]:
-    """Word-for-word 'translations' of random sentences (a task a tiny model learns fast)."""
-    rng = random.Random(seed)
-    pairs = []
-    for _ in range(n):
-        idx = [rng.randrange(len(SRC_WORDS)) for _ in range(rng.randint(2, 6))]
-        src = " ".join(SRC_WORDS[i] for i in idx).capitalize() + " ."
-        tgt = " ".join(TGT_WORDS[i] for i in idx).capitalize() + " ."
-        pairs.append((src, tgt))
-    return pairs
-
-
-def write_toy_corpus(folder):
-    """Write {train,valid,test}.{de,en} of the word-for-word task into `folder`."""
-    folder.mkdir(parents=True)
-    for split, n, seed in (("train", 600, 1), ("valid", 40, 2), ("test", 40, 3)):
-        pairs = make_pairs(n, seed)
-        (folder / f"{split}.de").write_text("\n".join(s for s, _ in pairs) + "\n", encoding="utf-8")
-        (folder / f"{split}.en").write_text("\n".join(t for _, t in pairs) + "\n", encoding="utf-8")
-    return folder
-
-
 @pytest.fixture
 def toy_corpus(tmp_path):
     """Files toy/{train,valid,test}.{de,en} in tmp_path; returns the folder."""
-    return write_toy_corpus(tmp_path / "toy")
+    return toy.write_corpus(tmp_path / "toy")
 
 
 @pytest.fixture
 def toy_config(tmp_path, toy_corpus):
     """A tiny RNN config over the toy corpus."""
     path = tmp_path / "toy.yaml"
-    path.write_text(TOY_CONFIG.format(folder=toy_corpus))
+    path.write_text(toy.config_text(toy_corpus))
     return path
 
 
@@ -107,9 +63,7 @@ def toy_run(tmp_path_factory):
     from attnmt.cli import main
 
     base = tmp_path_factory.mktemp("toy_run")
-    folder = write_toy_corpus(base / "toy")
-    config = base / "toy.yaml"
-    config.write_text(TOY_CONFIG.format(folder=folder))
+    config = toy.write_config(base / "toy.yaml")
     run_dir = base / "run"
     assert main(["train", str(config), "--run-dir", str(run_dir), "--set", "train.epochs=5"]) == 0
     return run_dir

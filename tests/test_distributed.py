@@ -6,7 +6,6 @@ The ranks are forked from the test process (torch is already imported, so they s
 under a second), with torchrun's environment variables set by hand; one test runs torchrun itself
 through the real command line."""
 
-import importlib.util
 import json
 import os
 import signal
@@ -37,11 +36,8 @@ from attnmt.distributed import init_world, shard_update
 from attnmt.errors import AttnmtError, ConfigError
 from attnmt.translator import Translator
 
-# tests/conftest.py's toy corpus, by path: `import conftest` may find tests/data/conftest.py.
-_spec = importlib.util.spec_from_file_location("attnmt_tests_conftest", Path(__file__).with_name("conftest.py"))
-_conftest = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_conftest)
-TOY_CONFIG, write_toy_corpus = _conftest.TOY_CONFIG, _conftest.write_toy_corpus
+import toy
+
 
 RANKS_TIMEOUT_S = 120  # hard limit for every multi-process run: nothing may hang CI
 TIMING_KEYS = {"tokens_per_s", "seconds"}
@@ -128,11 +124,7 @@ def metrics_without_timings(run_dir):
 
 @pytest.fixture(scope="module")
 def toy_yaml(tmp_path_factory):
-    base = tmp_path_factory.mktemp("dist")
-    folder = write_toy_corpus(base / "toy")
-    path = base / "toy.yaml"
-    path.write_text(TOY_CONFIG.format(folder=folder))
-    return path
+    return toy.write_config(tmp_path_factory.mktemp("dist") / "toy.yaml")
 
 
 @pytest.fixture(scope="module")

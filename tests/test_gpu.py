@@ -241,17 +241,29 @@ def test_gpu_search_equals_cpu_search_in_float32(reversal_model):
 
 def test_bf16_beam_search_batch_invariance_is_reported(reversal_model):
     """bf16 rounding depends on the batch (kernel choice, padding), so a sentence decoded alone
-    may differ from the same sentence in a batch: the rate is reported, not asserted."""
+    may differ from the same sentence in a batch: the rate is reported, not asserted. What is
+    asserted is that bf16 beam search, batched and alone, reverses the strings of trained lengths
+    (3-8) about as often as float32 beam search does (on CPU: 35 of 40 in both)."""
     model = copy.deepcopy(reversal_model).to(torch.bfloat16)
     batch = reversal_batch(64, torch.Generator().manual_seed(9), max_len=12)
     args = dict(beam_size=5, bos_id=BOS, eos_id=EOS)
     together = beam_search(model, batch.src_ids.to(CUDA), batch.src_mask.to(CUDA), batch.src_lengths.to(CUDA),
                            **args).tokens
-    differ = 0
+    in_float32 = beam_search(reversal_model, batch.src_ids.to(CUDA), batch.src_mask.to(CUDA),
+                             batch.src_lengths.to(CUDA), **args).tokens
+    differ, trained, right_float32, right_together, right_alone = 0, 0, 0, 0, 0
     for i, n in enumerate(batch.src_lengths.tolist()):
         alone = beam_search(model, batch.src_ids[i:i + 1, :n].to(CUDA), batch.src_mask[i:i + 1, :n].to(CUDA),
                             batch.src_lengths[i:i + 1].to(CUDA), **args).tokens[0]
         differ += alone != together[i]
+        if n <= 8:  # a length the model was trained on
+            answer = batch.src_ids[i, :n].flip(0).tolist()
+            trained += 1
+            right_float32 += in_float32[i] == answer
+            right_together += together[i] == answer
+            right_alone += alone == answer
     rate = differ / len(batch)
     report(bf16_beam_batch_variance_rate=rate, sentences=len(batch))
-    assert 0.0 <= rate <= 1.0
+    assert trained >= 20 and right_float32 >= 0.7 * trained, (right_float32, trained)
+    bound = right_float32 - 0.1 * trained
+    assert right_together >= bound and right_alone >= bound, (right_together, right_alone, right_float32, trained)

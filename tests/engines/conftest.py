@@ -1,71 +1,19 @@
 """Tiny Transformer runs for the engine tests: trained ones (a word-reversal task, seconds) and
 untrained ones with random weights (every mapping difference shows up in their scores)."""
 
-import random
-
 import pytest
 import torch
 
-SRC_WORDS = "hund katze haus baum auto mann frau kind ball wasser rot blau groß klein".split()
-TGT_WORDS = "dog cat house tree car man woman child ball water red blue big small".split()
-
-TRANSFORMER_CONFIG = """
-data:
-  corpus: files
-  src_lang: de
-  tgt_lang: en
-  train: {folder}/train
-  valid: {folder}/valid
-  test: {folder}/test
-model:
-  arch: transformer
-  d_model: 32
-  heads: 4
-  ff_dim: 64
-  enc_layers: 2
-  dec_layers: 2
-  dropout: 0.0
-  pre_norm: {pre_norm}
-  tie_embeddings: {tie}
-train:
-  epochs: {epochs}
-  batch_size: 32
-  lr: 3.0e-3
-  log_every: 100
-  eval_max_sentences: 8
-search:
-  beam_size: 5
-  length_penalty: 1.0
-"""
-
-
-def reversal_pairs(n: int, seed: int) -> list[tuple[str, str]]:
-    """Random 'sentences' and their word-for-word translations in reverse order."""
-    rng = random.Random(seed)
-    pairs = []
-    for _ in range(n):
-        idx = [rng.randrange(len(SRC_WORDS)) for _ in range(rng.randint(2, 7))]
-        pairs.append((" ".join(SRC_WORDS[i] for i in idx), " ".join(TGT_WORDS[i] for i in reversed(idx))))
-    return pairs
-
-
-def write_reversal_corpus(folder):
-    folder.mkdir(parents=True)
-    for split, n, seed in (("train", 1200, 11), ("valid", 100, 12), ("test", 100, 13)):
-        pairs = reversal_pairs(n, seed)
-        (folder / f"{split}.de").write_text("\n".join(s for s, _ in pairs) + "\n", encoding="utf-8")
-        (folder / f"{split}.en").write_text("\n".join(t for _, t in pairs) + "\n", encoding="utf-8")
-    return folder
+import toy
 
 
 def train_transformer(base, *, pre_norm: bool, tie: bool, epochs: int = 10):
     """Train a tiny Transformer on the reversal task with `attnmt train`; returns its run directory."""
     from attnmt.cli import main
 
-    folder = write_reversal_corpus(base / "reversal")
-    config = base / "transformer.yaml"
-    config.write_text(TRANSFORMER_CONFIG.format(folder=folder, pre_norm=str(pre_norm).lower(),
-                                                tie=str(tie).lower(), epochs=epochs))
+    config = toy.write_config(base / "reversal.yaml", "reversal", "transformer", epochs=epochs, batch_size=32,
+                              beam_size=5, model=dict(pre_norm=pre_norm, tie_embeddings=tie),
+                              train=dict(log_every=100, eval_max_sentences=8), search=dict(length_penalty=1.0))
     run_dir = base / "run"
     assert main(["train", str(config), "--run-dir", str(run_dir)]) == 0
     return run_dir
@@ -94,7 +42,7 @@ def make_random_run(run_dir, *, pre_norm=True, share=False, tie=False, positions
     from attnmt.models import build_model
 
     run_dir.mkdir(parents=True)
-    vocab = Vocab([*Vocab.SPECIALS, *dict.fromkeys(SRC_WORDS + TGT_WORDS)])
+    vocab = Vocab([*Vocab.SPECIALS, *dict.fromkeys(toy.SRC_WORDS + toy.TGT_WORDS)])
     cfg = config_from_dict({"model": dict(arch="transformer", d_model=32, heads=4, ff_dim=48, enc_layers=2,
                                           dec_layers=3, pre_norm=pre_norm, share_embeddings=share,
                                           tie_embeddings=tie, positions=positions, dropout=0.0)})

@@ -1,4 +1,5 @@
-"""Tests for attnmt.models.rnn: shapes, padding, cached keys, fast path, teacher forcing."""
+"""Tests for attnmt.models.rnn: shapes, the encoder, cached keys, teacher forcing, gradients. What
+both models promise (fast path equals stepping, padding, beam reordering) is in test_seq2seq.py."""
 
 import pytest
 import torch
@@ -6,18 +7,8 @@ from torch import nn
 
 from attnmt.attention import AdditiveAttention
 from attnmt.models.rnn import ATTENTION_TYPES, GRUEncoder, RNNSeq2Seq
-from attnmt.search import tile_index
 
-SRC_VOCAB, TGT_VOCAB, PAD = 11, 13, 0
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors run fastest on one thread (see tests/test_search.py)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+from toy import SRC_VOCAB, TGT_VOCAB, padded_batch, target
 
 
 def tiny_model(attention="bahdanau", *, tie=False, dropout=0.0, layers=1, dtype=torch.float64):
@@ -25,23 +16,6 @@ def tiny_model(attention="bahdanau", *, tie=False, dropout=0.0, layers=1, dtype=
     model = RNNSeq2Seq(SRC_VOCAB, TGT_VOCAB, emb_dim=8, enc_hidden=8, dec_hidden=16, attn_dim=12,
                        layers=layers, dropout=dropout, attention=attention, tie_embeddings=tie)
     return model.to(dtype).eval()
-
-
-def padded_batch(lengths, *, extra_pad=0, seed=1):
-    """Random source ids (batch, max_len + extra_pad) padded with PAD, mask, lengths."""
-    gen = torch.Generator().manual_seed(seed)
-    lengths = torch.tensor(lengths)
-    src_len = int(lengths.max()) + extra_pad
-    mask = torch.arange(src_len) < lengths[:, None]  # (batch, src_len)
-    src_ids = torch.randint(4, SRC_VOCAB, (len(lengths), src_len), generator=gen)
-    return src_ids.masked_fill(mask.logical_not(), PAD), mask, lengths
-
-
-def target(batch, tgt_len, seed=2):
-    gen = torch.Generator().manual_seed(seed)
-    tgt_in = torch.randint(4, TGT_VOCAB, (batch, tgt_len), generator=gen)
-    tgt_in[:, 0] = 2  # bos
-    return tgt_in
 
 
 @pytest.mark.parametrize("attention", ATTENTION_TYPES)
@@ -73,29 +47,6 @@ def test_encoder_states_match_unpacked_gru_on_real_tokens():
         torch.testing.assert_close(enc.final[i], expected)
 
 
-@pytest.mark.parametrize("attention", ATTENTION_TYPES)
-def test_padding_does_not_change_logits(attention):
-    model = tiny_model(attention)
-    src_ids, src_mask, lengths = padded_batch([3, 6, 2], extra_pad=3)
-    tgt_in = target(3, 5)
-    batched = model(src_ids, src_mask, lengths, tgt_in)
-    for i, n in enumerate(lengths.tolist()):
-        one = slice(i, i + 1)
-        alone = model(src_ids[one, :n], src_mask[one, :n], lengths[one], tgt_in[one])
-        torch.testing.assert_close(batched.logits[i], alone.logits[0], atol=1e-10, rtol=0)
-        torch.testing.assert_close(batched.attention[i, :, :n], alone.attention[0],
-                                   atol=1e-10, rtol=0)
-
-
-def test_padding_invariance_float32():
-    model = tiny_model(dtype=torch.float32)
-    src_ids, src_mask, lengths = padded_batch([3, 6, 2], extra_pad=3)
-    tgt_in = target(3, 5)
-    batched = model(src_ids, src_mask, lengths, tgt_in).logits
-    alone = model(src_ids[2:, :2], src_mask[2:, :2], lengths[2:], tgt_in[2:]).logits
-    torch.testing.assert_close(batched[2], alone[0], atol=1e-5, rtol=0)
-
-
 @pytest.mark.parametrize("attention", ["bahdanau", "luong-general"])
 def test_keys_projected_once_and_equal_to_recomputation(attention, monkeypatch):
     model = tiny_model(attention)
@@ -115,20 +66,6 @@ def test_keys_projected_once_and_equal_to_recomputation(attention, monkeypatch):
     recomputed = model.decode_step(prev_ids, without)  # the attention projects the keys itself
     torch.testing.assert_close(cached[0], recomputed[0])
     torch.testing.assert_close(cached[2], recomputed[2])
-
-
-@pytest.mark.parametrize("attention", ATTENTION_TYPES)
-@pytest.mark.parametrize("tie", [False, True])
-def test_teacher_forced_fast_path_equals_stepping(attention, tie):
-    model = tiny_model(attention, tie=tie)
-    src_ids, src_mask, lengths = padded_batch([5, 3], extra_pad=1)
-    tgt_in = target(2, 6)
-    out = model(src_ids, src_mask, lengths, tgt_in)
-    state = model.init_state(model.encode(src_ids, src_mask, lengths))
-    for t in range(tgt_in.shape[1]):
-        logits, state, attn = model.decode_step(tgt_in[:, t], state)
-        torch.testing.assert_close(out.logits[:, t], logits)
-        torch.testing.assert_close(out.attention[:, t], attn)
 
 
 @pytest.mark.parametrize("attention", ATTENTION_TYPES)
@@ -180,17 +117,6 @@ def test_every_parameter_gets_a_gradient(attention, tie):
         for name, param in model.named_parameters():
             assert param.grad is not None and param.grad.isfinite().all(), name
             assert param.grad.abs().sum() > 0, name
-
-
-def test_reorder_state_selects_rows():
-    model = tiny_model()
-    src_ids, src_mask, lengths = padded_batch([5, 3, 4])
-    state = model.init_state(model.encode(src_ids, src_mask, lengths))
-    assert all(value.shape[0] == 3 for value in state.values())
-    index = torch.tensor([2, 2, 0])
-    reordered = model.reorder_state(state, index)
-    for name, value in state.items():
-        torch.testing.assert_close(reordered[name], value[index])
 
 
 def test_bahdanau_query_is_the_previous_state():
@@ -253,21 +179,3 @@ def test_teacher_forcing_mixes_gold_and_predicted_tokens(ratio):
             assert torch.equal(fed[t], logits[:, t - 1].argmax(-1)), t
             assert (fed[t] != never).all()
     assert abs(gold_steps / (tgt_len - 1) - ratio) < 0.1
-
-
-@pytest.mark.parametrize("attention", ATTENTION_TYPES)
-def test_reorder_within_sentences_keeps_the_source_side(attention):
-    """Beam search's reorder of an unchanged set of sentences may leave the source side in place:
-    the result equals the full reorder."""
-    model = tiny_model(attention)
-    src_ids, src_mask, lengths = padded_batch([5, 3])
-    state = model.init_state(model.encode(src_ids, src_mask, lengths))
-    state = model.reorder_state(state, tile_index(2, 3))  # rows = 2 sentences x 3 beams
-    _, state, _ = model.decode_step(torch.tensor([2, 4, 5, 2, 6, 7]), state)
-    index = torch.tensor([2, 2, 0, 4, 3, 5])  # each row from a row of its own sentence
-    full = model.reorder_state(state, index)
-    kept = model.reorder_state(state, index, within_sentences=True)
-    assert kept.keys() == full.keys()
-    for name in full:
-        torch.testing.assert_close(kept[name], full[name], atol=0, rtol=0)
-    assert kept["enc_states"] is state["enc_states"]  # not copied

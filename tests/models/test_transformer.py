@@ -1,5 +1,7 @@
-"""Tests for attnmt.models.transformer: cached decoding, causality, padding, attention views,
-embedding sharing, learning a reversal task with greedy and beam search, and the CLI end to end."""
+"""Tests for attnmt.models.transformer: the key/value caches, causality, the SDPA and math paths,
+attention views, embedding sharing, learning a reversal task with greedy and beam search, and the
+CLI end to end. What both models promise (cached decoding equals the full pass, padding, beam
+reordering) is in test_seq2seq.py."""
 
 import copy
 import json
@@ -13,18 +15,11 @@ from attnmt.attention import MultiHeadAttention, lengths_to_mask
 from attnmt.config import config_from_dict
 from attnmt.errors import ConfigError
 from attnmt.models.transformer import TransformerSeq2Seq, sinusoidal_positions
-from attnmt.search import beam_search, greedy_search, tile_index
+from attnmt.search import beam_search, greedy_search
+
+from toy import config_text, padded_batch, target
 
 SRC_VOCAB, TGT_VOCAB, PAD, BOS, EOS = 11, 13, 0, 2, 3
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread (and do not oversubscribe shared cores)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def tiny_model(*, pre_norm=True, positions="sinusoidal", dtype=torch.float64, **kwargs):
@@ -37,22 +32,6 @@ def tiny_model(*, pre_norm=True, positions="sinusoidal", dtype=torch.float64, **
     return model.to(dtype).eval()
 
 
-def padded_batch(lengths, *, extra_pad=0, seed=1):
-    """Random source ids (batch, max_len + extra_pad) padded with PAD, mask, lengths."""
-    gen = torch.Generator().manual_seed(seed)
-    lengths = torch.tensor(lengths)
-    mask = lengths_to_mask(lengths, int(lengths.max()) + extra_pad)  # (batch, src_len)
-    src_ids = torch.randint(4, SRC_VOCAB, mask.shape, generator=gen)
-    return src_ids.masked_fill(mask.logical_not(), PAD), mask, lengths
-
-
-def target(batch, tgt_len, seed=2):
-    gen = torch.Generator().manual_seed(seed)
-    tgt_in = torch.randint(4, TGT_VOCAB, (batch, tgt_len), generator=gen)
-    tgt_in[:, 0] = BOS
-    return tgt_in
-
-
 def test_sinusoidal_positions_follow_the_formula():
     table = sinusoidal_positions(7, 6)
     pos, i = 5, 2  # dims 4 (sin) and 5 (cos) share the frequency 10000^(-4/6)
@@ -60,33 +39,15 @@ def test_sinusoidal_positions_follow_the_formula():
     torch.testing.assert_close(table[pos, 5], torch.tensor(pos / 10000 ** (2 * i / 6)).cos())
 
 
-@pytest.mark.parametrize("pre_norm", [True, False])
-@pytest.mark.parametrize("positions", ["sinusoidal", "learned"])
-def test_cached_decoding_equals_full_forward(pre_norm, positions):
-    model = tiny_model(pre_norm=pre_norm, positions=positions, tie_embeddings=True)
+def test_self_attention_cache_grows_one_position_per_step():
+    model = tiny_model()
     src_ids, src_mask, lengths = padded_batch([5, 2, 4], extra_pad=1)
-    tgt_in = target(3, 6)
-    out = model(src_ids, src_mask, lengths, tgt_in, need_attention=True)
-    assert out.logits.shape == (3, 6, TGT_VOCAB) and out.attention.shape == (3, 6, 6)
     state = model.init_state(model.encode(src_ids, src_mask, lengths))
-    for t in range(tgt_in.shape[1]):
-        logits, state, attn = model.decode_step(tgt_in[:, t], state)
-        assert state["self_k.1"].shape == (3, 4, t + 1, 4)  # (batch, heads, t + 1, head_dim)
-        torch.testing.assert_close(logits, out.logits[:, t], atol=1e-10, rtol=0)
-        torch.testing.assert_close(attn, out.attention[:, t], atol=1e-10, rtol=0)
-
-
-def test_cached_decoding_float32_and_reorder_state():
-    model = tiny_model(dtype=torch.float32)
-    src_ids, src_mask, lengths = padded_batch([4, 6])
-    tgt_in = target(2, 5)
-    full = model(src_ids, src_mask, lengths, tgt_in).logits
-    state = model.init_state(model.encode(src_ids, src_mask, lengths))
-    flip = torch.tensor([1, 0])
-    state = model.reorder_state(state, flip)  # rows swapped: decode the batch in reverse order
-    for t in range(5):
-        logits, state, _ = model.decode_step(tgt_in[flip, t], state)
-        torch.testing.assert_close(logits, full[flip, t], atol=1e-5, rtol=1e-5)
+    for t in range(4):
+        _, state, _ = model.decode_step(torch.full((3,), BOS), state)
+        for i in range(2):  # (batch, heads, t + 1, head_dim)
+            assert state[f"self_k.{i}"].shape == state[f"self_v.{i}"].shape == (3, 4, t + 1, 4)
+        assert state["cross_k.0"].shape == (3, 4, 6, 4)  # (batch, heads, src_len, head_dim)
 
 
 def test_cross_kv_projected_once(monkeypatch):
@@ -135,19 +96,6 @@ def test_later_target_tokens_change_no_earlier_output(pre_norm):
     after = model(src_ids, src_mask, lengths, changed).logits
     torch.testing.assert_close(before[:, :4], after[:, :4], atol=1e-12, rtol=0)
     assert (before[:, 4:] - after[:, 4:]).abs().amax(dim=-1).min() > 1e-6
-
-
-@pytest.mark.parametrize("dtype, atol", [(torch.float64, 1e-10), (torch.float32, 1e-5)])
-def test_padding_does_not_change_logits(dtype, atol):
-    model = tiny_model(dtype=dtype)
-    src_ids, src_mask, lengths = padded_batch([3, 6, 2], extra_pad=3)
-    tgt_in = target(3, 5)
-    batched = model(src_ids, src_mask, lengths, tgt_in, need_attention=True)
-    for i, n in enumerate(lengths.tolist()):
-        alone = model(src_ids[i:i + 1, :n], src_mask[i:i + 1, :n], lengths[i:i + 1], tgt_in[i:i + 1],
-                      need_attention=True)
-        torch.testing.assert_close(batched.logits[i], alone.logits[0], atol=atol, rtol=0)
-        torch.testing.assert_close(batched.attention[i, :, :n], alone.attention[0], atol=atol, rtol=0)
 
 
 @pytest.mark.parametrize("layer", [None, 0, 1, -1])
@@ -270,41 +218,12 @@ def test_cli_train_evaluate_attention(tmp_path, toy_corpus, capsys):
     from attnmt.cli import main
 
     config = tmp_path / "transformer.yaml"
-    config.write_text(f"""
-data:
-  corpus: files
-  src_lang: de
-  tgt_lang: en
-  train: {toy_corpus}/train
-  valid: {toy_corpus}/valid
-  test: {toy_corpus}/test
-  tokenizer: sentencepiece
-  spm_vocab_size: 60
-  spm_joint: true
-model:
-  arch: transformer
-  d_model: 32
-  heads: 4
-  ff_dim: 64
-  enc_layers: 1
-  dec_layers: 2
-  dropout: 0.0
-  share_embeddings: true
-  tie_embeddings: true
-train:
-  epochs: 6
-  batch_size: 16
-  optimizer: adamw
-  lr: 5.0e-3
-  schedule: inverse_sqrt
-  warmup_steps: 40
-  label_smoothing: 0.1
-  log_every: 10
-  eval_max_sentences: 10
-  num_threads: 1
-search:
-  beam_size: 3
-""")
+    config.write_text(config_text(
+        toy_corpus, "transformer", epochs=6, batch_size=16, lr=5.0e-3, beam_size=3,
+        data=dict(tokenizer="sentencepiece", spm_vocab_size=60, spm_joint=True),
+        model=dict(enc_layers=1, share_embeddings=True, tie_embeddings=True),
+        train=dict(optimizer="adamw", schedule="inverse_sqrt", warmup_steps=40, label_smoothing=0.1,
+                   eval_max_sentences=10, num_threads=1)))
     run_dir = tmp_path / "run"
     assert main(["train", str(config), "--run-dir", str(run_dir)]) == 0
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
@@ -320,22 +239,3 @@ search:
     assert main(["attention", str(run_dir), "Hund katze haus .", "-o", str(png), "--layer", "1",
                  "--head", "2"]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_reorder_within_sentences_keeps_the_source_side():
-    """Beam search's reorder of an unchanged set of sentences may leave the source side in place:
-    the result equals the full reorder, and decoding goes on the same."""
-    model = tiny_model()
-    src_ids, src_mask, lengths = padded_batch([5, 3])
-    state = model.init_state(model.encode(src_ids, src_mask, lengths))
-    state = model.reorder_state(state, tile_index(2, 3))  # rows = 2 sentences x 3 beams
-    _, state, _ = model.decode_step(torch.tensor([BOS, 4, 5, BOS, 6, 7]), state)
-    index = torch.tensor([2, 2, 0, 4, 3, 5])  # each row from a row of its own sentence
-    full = model.reorder_state(state, index)
-    kept = model.reorder_state(state, index, within_sentences=True)
-    assert kept.keys() == full.keys()
-    for name in full:
-        torch.testing.assert_close(kept[name], full[name], atol=0, rtol=0)
-    assert kept["cross_k.0"] is state["cross_k.0"]  # not copied
-    prev_ids = torch.tensor([4, 5, 6, 7, 8, 9])
-    torch.testing.assert_close(model.decode_step(prev_ids, kept)[0], model.decode_step(prev_ids, full)[0])

@@ -18,34 +18,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+import toy
+
 STARTUP_SECONDS = 180  # a loaded 2-core machine can take a while to import torch
-
-
-TOY_TRANSFORMER = """
-data:
-  corpus: files
-  src_lang: de
-  tgt_lang: en
-  train: {folder}/train
-  valid: {folder}/valid
-  test: {folder}/test
-model:
-  arch: transformer
-  d_model: 16
-  heads: 2
-  ff_dim: 32
-  enc_layers: 2
-  dec_layers: 2
-  dropout: 0.0
-train:
-  epochs: 2
-  batch_size: 32
-  lr: 3.0e-3
-  schedule: constant
-  log_every: 50
-search:
-  beam_size: 2
-"""
 
 
 def free_port() -> int:
@@ -128,14 +103,15 @@ class ThreadServer:
 
 
 @pytest.fixture(scope="session")
-def toy_transformer_run(toy_run, tmp_path_factory):
-    """A tiny Transformer (2 layers, 2 heads) trained briefly on toy_run's corpus; its run directory."""
+def toy_transformer_run(tmp_path_factory):
+    """A tiny Transformer (2 layers, 2 heads) trained briefly on the toy copy task (toy_run's
+    corpus); its run directory."""
     from attnmt.cli import main
 
-    folder = Path(json.loads((toy_run / "config.json").read_text())["data"]["train"]).parent
     base = tmp_path_factory.mktemp("toy_transformer")
-    config = base / "toy_transformer.yaml"
-    config.write_text(TOY_TRANSFORMER.format(folder=folder))
+    config = toy.write_config(base / "toy.yaml", "copy", "transformer", epochs=2, batch_size=32, beam_size=2,
+                              model=dict(d_model=16, heads=2, ff_dim=32),
+                              train=dict(schedule="constant", log_every=50))
     run_dir = base / "run"
     assert main(["train", str(config), "--run-dir", str(run_dir)]) == 0
     return short_input_copy(run_dir, base / "served")

@@ -1,0 +1,123 @@
+"""Toy data for every test folder: a 14-word German/English lexicon, two tasks a tiny model learns
+in seconds, a writer of corpus folders and the text of tiny configs.
+
+Tasks (`write_corpus(folder, task)`; `write_config(path, task, arch, ...)` writes a corpus and a
+config over it):
+    copy      word-for-word translation in the same order, capitalised and ending in " ."
+              (train/valid/test: 600/40/40 pairs of 2-6 words)
+    reversal  word-for-word translation in reverse order, lower case, no punctuation
+              (train/valid/test: 1200/100/100 pairs of 2-7 words)
+
+Imported as `import toy`: tests/conftest.py puts tests/ on sys.path, so this works from every
+test folder and with a single test file named on the command line.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import torch
+import yaml
+
+SRC_WORDS = "hund katze haus baum auto mann frau kind ball wasser rot blau groß klein".split()
+TGT_WORDS = "dog cat house tree car man woman child ball water red blue big small".split()
+
+
+def copy_pairs(n: int, seed: int) -> list[tuple[str, str]]:
+    """Word-for-word 'translations' of random sentences, e.g. ("Hund rot .", "Dog red .")."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        idx = [rng.randrange(len(SRC_WORDS)) for _ in range(rng.randint(2, 6))]
+        src = " ".join(SRC_WORDS[i] for i in idx).capitalize() + " ."
+        tgt = " ".join(TGT_WORDS[i] for i in idx).capitalize() + " ."
+        pairs.append((src, tgt))
+    return pairs
+
+
+def reversal_pairs(n: int, seed: int) -> list[tuple[str, str]]:
+    """Random 'sentences' and their word-for-word translations in reverse order,
+    e.g. ("hund rot haus", "house red dog")."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        idx = [rng.randrange(len(SRC_WORDS)) for _ in range(rng.randint(2, 7))]
+        pairs.append((" ".join(SRC_WORDS[i] for i in idx), " ".join(TGT_WORDS[i] for i in reversed(idx))))
+    return pairs
+
+
+# task -> (pair maker, ((split, pairs, seed), ...))
+TASKS = {
+    "copy": (copy_pairs, (("train", 600, 1), ("valid", 40, 2), ("test", 40, 3))),
+    "reversal": (reversal_pairs, (("train", 1200, 11), ("valid", 100, 12), ("test", 100, 13))),
+}
+
+
+def write_corpus(folder: Path, task: str = "copy") -> Path:
+    """Write {train,valid,test}.{de,en} of `task` (see TASKS) into a new `folder`; returns it."""
+    make_pairs, splits = TASKS[task]
+    folder.mkdir(parents=True)
+    for split, n, seed in splits:
+        pairs = make_pairs(n, seed)
+        (folder / f"{split}.de").write_text("\n".join(s for s, _ in pairs) + "\n", encoding="utf-8")
+        (folder / f"{split}.en").write_text("\n".join(t for _, t in pairs) + "\n", encoding="utf-8")
+    return folder
+
+
+MODEL_SIZES = {
+    "rnn": dict(emb_dim=16, enc_hidden=24, dec_hidden=32, attn_dim=24),
+    "transformer": dict(d_model=32, heads=4, ff_dim=64, enc_layers=2, dec_layers=2),
+}
+LEARNING_RATES = {"rnn": 1.0e-2, "transformer": 3.0e-3}
+
+
+def config_text(folder: Path, arch: str = "rnn", *, epochs: int = 6, batch_size: int = 16,
+                lr: float | None = None, beam_size: int = 3, data: dict | None = None,
+                model: dict | None = None, train: dict | None = None, search: dict | None = None) -> str:
+    """YAML of a tiny `arch` ("rnn" or "transformer") model, dropout 0, trained on the corpus in
+    `folder` (from `write_corpus`). `lr` defaults per arch (LEARNING_RATES); the sizes are
+    MODEL_SIZES[arch]. `data`, `model`, `train` and `search` add or override keys of their section."""
+    if arch not in MODEL_SIZES:
+        raise ValueError(f"arch must be one of {sorted(MODEL_SIZES)}; got {arch!r}")
+    sections = {
+        "data": {**dict(corpus="files", src_lang="de", tgt_lang="en", train=f"{folder}/train",
+                        valid=f"{folder}/valid", test=f"{folder}/test"), **(data or {})},
+        "model": {"arch": arch, **MODEL_SIZES[arch], "dropout": 0.0, **(model or {})},
+        "train": {**dict(epochs=epochs, batch_size=batch_size, lr=LEARNING_RATES[arch] if lr is None else lr,
+                         log_every=10), **(train or {})},
+        "search": {"beam_size": beam_size, **(search or {})},
+    }
+    return yaml.safe_dump(sections, sort_keys=False)
+
+
+
+def write_config(path: Path, task: str = "copy", arch: str = "rnn", **options) -> Path:
+    """Write the corpus of `task` into the folder beside `path` named for its stem (toy.yaml:
+    toy/), and at `path` the config_text(folder, arch, **options) over it; returns `path`."""
+    folder = write_corpus(path.with_suffix(""), task)
+    path.write_text(config_text(folder, arch, **options), encoding="utf-8")
+    return path
+
+# ----------------------------------------------------------------------------- id batches for the model tests
+
+PAD, BOS = 0, 2
+SRC_VOCAB, TGT_VOCAB = 11, 13  # ids 4.. are words; 0-3 are pad, unk, bos, eos
+
+
+def padded_batch(lengths: list[int], *, extra_pad: int = 0, seed: int = 1):
+    """Random source ids (batch, max_len + extra_pad) padded with PAD, their mask (True = real
+    token) and lengths."""
+    gen = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor(lengths)
+    src_mask = torch.arange(int(lengths.max()) + extra_pad) < lengths[:, None]  # (batch, src_len)
+    src_ids = torch.randint(4, SRC_VOCAB, src_mask.shape, generator=gen)
+    return src_ids.masked_fill(src_mask.logical_not(), PAD), src_mask, lengths
+
+
+def target(batch: int, tgt_len: int, seed: int = 2):
+    """Random decoder inputs tgt_in (batch, tgt_len): BOS, then random target word ids."""
+    gen = torch.Generator().manual_seed(seed)
+    tgt_in = torch.randint(4, TGT_VOCAB, (batch, tgt_len), generator=gen)
+    tgt_in[:, 0] = BOS
+    return tgt_in
