@@ -27,12 +27,12 @@ import tqdm.auto  # noqa: F401,E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: F401,E402
 
 import attnmt
-import attnmt.training as training
+import attnmt.training.step as step_module
 from attnmt.checkpoint import load_train_state, load_weights_file
 from attnmt.cli import main
 from attnmt.data.batching import make_batches
 from attnmt.config import load_config
-from attnmt.distributed import init_world, shard_update
+from attnmt.training.distributed import init_world, shard_update
 from attnmt.errors import AttnmtError, ConfigError
 from attnmt.translator import Translator
 
@@ -95,7 +95,7 @@ def train_cli(rank, argv):
 
 def kill_every_rank_at_update(rank, argv, update):
     """Every rank SIGKILLs itself when it reaches `update`, as if the machine went down."""
-    original, calls = training.train_step, {"n": 0}
+    original, calls = step_module.train_step, {"n": 0}
 
     def step(*args, **kwargs):
         calls["n"] += 1
@@ -103,7 +103,7 @@ def kill_every_rank_at_update(rank, argv, update):
             os.kill(os.getpid(), signal.SIGKILL)
         return original(*args, **kwargs)
 
-    training.train_step = step
+    step_module.train_step = step
     return main(argv)
 
 
@@ -157,7 +157,7 @@ def test_accum_steps_and_backend_are_validated_naming_the_key(toy_yaml, monkeypa
         load_config(toy_yaml, ["train.accum_steps=0"])
     with pytest.raises(ConfigError, match=r"train.backend='mpi' is not one of 'auto', 'gloo', 'nccl'"):
         load_config(toy_yaml, ["train.backend=mpi"])
-    assert init_world("auto", torch.device("cpu"))[0].grouped is False  # no torchrun: no process group
+    assert init_world("auto", torch.device("cpu"))[0].distributed is False  # no torchrun: no process group
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("WORLD_SIZE", "2")
     with pytest.raises(AttnmtError, match=r"train.backend='nccl' needs CUDA devices, but train.device is cpu"):
@@ -225,7 +225,7 @@ def test_a_run_trained_on_two_ranks_is_an_ordinary_run_directory(two_rank_run, c
 
 FAILING_WORKER = """
 import os, sys, time
-import attnmt.training as training
+import attnmt.training.step as training
 from attnmt.cli import main
 
 original, calls = training.train_step, {"n": 0}

@@ -18,12 +18,14 @@ import torch.nn.functional as F
 from attnmt.attention import MultiHeadAttention, lengths_to_mask
 from attnmt.config import TrainConfig, load_config
 from attnmt.data.batching import make_batches
-from attnmt.graphs import make_train_step
+from attnmt.training.compiled_step import make_train_step
 from attnmt.models.dropout import Dropout
 from attnmt.models.rnn import RNNSeq2Seq
 from attnmt.models.transformer import TransformerSeq2Seq
 from attnmt.search import beam_search, greedy_search
-from attnmt.training import make_optimizer, make_step_schedule, train, train_step
+from attnmt.training import train
+from attnmt.training.step import train_step
+from attnmt.training.trainable import make_optimizer, make_step_schedule
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
