@@ -142,7 +142,8 @@ class RunDir:
         expected = self._checksums().get(name)
         if expected is not None and path.is_file() and sha256_file(path) != expected:
             raise CheckpointError(f"{path}: corrupted or changed since it was written: its sha256 does not "
-                                  f"match {self.path / CHECKSUMS}")
+                                  f"match {self.path / CHECKSUMS} (if you edited it on purpose, delete its entry "
+                                  f"there to accept the change)")
         return path
 
     def verify_all(self) -> None:

@@ -18,6 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from attnmt.run_dir import RunDir
+
 import toy
 
 STARTUP_SECONDS = 180  # a loaded 2-core machine can take a while to import torch
@@ -126,6 +128,7 @@ def short_input_copy(run_dir: Path, dest: Path) -> Path:
     config = json.loads((dest / "config.json").read_text())
     config["search"]["max_input_tokens"] = MAX_INPUT_TOKENS
     (dest / "config.json").write_text(json.dumps(config))
+    RunDir(dest).record_checksums(["config.json"])  # an edit made on purpose: its new sha256 is recorded
     return dest
 
 
