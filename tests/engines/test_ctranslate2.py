@@ -11,7 +11,7 @@ pytest.importorskip("ctranslate2")
 
 from attnmt.cli import main  # noqa: E402
 from attnmt.engines.ctranslate2_export import export_run  # noqa: E402
-from attnmt.errors import AttnmtError  # noqa: E402
+from attnmt.errors import AttnmtError, CheckpointError  # noqa: E402
 from attnmt.translator import Translator  # noqa: E402
 
 SOURCES = ["hund katze haus", "rot blau", "mann frau kind ball wasser", "baum", "groß klein auto rot hund katze",
@@ -206,3 +206,14 @@ def test_ctranslate2_sampling_is_seedable(tmp_path, random_run):
     a = ct2.translate(SOURCES, seed=3, **kwargs)
     assert [r.tokens for r in a] == [r.tokens for r in ct2.translate(SOURCES, seed=3, **kwargs)]
     assert [r.tokens for r in a] != [r.tokens for r in ct2.translate(SOURCES, beam_size=1)]
+
+
+@pytest.mark.parametrize("name", ["model.bin", "attnmt_config.json", "vocab.tgt.json", "attnmt_export.json"])
+def test_a_damaged_export_is_refused_naming_the_file(tmp_path, random_run, name):
+    run_dir = random_run(tmp_path / "run")
+    out = export_run(run_dir, tmp_path / "export")
+    data = bytearray((out / name).read_bytes())
+    data[len(data) // 2] ^= 0x04
+    (out / name).write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match=rf"{name}: corrupted or changed since it was written"):
+        Translator.load(out, engine="ctranslate2")
