@@ -310,13 +310,35 @@ def _refuse_ignored_options(args: argparse.Namespace) -> None:
                               f"drop {' and '.join(ignored)}")
 
 
+def _refuse_nul(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """No file name (nor any other value) can hold a NUL character; the os functions would raise
+    a bare ValueError on it, so it is refused here, naming the argument, for every verb."""
+    for action in _verb_parser(parser, args)._actions:
+        value = getattr(args, action.dest, None)
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and "\x00" in v for v in values):
+            raise AttnmtError(f"argument {argparse._get_action_name(action)}: contains a NUL character")
+
+
+def _verb_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The sub-parser of the verb `args` were parsed by ('data stats' included)."""
+    for dest in ("command", "data_command"):
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[getattr(args, dest)]
+        if not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions):
+            break
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     name = "data stats" if args.command == "data" else args.command
     module_name, func_name = COMMANDS[name].split(":")
     try:
+        _refuse_nul(parser, args)
         _refuse_ignored_options(args)
         if getattr(args, "device", None) is not None:  # refuse a device this machine lacks before loading
             from attnmt.devices import resolve_device
