@@ -35,6 +35,8 @@ import os
 import sys
 
 from attnmt.config import packaged_configs
+from attnmt.decoding import (MAX_BEAM, MAX_LENGTH_PENALTY, MAX_SAMPLING_TEMPERATURE, MAX_SAMPLING_TOPK, MAX_SEED,
+                             MIN_SAMPLING_TEMPERATURE)
 from attnmt.errors import AttnmtError
 
 # sub-command -> "module:function" (commands/, one module per verb); the function takes the parsed
@@ -88,6 +90,29 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def bounded(check, *, low: int | float | None = None, high: int | float | None = None):
+    """`check`, then refuse values below `low` or above `high` (decoding.py's caps and the ones
+    below), so that no value reaches the library that hangs it or overflows."""
+    def parse(text: str):
+        value = check(text)
+        if low is not None and value < low:
+            raise argparse.ArgumentTypeError(f"{text} must be at least {low:g}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"{text} must be at most {high:g}" if isinstance(high, float)
+                                             else f"{text} must be at most {high}")
+        return value
+    parse.__name__ = check.__name__
+    return parse
+
+
+# Caps of the CLI's own (the decoding ones are decoding.py's, the same in the Python API and the service).
+MAX_WAIT_MS = 60_000.0     # serve --max-wait-ms: longer, a lone request waits as if the server hung
+MAX_VOCAB_SIZE = 1_000_000  # data stats --vocab-size: sentencepiece takes at most 2**31 - 1
+
+beam_size = bounded(positive_int, high=MAX_BEAM)
+length_penalty = bounded(non_negative_float, high=MAX_LENGTH_PENALTY)
+
+
 def index_int(text: str) -> int:
     """An integer index; negative ones count from the end (Transformer layers and heads)."""
     return _parse(text, int, "an integer index")
@@ -114,7 +139,8 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tgt-lang", default=None, help="default: en")
     p.add_argument("--tokenizer", choices=["moses", "sentencepiece"], default=None, help="default: moses")
     p.add_argument("--lowercase", action="store_true", help="lowercase (moses only, as data.lowercase)")
-    p.add_argument("--vocab-size", type=positive_int, default=None, help="sentencepiece pieces (default: 8000)")
+    p.add_argument("--vocab-size", type=bounded(positive_int, high=MAX_VOCAB_SIZE), default=None,
+                   help=f"sentencepiece pieces, at most {MAX_VOCAB_SIZE} (default: 8000)")
     p.add_argument("--min-freq", type=positive_int, default=None, help="minimum token frequency in the vocabulary "
                    "(default: 1, as data.min_freq)")
 
@@ -157,8 +183,8 @@ def _add_evaluate(sub) -> None:
     evaluate = sub.add_parser("evaluate", help="score a trained run on a split")
     evaluate.add_argument("run_dir")
     evaluate.add_argument("--split", default="test_2016_flickr")
-    evaluate.add_argument("--beam", type=positive_int, default=5, help="beam size (1 = greedy)")
-    evaluate.add_argument("--length-penalty", type=non_negative_float, default=None)
+    evaluate.add_argument("--beam", type=beam_size, default=5, help=f"beam size (1 = greedy; at most {MAX_BEAM})")
+    evaluate.add_argument("--length-penalty", type=length_penalty, default=None)
     evaluate.add_argument("--batch-size", type=positive_int, default=128)
     evaluate.add_argument("--checkpoint", default="best", help="'best', 'last', 'average' (after attnmt average) or a checkpoint file")
     evaluate.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
@@ -170,18 +196,23 @@ def _add_translate(sub) -> None:
     translate.add_argument("run_dir")
     translate.add_argument("-i", "--input", default=None)
     translate.add_argument("-o", "--output", default=None)
-    translate.add_argument("--beam", type=positive_int, default=None, help="beam size (1 = greedy; default 5, 1 when sampling)")
-    translate.add_argument("--length-penalty", type=non_negative_float, default=None)
+    translate.add_argument("--beam", type=beam_size, default=None,
+                           help=f"beam size (1 = greedy; at most {MAX_BEAM}; default 5, 1 when sampling)")
+    translate.add_argument("--length-penalty", type=length_penalty, default=None)
     translate.add_argument("--batch-size", type=positive_int, default=64)
     translate.add_argument("--checkpoint", default="best")
     translate.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     _add_engine_arg(translate)
-    translate.add_argument("--n-best", type=positive_int, default=1, metavar="K",
+    translate.add_argument("--n-best", type=beam_size, default=1, metavar="K",
                            help="print the K best: 'rank<TAB>score<TAB>text' lines, an empty line after each sentence")
-    translate.add_argument("--sampling-topk", type=non_negative_int, default=1, metavar="K",
+    translate.add_argument("--sampling-topk", type=bounded(non_negative_int, high=MAX_SAMPLING_TOPK), default=1,
+                           metavar="K",
                            help="sample from the K most probable tokens (0 = all; 1 = no sampling), e.g. for back-translation")
-    translate.add_argument("--sampling-temperature", type=positive_float, default=1.0, metavar="T")
-    translate.add_argument("--seed", type=int, default=None, help="seed for sampling (repeatable output)")
+    temperature = bounded(positive_float, low=MIN_SAMPLING_TEMPERATURE, high=MAX_SAMPLING_TEMPERATURE)
+    translate.add_argument("--sampling-temperature", type=temperature, default=1.0, metavar="T",
+                           help=f"sampling temperature, {MIN_SAMPLING_TEMPERATURE:g}..{MAX_SAMPLING_TEMPERATURE:g}")
+    translate.add_argument("--seed", type=bounded(non_negative_int, high=MAX_SEED), default=None,
+                           help=f"seed for sampling (repeatable output), 0..{MAX_SEED}")
 
 
 def _add_score(sub) -> None:
@@ -215,7 +246,7 @@ def _add_attention(sub) -> None:
     attention.add_argument("sentence")
     attention.add_argument("-o", "--output", type=image_path, default="attention.png",
                            help=f"image file ({', '.join(IMAGE_FORMATS)})")
-    attention.add_argument("--beam", type=positive_int, default=5)
+    attention.add_argument("--beam", type=beam_size, default=5)
     attention.add_argument("--checkpoint", default="best")
     attention.add_argument("--layer", type=index_int, default=None, help="Transformer: layer index (default: average)")
     attention.add_argument("--head", type=index_int, default=None, help="Transformer: head index (default: average)")
@@ -241,11 +272,11 @@ def _add_serve(sub) -> None:
     serve.add_argument("run_dir")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0: every interface)")
     serve.add_argument("--port", type=non_negative_int, default=8000)
-    serve.add_argument("--max-wait-ms", type=non_negative_float, default=5.0,
+    serve.add_argument("--max-wait-ms", type=bounded(non_negative_float, high=MAX_WAIT_MS), default=5.0,
                        help="how long a sentence waits for others to share its batch")
     serve.add_argument("--max-batch-sentences", type=positive_int, default=32, help="most sentences per model call (1: no batching)")
     serve.add_argument("--max-texts", type=positive_int, default=64, help="most texts per request (more: 413)")
-    serve.add_argument("--beam", type=positive_int, default=None, help="default beam size (default: the run's)")
+    serve.add_argument("--beam", type=beam_size, default=None, help="default beam size (default: the run's)")
     serve.add_argument("--api-key", default=None, help="require this key (api_key field or X-API-Key header)")
     serve.add_argument("--cors-origin", default=None, help="allow cross-origin requests from this origin")
     serve.add_argument("--checkpoint", default="best")
@@ -279,13 +310,35 @@ def _refuse_ignored_options(args: argparse.Namespace) -> None:
                               f"drop {' and '.join(ignored)}")
 
 
+def _refuse_nul(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """No file name (nor any other value) can hold a NUL character; the os functions would raise
+    a bare ValueError on it, so it is refused here, naming the argument, for every verb."""
+    for action in _verb_parser(parser, args)._actions:
+        value = getattr(args, action.dest, None)
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and "\x00" in v for v in values):
+            raise AttnmtError(f"argument {argparse._get_action_name(action)}: contains a NUL character")
+
+
+def _verb_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The sub-parser of the verb `args` were parsed by ('data stats' included)."""
+    for dest in ("command", "data_command"):
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[getattr(args, dest)]
+        if not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions):
+            break
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     name = "data stats" if args.command == "data" else args.command
     module_name, func_name = COMMANDS[name].split(":")
     try:
+        _refuse_nul(parser, args)
         _refuse_ignored_options(args)
         if getattr(args, "device", None) is not None:  # refuse a device this machine lacks before loading
             from attnmt.devices import resolve_device

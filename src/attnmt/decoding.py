@@ -3,7 +3,7 @@
     TranslationResult, Alternative, ScoreResult   what `Translator` returns, whatever the engine
     encode_sources / encode_targets              tokenize and cut raw text (the same rules everywhere)
     prepare_pairs                                the same for (source, translation) pairs to score
-    check_decoding_args                          the argument rules both engines share
+    check_decoding_args                          the argument rules and bounds both engines share
     Engine                                       the interface every engine follows
 
 The engines themselves are in engines/: native.py (attnmt's own search over the PyTorch model,
@@ -18,6 +18,7 @@ there with a warning (and at MAX_CHARS_PER_TOKEN characters per allowed token be
 from __future__ import annotations
 
 import logging
+import numbers
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
@@ -31,6 +32,15 @@ log = logging.getLogger(__name__)
 # Inputs are cut at search.max_input_tokens tokens; before tokenizing, at this many characters
 # per allowed token, so that a megabyte on one line costs no more than a long sentence.
 MAX_CHARS_PER_TOKEN = 20
+
+# Bounds on the decoding arguments (check_decoding_args), the same for the CLI, the Python API
+# and the service (whose MAX_BEAM and length_penalty cap are these values; a test checks it):
+MAX_BEAM = 16                    # beam_size and n_best: 1..MAX_BEAM (time and memory grow with the beam)
+MAX_LENGTH_PENALTY = 10.0        # GNMT alpha: 0..10 (useful values are below 2; ((5 + len) / 6)^alpha stays finite)
+MIN_SAMPLING_TEMPERATURE = 0.01  # already as sharp as greedy; far smaller ones overflow logits / temperature
+MAX_SAMPLING_TEMPERATURE = 100.0  # already as flat as uniform
+MAX_SAMPLING_TOPK = 2**20        # more than any vocabulary (0 = all)
+MAX_SEED = 2**32 - 1             # what both torch and CTranslate2 take
 
 
 @dataclass
@@ -116,23 +126,41 @@ def encode_targets(pipeline: TextPipeline, targets: Sequence[str], search_cfg: S
     return encode_texts(pipeline.tgt_tokenizer, pipeline.tgt_vocab, targets, search_cfg, warnings)
 
 
-def check_decoding_args(*, beam_size: int, n_best: int, sampling_topk: int, sampling_temperature: float) -> None:
-    """The argument rules both engines share.
+def _check_int(name: str, value, low: int, high: int) -> None:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} must be an integer")
+    if not low <= value <= high:
+        raise ValueError(f"{name}={value} must be in {low}..{high}")
+
+
+def _check_float(name: str, value, low: float, high: float) -> None:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} must be a number")
+    if not low <= value <= high:  # also refuses nan
+        raise ValueError(f"{name}={value!r} must be in {low:g}..{high:g}")
+
+
+def check_decoding_args(*, beam_size: int, n_best: int, sampling_topk: int, sampling_temperature: float,
+                        length_penalty: float | None = None, seed: int | None = None) -> None:
+    """The argument rules both engines share; the bounds (MAX_BEAM and the others above) keep
+    every call finite in time, memory and arithmetic.
 
     Raises:
         ValueError: naming the argument.
     """
-    if beam_size < 1:
-        raise ValueError(f"beam_size={beam_size} must be at least 1")
-    if not 1 <= n_best <= beam_size:
+    _check_int("beam_size", beam_size, 1, MAX_BEAM)
+    _check_int("n_best", n_best, 1, MAX_BEAM)
+    if n_best > beam_size:
         raise ValueError(f"n_best={n_best} must be between 1 and beam_size={beam_size}")
-    if sampling_topk < 0:
-        raise ValueError(f"sampling_topk={sampling_topk} must be >= 0 (0 = the whole vocabulary, 1 = no sampling)")
+    _check_int("sampling_topk", sampling_topk, 0, MAX_SAMPLING_TOPK)
     if sampling_topk != 1 and beam_size != 1:
         raise ValueError(f"sampling (sampling_topk={sampling_topk}) draws one translation: it needs beam_size=1, "
                          f"got {beam_size}")
-    if not sampling_temperature > 0:
-        raise ValueError(f"sampling_temperature={sampling_temperature} must be > 0")
+    _check_float("sampling_temperature", sampling_temperature, MIN_SAMPLING_TEMPERATURE, MAX_SAMPLING_TEMPERATURE)
+    if length_penalty is not None:
+        _check_float("length_penalty", length_penalty, 0.0, MAX_LENGTH_PENALTY)
+    if seed is not None:
+        _check_int("seed", seed, 0, MAX_SEED)
 
 
 def prepare_pairs(pipeline: TextPipeline, sources: Sequence[str], targets: Sequence[str], search_cfg: SearchConfig):

@@ -1,4 +1,11 @@
-"""Line files for the commands: one record per line, read the same way from a file and from stdin."""
+"""Line files for the commands: one record per line, read the same way from a file and from stdin.
+
+The rule: a line ends at "\\n" only, and a "\\r" right before that "\\n" is dropped (CRLF files).
+Everything else some reader takes for a line break (a lone "\\r", NUL, form feed, vertical tab,
+U+001C..U+001E, U+0085, U+2028, U+2029) stays inside its line, so `attnmt translate` writes one
+output line per input line whatever the input holds. Bytes are UTF-8; undecodable ones become
+U+FFFD. Files and stdin are read as bytes and split here, never by Python's universal newlines.
+"""
 
 from __future__ import annotations
 
@@ -9,40 +16,64 @@ from typing import IO, Iterable, Iterator
 from attnmt.errors import AttnmtError
 
 
-def read_lines(handle: Iterable[str]) -> Iterator[str]:
-    """The lines of `handle` without their line ending."""
+def decode_line(line: bytes | str) -> str:
+    """One line as read (bytes or text, with or without its "\\n") -> its text, without the ending."""
+    if isinstance(line, bytes):
+        line = line.decode("utf-8", errors="replace")  # "\n" is never inside a UTF-8 sequence: per line is safe
+    if line.endswith("\n"):
+        line = line[:-2] if line.endswith("\r\n") else line[:-1]
+    return line
+
+
+def read_lines(handle: Iterable[bytes] | Iterable[str]) -> Iterator[str]:
+    """The lines of `handle` by the rule above. A binary handle (what `open_input` gives) splits at
+    b"\\n" only; a text handle must have been opened with newline="\\n" (io.StringIO's default)."""
     for line in handle:
-        yield line.rstrip("\r\n")
+        yield decode_line(line)
 
 
 def read_file(path: str) -> list[str]:
-    """All lines of a UTF-8 file (undecodable bytes replaced).
+    """All lines of a UTF-8 file by the rule above.
 
     Raises:
         AttnmtError: the file cannot be read; names it.
     """
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open(path, "rb") as handle:
             return list(read_lines(handle))
     except OSError as err:
         raise AttnmtError(f"{path}: cannot read ({err.strerror})") from None
 
 
+def _stdin() -> IO:
+    """The standard input as bytes (its text layer would split at a lone \\r); a text stream that
+    has no bytes below it (a test's io.StringIO) as it is."""
+    stream = sys.stdin
+    if stream is None or stream.closed:
+        raise AttnmtError("no standard input to read: give -i FILE")
+    return getattr(stream, "buffer", stream)
+
+
 @contextmanager
-def open_input(path: str | None) -> Iterator[IO[str]]:
-    """The file `path` for reading, or stdin when None."""
+def open_input(path: str | None) -> Iterator[IO]:
+    """The file `path` (binary) for `read_lines`, or stdin when None."""
     if path is None:
-        yield sys.stdin
+        yield _stdin()
         return
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with open(path, "rb") as handle:
         yield handle
+
+
+def output_line(text: str) -> str:
+    """`text` as one output line: a line break inside it ("\\n", "\\r") becomes a space."""
+    return text.replace("\r", " ").replace("\n", " ") + "\n"
 
 
 @contextmanager
 def open_output(path: str | None) -> Iterator[IO[str]]:
-    """The file `path` for writing, or stdout when None."""
+    """The file `path` for writing (UTF-8, "\\n" line ends), or stdout when None."""
     if path is None:
         yield sys.stdout
         return
-    with open(path, "w", encoding="utf-8") as handle:
+    with open(path, "w", encoding="utf-8", newline="\n") as handle:
         yield handle

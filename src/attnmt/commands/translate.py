@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import IO
 
-from attnmt.commands.text_io import open_input, open_output, read_lines
+from attnmt.commands.text_io import open_input, open_output, output_line, read_lines
 from attnmt.errors import AttnmtError
 from attnmt.translator import Translator
 
@@ -37,9 +37,9 @@ def _translate(translator: Translator, lines: list[str], options: dict, target: 
         raise AttnmtError(str(err)) from None
     for result in results:
         if options["n_best"] == 1:
-            target.write(result.text.replace("\n", " ") + "\n")
+            target.write(output_line(result.text))
             continue
         for rank, alt in enumerate(result.alternatives, 1):
-            target.write(f"{rank}\t{alt.score:.6f}\t{alt.text.replace(chr(10), ' ')}\n")
+            target.write(output_line(f"{rank}\t{alt.score:.6f}\t{alt.text}"))
         target.write("\n")
     target.flush()

@@ -105,7 +105,7 @@ class CTranslate2Engine:
         """As NativeEngine.translate; `layer`/`head` must be None or the exported attention layer
         (CTranslate2 returns that layer's attention averaged over heads)."""
         check_decoding_args(beam_size=beam_size, n_best=n_best, sampling_topk=sampling_topk,
-                            sampling_temperature=sampling_temperature)
+                            sampling_temperature=sampling_temperature, length_penalty=length_penalty, seed=seed)
         exported, layers = self.info["attention_layer"], self.info["decoder_layers"]
         if head is not None or (layer is not None and not (-layers <= layer < layers and layer % layers == exported)):
             raise ValueError(f"the CTranslate2 engine reports the attention of decoder layer {exported} "

@@ -62,7 +62,7 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
     tokens (0 = all) at `sampling_temperature`; `seed` makes the draws repeatable.
     """
     check_decoding_args(beam_size=beam_size, n_best=n_best, sampling_topk=sampling_topk,
-                        sampling_temperature=sampling_temperature)
+                        sampling_temperature=sampling_temperature, length_penalty=length_penalty, seed=seed)
     generator = _sampling_generator(sampling_topk, seed, device)
     warnings: list[list[str]] = [[] for _ in sentences]
     src_tokens, src_ids = encode_sources(pipeline, sentences, search_cfg, warnings)
