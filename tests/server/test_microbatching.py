@@ -64,6 +64,7 @@ def server(wrapped, thread_server):
 def hold_first_batch(server, wrapped, pool):
     """Start a request whose model call is held; returns its future once the model is busy."""
     wrapped.gate.clear()
+    wrapped.entered.clear()  # an earlier call of the same test may have set it: wait for this request's call
     future = pool.submit(post_json, server.url, "/v1/translate", {"texts": ["Hund ."], "beam_size": 2})
     assert wrapped.entered.wait(timeout=120)
     return future
