@@ -14,8 +14,10 @@ from attnmt.cli import main
 
 
 def test_sigterm_finishes_requests_in_flight(serve_run, toy_translator, serve_process):
-    server = serve_process(serve_run, "--max-batch-sentences", "4")
-    texts = [f"Hund katze {w} haus baum auto mann frau ." for w in "rot blau groß klein".split()] * 4  # 16
+    # 2 x 64 sentences in batches of 2: a window of 64 model calls in which both requests are in
+    # flight with sentences queued, wide enough for the polling below even on a fast, idle host
+    server = serve_process(serve_run, "--max-batch-sentences", "2")
+    texts = [f"Hund katze {w} haus baum auto mann frau ." for w in "rot blau groß klein".split()] * 16  # 64
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:
             futures = [pool.submit(httpx.post, server.url + "/v1/translate", timeout=300,
@@ -33,7 +35,7 @@ def test_sigterm_finishes_requests_in_flight(serve_run, toy_translator, serve_pr
         code, log = server.wait()
     finally:
         server.stop()
-    expected = [r.text for r in toy_translator.translate(texts[:4], beam_size=4)] * 4
+    expected = [r.text for r in toy_translator.translate(texts[:4], beam_size=4)] * (len(texts) // 4)
     for answer in answers:
         assert answer.status_code == 200, answer.text
         assert [t["text"] for t in answer.json()["translations"]] == expected
