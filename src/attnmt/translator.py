@@ -40,6 +40,13 @@ log = logging.getLogger(__name__)
 ENGINES = ("native", "ctranslate2")
 
 
+def refuse_ensemble_engine(members: int, engine: str) -> None:
+    """Raises AttnmtError when `engine` cannot decode an ensemble of `members` models (only native can)."""
+    if members > 1 and engine != "native":
+        raise AttnmtError(f"an ensemble of {members} models needs the native engine (engine='native', CLI: "
+                          f"--engine native, with the run directories): the {engine} engine decodes one model")
+
+
 def load_ensemble(paths: Sequence[str | Path], *, checkpoint: str = "best") -> tuple[EnsembleModel, Config, TextPipeline]:
     """The runs' models as one EnsembleModel (weights `checkpoint` of each), with the first run's
     config and text pipeline.
@@ -105,9 +112,7 @@ class Translator:
         if engine not in ENGINES:
             raise AttnmtError(f"engine={engine!r}: expected one of {', '.join(ENGINES)}")
         if engine == "ctranslate2":
-            if len(paths) > 1:
-                raise AttnmtError(f"an ensemble of {len(paths)} models needs the native engine (engine='native', CLI: "
-                                  f"--engine native, with the run directories): the CTranslate2 engine decodes one model")
+            refuse_ensemble_engine(len(paths), engine)
             from attnmt.engines.ctranslate2 import load_export
 
             ct2_engine, cfg = load_export(RunDir(paths[0]).path, device=device.type)
