@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import signal
+from pathlib import Path
 
 from attnmt.errors import AttnmtError
 from attnmt.run_dir import RunDir
@@ -44,8 +45,9 @@ def run(args) -> int:
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("listening on %s: reachable from other machines%s", settings.host,
                     "" if settings.api_key else " by anyone (no --api-key)")
+    name = "+".join(Path(p).name for p in args.run_dir) if len(args.run_dir) > 1 else None  # an ensemble's
     app = create_app(settings, lambda: Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device,
-                                                       engine=args.engine))
+                                                       engine=args.engine), name=name)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="info", access_log=False,
                             timeout_graceful_shutdown=GRACE_SECONDS, lifespan="on")
     server = uvicorn.Server(config)
