@@ -67,3 +67,15 @@ def toy_run(tmp_path_factory):
     run_dir = base / "run"
     assert main(["train", str(config), "--run-dir", str(run_dir), "--set", "train.epochs=5"]) == 0
     return run_dir
+
+
+@pytest.fixture(scope="session")
+def toy_seed_runs(tmp_path_factory):
+    """Two tiny RNNs of one config trained with seeds 1 and 2 (`attnmt train --seeds 1,2`, two
+    epochs: good, not perfect); returns their run directories."""
+    from attnmt.cli import main
+
+    base = tmp_path_factory.mktemp("toy_seeds")
+    config = toy.write_config(base / "toy.yaml")
+    assert main(["train", str(config), "--run-dir", str(base / "run"), "--seeds", "1,2", "--set", "train.epochs=2"]) == 0
+    return [base / "run-seed1", base / "run-seed2"]

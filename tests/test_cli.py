@@ -101,6 +101,10 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("train {config} --resume {rnn}", r"--resume continues the run in .* with its saved config: drop CONFIG$"),
         ("train --resume {rnn} --run-dir {tmp}", r"drop --run-dir$"),
         ("train {config} --run-dir {config}", r"toy.yaml: File exists"),
+        ("train {config} --seeds 1,x", r"argument --seeds: 'x' is not an integer"),
+        ("train {config} --seeds 2,1,2", r"argument --seeds: '2,1,2' repeats a seed"),
+        ("train --resume {rnn} --seeds 1,2", r"--seeds starts new runs and cannot be combined with --resume"),
+        ("train {config} --seeds 1,2 --set train.seed=3", r"--seeds sets train.seed for each run: drop --set train.seed"),
     ],
     "evaluate": [
         ("evaluate {rnn} --beam 0", r"argument --beam: 0 must be a positive integer"),
@@ -113,6 +117,7 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("evaluate {rnn} --split test_2017_mscoco", r"unknown split 'test_2017_mscoco'"),
         ("evaluate {rnn} --checkpoint average", r"run `attnmt average"),
         ("evaluate {tmp}/nothing", r"nothing: no config.json; is it a run directory written by `attnmt train`"),
+        ("evaluate {rnn} {tmp}/nothing", r"nothing: no config.json; is it a run directory"),
     ],
     "translate": [
         ("translate {rnn} --beam 0", r"argument --beam: 0 must be a positive integer"),
@@ -131,6 +136,7 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("translate {rnn} --sampling-topk -1", r"argument --sampling-topk: -1 must be 0 or more"),
         ("translate {rnn} --sampling-temperature 0", r"argument --sampling-temperature: 0 must be a finite number > 0"),
         ("translate {rnn} --sampling-topk 5 --beam 4", r"beam"),
+        ("translate {rnn} {rnn} --engine ctranslate2", r"an ensemble of 2 models needs the native engine"),
     ],
     "attention": [
         ("attention {rnn} Hund --layer 1", r"layer/head selection needs a Transformer model"),
@@ -168,6 +174,20 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("export {transformer} --attention-layer x", r"argument --attention-layer: 'x' is not an integer index"),
         ("export {tmp}/nothing", r"nothing"),
     ],
+    "compare": [
+        ("compare {rnn}", r"compare needs at least two systems"),
+        ("compare {rnn} {rnn} --beam 0", r"argument --beam: 0 must be a positive integer"),
+        ("compare {rnn} {rnn} --paired-bs-n 0", r"argument --paired-bs-n: 0 must be a positive integer"),
+        ("compare {rnn} --hyp {config}", r"toy.yaml has \d+ lines, the references \(test_2016_flickr of .*\) 40$"),
+        ("compare --hyp {config} --hyp {config} --ref {tmp}/missing.txt", r"missing.txt: cannot read"),
+        ("compare {rnn} {tmp}/nothing --beam 1", r"nothing: no config.json; is it a run directory"),
+        ("compare {rnn}+{rnn} {rnn} --engine ctranslate2", r"an ensemble of 2 models needs the native engine"),
+        ("compare {rnn} {rnn} --ref {config}", r"toy.yaml has \d+ lines, the sources of test_2016_flickr 40"),
+    ],
+    "summarize": [
+        ("summarize {tmp}/nothing", r"nothing: no config.json; is it a run directory"),
+        ("summarize {rnn} --beam 0", r"argument --beam: 0 must be a positive integer"),
+    ],
     "serve": [  # each fails before the server starts
         ("serve {rnn} --engine ctranslate2", r"not a CTranslate2 export"),
         ("serve {rnn} --port x", r"argument --port: 'x' is not an integer"),
@@ -178,6 +198,7 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("serve {rnn} --max-texts 0", r"argument --max-texts: 0 must be a positive integer"),
         ("serve {rnn} --beam 0", r"argument --beam: 0 must be a positive integer"),
         ("serve {rnn} --device cuda:99", r"--device='cuda:99' but"),
+        ("serve {rnn} {rnn} --engine ctranslate2", r"an ensemble of 2 models needs the native engine"),
     ],
 }
 
@@ -307,3 +328,67 @@ def test_demo_replaces_only_its_own_folder(tmp_path):
     with pytest.raises(AttnmtError, match="not made by `attnmt demo`"):
         prepare_run_dir(mine)
     assert (mine / "metrics.jsonl").read_text() == "{}\n"
+
+
+# --------------------------------------------------------------------------- seeds, summaries, comparisons, ensembles
+
+def test_train_seeds_writes_one_run_per_seed(toy_seed_runs):
+    for seed, run in enumerate(toy_seed_runs, start=1):
+        assert run.name == f"run-seed{seed}"
+        assert json.loads((run / "config.json").read_text())["train"]["seed"] == seed
+    weights = [(run / "checkpoints" / "epoch_002.safetensors").read_bytes() for run in toy_seed_runs]
+    assert weights[0] != weights[1]
+
+
+def test_summarize_reports_mean_and_sd_over_seeds(toy_seed_runs, capsys):
+    import statistics
+
+    from attnmt.translator import Translator
+
+    runs = [str(run) for run in toy_seed_runs]
+    capsys.readouterr()
+    assert main(["summarize", *runs, "--split", "test", "--beam", "3", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    reports = [Translator.load(run, device="cpu").evaluate("test", beam_size=3) for run in runs]
+    for key in ("bleu", "chrf"):
+        values = [r[key] for r in reports]
+        assert summary[key]["values"] == values
+        assert summary[key]["mean"] == pytest.approx(statistics.mean(values))
+        assert summary[key]["sd"] == pytest.approx(statistics.stdev(values))
+    assert [r["source"] for r in summary["runs"]] == ["evaluated now"] * 2
+    assert main(["summarize", *runs, "--split", "test", "--beam", "3"]) == 0  # now from the kept reports
+    table = capsys.readouterr().out
+    assert table.count("eval_test_beam3.json") == 2
+    assert f"{statistics.mean(r['bleu'] for r in reports):.2f} ± " in table
+
+
+def test_compare_runs_ensembles_and_translation_files(toy_seed_runs, tmp_path, capsys):
+    import sacrebleu
+
+    first, second = (str(run) for run in toy_seed_runs)
+    test = toy_seed_runs[0].parent / "toy" / "test"
+    outputs = {"1": tmp_path / "one.txt", "1+2": tmp_path / "ensemble.txt"}
+    assert main(["translate", first, "-i", f"{test}.de", "-o", str(outputs["1"]), "--beam", "3"]) == 0
+    assert main(["translate", first, second, "-i", f"{test}.de", "-o", str(outputs["1+2"]), "--beam", "3"]) == 0
+    capsys.readouterr()
+    assert main(["compare", first, f"{first}+{second}", "--split", "test", "--beam", "3", "--json",
+                 "--paired-ar-n", "1000"]) == 0
+    from_runs = json.loads(capsys.readouterr().out)
+    assert from_runs["systems"] == [first, f"{first}+{second}"] and from_runs["sentences"] == 40
+    refs = f"{test}.en"
+    assert main(["compare", "--hyp", str(outputs["1"]), "--hyp", str(outputs["1+2"]), "--ref", refs, "--json",
+                 "--paired-ar-n", "1000"]) == 0
+    from_files = json.loads(capsys.readouterr().out)
+    assert from_files["scores"] == from_runs["scores"] and from_files["paired"] == from_runs["paired"]
+    references = (toy_seed_runs[0].parent / "toy" / "test.en").read_text().splitlines()
+    hyps = [outputs[k].read_text().splitlines() for k in ("1", "1+2")]
+    direct = [sacrebleu.corpus_bleu(h, [references]).score for h in hyps]
+    assert from_runs["scores"]["BLEU"] == pytest.approx(direct)
+    paired = from_runs["paired"][0]["BLEU"]
+    assert paired["difference"] == pytest.approx(direct[1] - direct[0])
+    assert paired["ci_low"] <= paired["difference"] <= paired["ci_high"]
+    assert 0 < paired["p_bootstrap"] <= 1 and 0 < paired["p_randomization"] <= 1
+    assert main(["compare", first, first, "--split", "test", "--beam", "3", "--paired-ar-n", "1000"]) == 0
+    table = capsys.readouterr().out
+    assert "baseline" in table and "BLEU: nrefs:1|bs:1000|seed:12345" in table
+    assert re.search(r"\+0\.00 +\[\+0\.00, \+0\.00\] +1\.0000 +1\.0000", table), table

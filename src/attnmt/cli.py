@@ -10,6 +10,8 @@
     attnmt average         average the weights of checkpoints
     attnmt demo            the README's main job
     attnmt serve           HTTP service (LibreTranslate API + /v1) and the attention page
+    attnmt compare         BLEU / chrF of several systems, paired significance tests against the first
+    attnmt summarize       mean and standard deviation of test scores over runs (seeds)
 
 Each verb is a module of attnmt.commands that turns the parsed arguments into typed library
 calls; this module only builds the parser, dispatches, and turns user errors into one clear line
@@ -44,7 +46,7 @@ from attnmt.errors import AttnmtError
 COMMANDS = {name: f"attnmt.commands.{module}:run" for name, module in (
     ("data stats", "data_stats"), ("train", "train"), ("evaluate", "evaluate"), ("translate", "translate"),
     ("score", "score"), ("export", "export"), ("attention", "attention"), ("average", "average"),
-    ("demo", "demo"), ("serve", "serve"))}
+    ("demo", "demo"), ("serve", "serve"), ("compare", "compare"), ("summarize", "summarize"))}
 
 
 # --------------------------------------------------------------------------- argument types
@@ -155,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (_add_data, _add_train, _add_evaluate, _add_translate, _add_score, _add_export, _add_attention,
-                _add_average, _add_demo, _add_serve):
+                _add_average, _add_demo, _add_serve, _add_compare, _add_summarize):
         add(sub)
     return parser
 
@@ -165,6 +167,14 @@ def _add_data(sub) -> None:
     stats = data.add_parser("stats", help="corpus statistics per split")
     _add_data_args(stats)
     stats.add_argument("--splits", nargs="+", default=None, help="splits to show (default: train val test)")
+
+
+def seed_list(text: str) -> list[int]:
+    """Distinct integers separated by commas: `--seeds 1,2,3`."""
+    seeds = [_parse(part.strip(), int, "an integer") for part in text.split(",")]
+    if len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"{text!r} repeats a seed")
+    return seeds
 
 
 def _add_train(sub) -> None:
@@ -177,11 +187,13 @@ def _add_train(sub) -> None:
     train.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue an interrupted run exactly")
     train.add_argument("--overwrite", action="store_true",
                        help="start afresh in a --run-dir that holds a run, deleting that run's files")
+    train.add_argument("--seeds", type=seed_list, default=None, metavar="S1,S2,...",
+                       help="train one run per seed, one after the other, in RUN_DIR-seedS (train.seed=S)")
 
 
 def _add_evaluate(sub) -> None:
     evaluate = sub.add_parser("evaluate", help="score a trained run on a split")
-    evaluate.add_argument("run_dir")
+    evaluate.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
     evaluate.add_argument("--split", default="test_2016_flickr")
     evaluate.add_argument("--beam", type=beam_size, default=5, help=f"beam size (1 = greedy; at most {MAX_BEAM})")
     evaluate.add_argument("--length-penalty", type=length_penalty, default=None)
@@ -193,7 +205,7 @@ def _add_evaluate(sub) -> None:
 
 def _add_translate(sub) -> None:
     translate = sub.add_parser("translate", help="translate lines from stdin (or -i) to stdout (or -o)")
-    translate.add_argument("run_dir")
+    translate.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
     translate.add_argument("-i", "--input", default=None)
     translate.add_argument("-o", "--output", default=None)
     translate.add_argument("--beam", type=beam_size, default=None,
@@ -217,7 +229,7 @@ def _add_translate(sub) -> None:
 
 def _add_score(sub) -> None:
     score = sub.add_parser("score", help="score given translations: log-prob, normalized score, tokens per line")
-    score.add_argument("run_dir")
+    score.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
     score.add_argument("-i", "--input", required=True, help="source sentences, one per line")
     score.add_argument("-r", "--reference", required=True, help="their translations, one per line")
     score.add_argument("-o", "--output", default=None)
@@ -269,7 +281,7 @@ def _add_demo(sub) -> None:
 
 def _add_serve(sub) -> None:
     serve = sub.add_parser("serve", help="serve a run over HTTP: LibreTranslate API, /v1 API, attention page")
-    serve.add_argument("run_dir")
+    serve.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0: every interface)")
     serve.add_argument("--port", type=non_negative_int, default=8000)
     serve.add_argument("--max-wait-ms", type=bounded(non_negative_float, high=MAX_WAIT_MS), default=5.0,
@@ -282,6 +294,38 @@ def _add_serve(sub) -> None:
     serve.add_argument("--checkpoint", default="best")
     serve.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     _add_engine_arg(serve)
+
+def _add_compare(sub) -> None:
+    compare = sub.add_parser("compare", help="BLEU / chrF of several systems and paired significance tests "
+                             "(bootstrap, approximate randomization) against the first")
+    compare.add_argument("systems", nargs="*", metavar="SYSTEM", help="a run directory, an export (with --engine "
+                         "ctranslate2) or runs joined by '+' (an ensemble); the first system is the baseline")
+    compare.add_argument("--hyp", action="append", default=[], metavar="FILE",
+                         help="a system given by its translations, one per line (repeatable; after the SYSTEMs)")
+    compare.add_argument("--ref", default=None, metavar="FILE", help="references (default: the target side of --split)")
+    compare.add_argument("--split", default="test_2016_flickr", help="the split the systems translate and are "
+                         "scored on (the first system's data; Multi30k de-en with --hyp files only)")
+    compare.add_argument("--beam", type=positive_int, default=5, help="beam size (1 = greedy)")
+    compare.add_argument("--length-penalty", type=non_negative_float, default=None)
+    compare.add_argument("--batch-size", type=positive_int, default=128)
+    compare.add_argument("--checkpoint", default="best")
+    compare.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    _add_engine_arg(compare)
+    compare.add_argument("--paired-bs-n", type=positive_int, default=1000, metavar="N", help="bootstrap resamples")
+    compare.add_argument("--paired-ar-n", type=positive_int, default=10000, metavar="N",
+                         help="approximate randomization trials")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+
+
+def _add_summarize(sub) -> None:
+    summarize = sub.add_parser("summarize", help="mean and standard deviation of test BLEU / chrF over runs (seeds)")
+    summarize.add_argument("runs", nargs="+", metavar="RUN_DIR", help="runs of one config, e.g. runs/x-seed*")
+    summarize.add_argument("--split", default="test_2016_flickr")
+    summarize.add_argument("--beam", type=positive_int, default=5, help="the beam of the scores (1 = greedy)")
+    summarize.add_argument("--batch-size", type=positive_int, default=128)
+    summarize.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    summarize.add_argument("--json", action="store_true", help="print the summary as JSON")
+
 
 def _raised_by_attnmt(err: BaseException) -> bool:
     """True when `err` comes from a `raise` statement in attnmt's own code: an explicit check of

@@ -193,6 +193,25 @@ class RunDir:
         """The per-epoch weight files, oldest first."""
         return sorted((self.path / "checkpoints").glob("epoch_*.safetensors"))
 
+    def eval_report_path(self, split: str, beam: int, suffix: str = "") -> Path:
+        """Where `attnmt evaluate` keeps its report of `split` at `beam` (suffix: checkpoint, penalty)."""
+        return self.path / f"eval_{split}_beam{beam}{suffix}.json"
+
+    def eval_report(self, split: str, beam: int) -> dict | None:
+        """The report `attnmt evaluate --split split --beam beam` kept (best weights, the run's
+        length penalty), or None when there is none.
+
+        Raises:
+            CheckpointError: the file is not a JSON object; names it.
+        """
+        path = self.eval_report_path(split, beam)
+        if not path.is_file():
+            return None
+        report = read_json(path)
+        if not isinstance(report, dict):
+            raise CheckpointError(f"{path}: expected a JSON object of scores")
+        return report
+
     def scores(self) -> dict:
         """Best validation BLEU (best.json) and the `attnmt evaluate` reports (eval_*.json); what
         cannot be read is left out."""

@@ -9,6 +9,8 @@ Any input is accepted: empty or whitespace-only lines give an empty translation,
 to the vocabulary become <unk>, and inputs longer than `search.max_input_tokens` tokens (default
 250) are cut there with a warning (and at 20 characters per allowed token before tokenizing);
 the result's `warnings` says so. `n_best=K` fills `result.alternatives` with the K best.
+
+    ensemble = Translator.load(["runs/a-seed1", "runs/a-seed2"])   # members' probabilities averaged
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from torch import nn
 
 from attnmt.config import Config
 from attnmt.data.batching import make_batches
-from attnmt.data.pipeline import TextPipeline
+from attnmt.data.pipeline import TextPipeline, pipeline_difference
 from attnmt.decoding import Alternative, Engine, ScoreResult, TranslationResult
 from attnmt.devices import resolve_device
 from attnmt.engines.native import NativeEngine
 from attnmt.errors import AttnmtError
+from attnmt.models.ensemble import EnsembleModel
 from attnmt.run_dir import RunDir
 
 __all__ = ["Alternative", "ScoreResult", "TranslationResult", "Translator"]
@@ -35,6 +38,37 @@ log = logging.getLogger(__name__)
 
 
 ENGINES = ("native", "ctranslate2")
+
+
+def refuse_ensemble_engine(members: int, engine: str) -> None:
+    """Raises AttnmtError when `engine` cannot decode an ensemble of `members` models (only native can)."""
+    if members > 1 and engine != "native":
+        raise AttnmtError(f"an ensemble of {members} models needs the native engine (engine='native', CLI: "
+                          f"--engine native, with the run directories): the {engine} engine decodes one model")
+
+
+def load_ensemble(paths: Sequence[str | Path], *, checkpoint: str = "best") -> tuple[EnsembleModel, Config, TextPipeline]:
+    """The runs' models as one EnsembleModel (weights `checkpoint` of each), with the first run's
+    config and text pipeline.
+
+    Raises:
+        AttnmtError: a folder is not a training run, or two runs' tokenizers or vocabularies differ
+            (the message names both runs and the first difference).
+    """
+    runs = [RunDir(p) for p in paths]
+    for run in runs:
+        run.require_run()
+    pipelines = [run.pipeline() for run in runs]
+    for run, pipeline in zip(runs[1:], pipelines[1:]):
+        difference = pipeline_difference(pipelines[0], pipeline)
+        if difference is not None:
+            raise AttnmtError(f"cannot ensemble {runs[0].path} and {run.path}: {difference}. The members of an "
+                              f"ensemble must share tokenizers and vocabularies: train them from one config "
+                              f"(e.g. `attnmt train CONFIG --seeds 1,2,3`)")
+    cfgs = [run.config() for run in runs]
+    models = [run.load_model(checkpoint, cfg, pipeline) for run, cfg, pipeline in zip(runs, cfgs, pipelines)]
+    log.info("ensemble of %d models: %s", len(models), ", ".join(str(run.path) for run in runs))
+    return EnsembleModel(models), cfgs[0], pipelines[0]
 
 
 class Translator:
@@ -58,24 +92,35 @@ class Translator:
         self.engine = engine
 
     @classmethod
-    def load(cls, path: str | Path, *, checkpoint: str = "best", device: str | None = None,
+    def load(cls, path: str | Path | Sequence[str | Path], *, checkpoint: str = "best", device: str | None = None,
              engine: str = "native") -> Translator:
         """Load a run directory written by `attnmt train` (safetensors + JSON; no pickle) with the
         native engine, or a folder written by `attnmt export` with engine="ctranslate2".
 
+        A list of several run directories loads them as an ensemble (models/ensemble.py: at each
+        step the members' probabilities are averaged), native engine only; the members must share
+        tokenizers and vocabularies, and the first run's config (search settings, data) is used.
+
         Raises:
-            AttnmtError: unknown engine, or a folder the engine cannot load (the message says
-                which command makes one it can).
+            AttnmtError: unknown engine, a folder the engine cannot load (the message says which
+                command makes one it can), or runs that cannot form an ensemble (names the difference).
         """
-        run = RunDir(path)
+        paths = [path] if isinstance(path, (str, Path)) else list(path)
+        if not paths:
+            raise AttnmtError("Translator.load needs a run directory (or a list of them for an ensemble)")
         device = resolve_device(device or "auto", key="device")
         if engine not in ENGINES:
             raise AttnmtError(f"engine={engine!r}: expected one of {', '.join(ENGINES)}")
         if engine == "ctranslate2":
+            refuse_ensemble_engine(len(paths), engine)
             from attnmt.engines.ctranslate2 import load_export
 
-            ct2_engine, cfg = load_export(run.path, device=device.type)
-            return cls(None, ct2_engine.pipeline, cfg, device="cpu", run_dir=run.path, engine=ct2_engine)
+            ct2_engine, cfg = load_export(RunDir(paths[0]).path, device=device.type)
+            return cls(None, ct2_engine.pipeline, cfg, device="cpu", run_dir=Path(paths[0]), engine=ct2_engine)
+        if len(paths) > 1:
+            model, cfg, pipeline = load_ensemble(paths, checkpoint=checkpoint)
+            return cls(model, pipeline, cfg, device=device, run_dir=Path(paths[0]))
+        run = RunDir(paths[0])
         run.require_run()
         cfg, pipeline = run.config(), run.pipeline()
         return cls(run.load_model(checkpoint, cfg, pipeline), pipeline, cfg, device=device, run_dir=run.path)

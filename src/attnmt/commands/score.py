@@ -1,4 +1,4 @@
-"""`attnmt score RUN_DIR -i SOURCE -r TRANSLATION`: per line 'log_prob<TAB>normalized<TAB>tokens'
+"""`attnmt score RUN_DIR [RUN_DIR ...] -i SOURCE -r TRANSLATION`: per line 'log_prob<TAB>normalized<TAB>tokens'
 (forced decoding; normalized = log_prob / tokens; tokens count <eos>)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`attnmt serve RUN_DIR`: the parsed options -> `ServeSettings`, then the service under uvicorn until Ctrl-C or SIGTERM.
+"""`attnmt serve RUN_DIR [RUN_DIR ...]` (several: one ensemble): the parsed options -> `ServeSettings`, then the service under uvicorn until Ctrl-C or SIGTERM.
 
 On either signal uvicorn stops accepting connections, lets the requests in flight finish
 (up to GRACE_SECONDS), runs the lifespan shutdown, and the command exits 0.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import signal
+from pathlib import Path
 
 from attnmt.errors import AttnmtError
 from attnmt.run_dir import RunDir
@@ -32,19 +33,21 @@ def run(args) -> int:
     import uvicorn
 
     from attnmt.server.app import create_app
-    from attnmt.translator import Translator
+    from attnmt.translator import Translator, refuse_ensemble_engine
 
     settings = settings_from_args(args)
-    run_dir = RunDir(args.run_dir)  # refuse a folder the engine cannot load before the server starts
-    if args.engine == "ctranslate2":
-        run_dir.require_export()
-    else:
-        run_dir.require_run()
+    refuse_ensemble_engine(len(args.run_dir), args.engine)  # refuse what cannot load before the server starts
+    for path in args.run_dir:  # one run, or the members of an ensemble
+        if args.engine == "ctranslate2":
+            RunDir(path).require_export()
+        else:
+            RunDir(path).require_run()
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("listening on %s: reachable from other machines%s", settings.host,
                     "" if settings.api_key else " by anyone (no --api-key)")
+    name = "+".join(Path(p).name for p in args.run_dir) if len(args.run_dir) > 1 else None  # an ensemble's
     app = create_app(settings, lambda: Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device,
-                                                       engine=args.engine))
+                                                       engine=args.engine), name=name)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="info", access_log=False,
                             timeout_graceful_shutdown=GRACE_SECONDS, lifespan="on")
     server = uvicorn.Server(config)

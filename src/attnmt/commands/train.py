@@ -1,4 +1,7 @@
-"""`attnmt train CONFIG [--set k=v ...] [--run-dir DIR] [--overwrite] | --resume RUN_DIR [--set k=v ...]`."""
+"""`attnmt train CONFIG [--set k=v ...] [--run-dir DIR] [--overwrite] [--seeds 1,2,3] | --resume RUN_DIR [--set k=v ...]`.
+
+With --seeds, one run per seed (train.seed=S), one after the other, in DIR-seedS (DIR defaults to
+runs/<config name>); an interrupted one is resumed on its own with --resume DIR-seedS."""
 
 from __future__ import annotations
 
@@ -38,9 +41,42 @@ def _extend_run(cfg: Config, run_dir: Path, overrides: list[str]) -> Config:
     return cfg
 
 
+def seed_run_dir(run_dir: Path, seed: int) -> Path:
+    """The run of one seed of `--seeds`: runs/x -> runs/x-seed3."""
+    return run_dir.with_name(f"{run_dir.name}-seed{seed}")
+
+
+def _train_seeds(args) -> list:
+    """`--seeds`: one fresh run per seed, one after the other; their TrainResults."""
+    if args.resume:
+        raise AttnmtError("--seeds starts new runs and cannot be combined with --resume: resume each "
+                          "RUN_DIR-seedS on its own")
+    if not args.config:
+        raise AttnmtError("train --seeds needs a CONFIG file")
+    if any(item.partition("=")[0].strip() == "train.seed" for item in args.overrides):
+        raise AttnmtError("--seeds sets train.seed for each run: drop --set train.seed")
+    base = Path(args.run_dir or Path("runs") / Path(args.config).stem)
+    results = []
+    for seed in args.seeds:
+        cfg = load_config(args.config, [*args.overrides, f"train.seed={seed}"])
+        log.info("seed %d of %s: %s", seed, ",".join(map(str, args.seeds)), seed_run_dir(base, seed))
+        results.append(train(cfg, seed_run_dir(base, seed), overwrite=args.overwrite))
+    return results
+
+
+def _summary(result) -> dict:
+    return {"run_dir": str(result.run_dir), "epochs": result.epochs, "seconds": round(result.seconds, 1),
+            "best": result.best}
+
+
 def run(args) -> int:
     if args.resume and args.overwrite:
         raise AttnmtError("--overwrite starts a run afresh and cannot be combined with --resume")
+    if getattr(args, "seeds", None):
+        results = _train_seeds(args)
+        if env_rank() == 0:
+            print(json.dumps([_summary(result) for result in results], indent=2))
+        return 0
     if args.resume:
         run_dir = Path(args.resume)
         RunDir(run_dir).require_run()
@@ -54,6 +90,5 @@ def run(args) -> int:
         run_dir = Path(args.run_dir or Path("runs") / Path(args.config).stem)
     result = train(cfg, run_dir, resume=bool(args.resume), overwrite=args.overwrite)
     if env_rank() == 0:
-        print(json.dumps({"run_dir": str(result.run_dir), "epochs": result.epochs,
-                          "seconds": round(result.seconds, 1), "best": result.best}, indent=2))
+        print(json.dumps(_summary(result), indent=2))
     return 0

@@ -1,4 +1,4 @@
-"""`attnmt translate RUN_DIR [-i IN] [-o OUT] [--beam K] [--n-best K] [--sampling-topk K]`: one
+"""`attnmt translate RUN_DIR [RUN_DIR ...] [-i IN] [-o OUT] [--beam K] [--n-best K] [--sampling-topk K]`: one
 translation per input line; with --n-best K > 1, K lines 'rank<TAB>score<TAB>text' per input
 line, then an empty line."""
 

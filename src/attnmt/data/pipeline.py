@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnmt.files import read_json, write_json
+from attnmt.files import read_json, sha256_file, write_json
 from attnmt.data.corpus import ParallelCorpus, filter_by_length
 from attnmt.data.tokenizers import (
     MosesTokenizer,
@@ -122,3 +122,34 @@ class TextPipeline:
             Vocab.load(run_dir / "vocab.src.json"),
             Vocab.load(run_dir / "vocab.tgt.json"),
         )
+
+
+# ---------------------------------------------------------------------- comparing two runs' pipelines
+
+def _tokenizer_identity(tok: Tokenizer) -> dict:
+    """What decides how a tokenizer splits text: its settings, and a sentencepiece model's content."""
+    if isinstance(tok, SentencePieceTokenizer):
+        return {"type": "sentencepiece", "model sha256": sha256_file(tok.model_file)}
+    return tok.to_dict()
+
+
+def _vocab_difference(a: Vocab, b: Vocab) -> str:
+    """The first place two vocabularies differ, in words."""
+    for i, (x, y) in enumerate(zip(a.itos, b.itos)):
+        if x != y:
+            return f"id {i} is {x!r} in the first, {y!r} in the second"
+    return f"{len(a)} tokens against {len(b)}"
+
+
+def pipeline_difference(a: TextPipeline, b: TextPipeline) -> str | None:
+    """How two pipelines would encode or decode differently, in words; None when they are the same
+    (same tokenizer settings and sentencepiece models, same vocabularies, id for id)."""
+    for side, name in (("tgt", "target"), ("src", "source")):
+        vocab_a, vocab_b = getattr(a, f"{side}_vocab"), getattr(b, f"{side}_vocab")
+        if vocab_a != vocab_b:
+            return (f"their {name} vocabularies differ ({len(vocab_a)} and {len(vocab_b)} tokens; "
+                    f"{_vocab_difference(vocab_a, vocab_b)})")
+        tok_a, tok_b = (_tokenizer_identity(getattr(p, f"{side}_tokenizer")) for p in (a, b))
+        if tok_a != tok_b:
+            return f"their {name} tokenizers differ ({tok_a} and {tok_b})"
+    return None

@@ -1,0 +1,104 @@
+"""`attnmt compare SYSTEM SYSTEM ... [--hyp FILE ...] [--split S | --ref FILE] [--beam K] [--json]`:
+BLEU and chrF of each system on one test set, and each system against the first: the difference
+with its 95% paired-bootstrap interval, and the p-values of paired bootstrap resampling and
+approximate randomization (sacreBLEU's own; attnmt.significance).
+
+A SYSTEM is a run directory, an export (with --engine ctranslate2), or run directories joined by
+'+' (an ensemble: runs/a-seed1+runs/a-seed2); each translates the source side of --split of the
+first run's data. `--hyp FILE` adds a system given by its translations, after the SYSTEMs. The
+references are --ref FILE, else the target side of --split (the first run's data; with --hyp
+files only, Multi30k de-en).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from attnmt.commands.text_io import read_file
+from attnmt.config import DataConfig
+from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
+from attnmt.errors import AttnmtError
+from attnmt.run_dir import RunDir
+from attnmt.significance import compare_systems
+from attnmt.translator import Translator
+
+log = logging.getLogger(__name__)
+
+
+def system_paths(system: str) -> list[str]:
+    """The run directories a SYSTEM argument names: itself, or its '+'-joined parts (an ensemble)."""
+    if "+" in system and not Path(system).exists():
+        return [part for part in system.split("+") if part]
+    return [system]
+
+
+def _test_set(systems: list[str], split: str) -> ParallelCorpus:
+    """The split the systems translate, from the first system's data config (Multi30k without one)."""
+    data = RunDir(system_paths(systems[0])[0]).config().data if systems else DataConfig()
+    return load_corpus(corpus_spec(data), split)
+
+
+def _translate(system: str, sources: list[str], args) -> list[str]:
+    translator = Translator.load(system_paths(system), checkpoint=args.checkpoint, device=args.device,
+                                 engine=args.engine)
+    log.info("translating %d sentences with %s (beam %d)", len(sources), system, args.beam)
+    results = translator.translate(sources, beam_size=args.beam, length_penalty=args.length_penalty,
+                                   batch_size=args.batch_size)
+    return [r.text for r in results]
+
+
+def _read_lines_of(path: str, expected: int, refs_name: str) -> list[str]:
+    lines = read_file(path)
+    if len(lines) != expected:
+        raise AttnmtError(f"{path} has {len(lines)} lines, the references ({refs_name}) {expected}")
+    return lines
+
+
+def run(args) -> int:
+    hyp_files = args.hyp or []
+    if len(args.systems) + len(hyp_files) < 2:
+        raise AttnmtError("compare needs at least two systems: run directories (or exports, or RUN+RUN ensembles) "
+                          "and --hyp translation files, the baseline first")
+    split = args.split
+    corpus = _test_set(args.systems, split) if args.systems or args.ref is None else None
+    refs = read_file(args.ref) if args.ref is not None else corpus.tgt
+    refs_name = args.ref or f"{split} of {corpus.name}"
+    if corpus is not None and len(corpus.src) != len(refs):
+        raise AttnmtError(f"{args.ref} has {len(refs)} lines, the sources of {split} {len(corpus.src)}")
+    systems = [(system, _translate(system, corpus.src, args)) for system in args.systems]
+    systems += [(path, _read_lines_of(path, len(refs), refs_name)) for path in hyp_files]
+    logging.getLogger("sacrebleu").setLevel(logging.WARNING)  # its per-step progress lines
+    comparison = compare_systems(systems, refs, bootstrap_samples=args.paired_bs_n,
+                                 randomization_trials=args.paired_ar_n)
+    report = {"references": refs_name, "beam": args.beam if args.systems else None, **comparison.to_dict()}
+    print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(comparison))
+    return 0
+
+
+def format_table(comparison) -> str:
+    """The comparison as a text table: scores, then each metric's difference from the first system
+    with its 95% interval and both p-values; the sacreBLEU signatures below."""
+    metrics = list(comparison.scores)
+    width = max(len("system"), *(len(name) for name in comparison.systems))
+    head = f"{'system':<{width}}" + "".join(f"{m:>8}" for m in metrics)
+    head += "".join(f"  {'d' + m:>8} {'95% CI':>16} {'p(bs)':>7} {'p(ar)':>7}" for m in metrics)
+    lines = [head, "-" * len(head)]
+    for i, name in enumerate(comparison.systems):
+        row = f"{name:<{width}}" + "".join(f"{comparison.scores[m][i]:>8.2f}" for m in metrics)
+        for m in metrics:
+            if i == 0:
+                row += f"  {'baseline':>8} {'':>16} {'':>7} {'':>7}"
+                continue
+            r = comparison.paired[i - 1][m]
+            interval = f"[{r.ci_low:+.2f}, {r.ci_high:+.2f}]"
+            row += f"  {r.difference:>+8.2f} {interval:>16} {r.p_bootstrap:>7.4f} {r.p_randomization:>7.4f}"
+        lines.append(row)
+    lines.append(f"{comparison.sentences} sentences; d = system - {comparison.systems[0]}; p: paired bootstrap "
+                 f"(bs) and approximate randomization (ar), two-sided")
+    for m in metrics:
+        signatures = comparison.signatures[m]
+        lines.append(f"{m}: {signatures['bootstrap']}")
+        lines.append(f"{m}: {signatures['randomization']}")
+    return "\n".join(lines)

@@ -1,0 +1,56 @@
+"""`attnmt summarize RUN_DIR [RUN_DIR ...] [--split S] [--beam K] [--json]`: test BLEU and chrF of
+each run (e.g. the seeds `attnmt train CONFIG --seeds 1,2,3` wrote), then their mean and sample
+standard deviation. A run's kept report (eval_SPLIT_beamK.json, from `attnmt evaluate`) is used
+when there is one; otherwise the run is evaluated now and its report kept."""
+
+from __future__ import annotations
+
+import json
+
+from attnmt.commands.evaluate import keep_report
+from attnmt.errors import AttnmtError
+from attnmt.run_dir import RunDir
+from attnmt.significance import Spread, seed_spread
+from attnmt.translator import Translator
+
+KEYS = ("bleu", "chrf")
+
+
+def _report(path: str, args) -> tuple[dict, str]:
+    """The run's report of the split at the beam, and where it came from."""
+    run = RunDir(path)
+    run.require_run()
+    report = run.eval_report(args.split, args.beam)
+    if report is not None:
+        return report, run.eval_report_path(args.split, args.beam).name
+    translator = Translator.load(path, device=args.device)
+    report = translator.evaluate(args.split, beam_size=args.beam, batch_size=args.batch_size)
+    report["checkpoint"] = "best"
+    keep_report(report, run.eval_report_path(args.split, args.beam))
+    return report, "evaluated now"
+
+
+def run(args) -> int:
+    found = [(path, *_report(path, args)) for path in args.runs]
+    try:
+        spread = seed_spread([report for _, report, _ in found], KEYS)
+    except ValueError as err:
+        raise AttnmtError(f"{args.split} beam {args.beam}: {err} (runs in the order given)") from None
+    if args.json:
+        summary = {"split": args.split, "beam": args.beam,
+                   "runs": [{"run": path, "source": source, **{k: report[k] for k in KEYS}}
+                            for path, report, source in found],
+                   **{k: vars(s) for k, s in spread.items()}}
+        print(json.dumps(summary, indent=2))
+        return 0
+    width = max(len("run"), *(len(path) for path in args.runs))
+    print(f"{'run':<{width}}  {'BLEU':>6}  {'chrF':>6}  source")
+    for path, report, source in found:
+        print(f"{path:<{width}}  {report['bleu']:>6.2f}  {report['chrf']:>6.2f}  {source}")
+    print(f"{'mean ± sd':<{width}}  " + "  ".join(_format(spread[k]) for k in KEYS)
+          + f"  over {len(found)} runs, {args.split}, beam {args.beam}")
+    return 0
+
+
+def _format(spread: Spread) -> str:
+    return f"{spread.mean:.2f} ± {spread.sd:.2f}" if spread.sd is not None else f"{spread.mean:.2f} (one run)"
