@@ -135,3 +135,17 @@ def test_a_huge_value_is_shown_short_in_the_message(tmp_path):
     with pytest.raises(ConfigError, match=r"model.arch=.* is not one of") as err:
         config_from_dict({"model": {"arch": "x" * 100_000}})
     assert len(str(err.value)) < 300
+
+
+@pytest.mark.parametrize("value", ['!!int ""', '!!float ""', '!!bool ""', '!!timestamp ""', "!!int 0x"])
+def test_explicit_tags_pyyaml_cannot_build_are_config_errors(tmp_path, value):
+    """Found by tests/test_config_fuzz.py: PyYAML raises IndexError, KeyError or AttributeError here."""
+    with pytest.raises(ConfigError, match=r"cfg.yaml: not valid YAML"):
+        load_config(write(tmp_path, f"train:\n  epochs: {value}\n"))
+    with pytest.raises(ConfigError, match=r"cfg.yaml: train.epochs must be int, got str"):
+        load_config(write(tmp_path, ""), [f"train.epochs={value}"])  # not YAML on the command line: a string
+
+
+def test_a_yaml_syntax_error_is_one_line_naming_file_line_and_column(tmp_path):
+    with pytest.raises(ConfigError, match=r"^\S*cfg.yaml:3:1: not valid YAML: [^\n]*$"):
+        load_config(write(tmp_path, "train:\n  lr: [1,\n"))

@@ -28,6 +28,10 @@ MAX_DEPTH = 16           # nested mappings and lists; a config needs 3
 MAX_ALIASES = 64         # `*name` references in one YAML document
 MAX_VALUES = 10_000      # values (scalars, lists, mappings) once aliases are expanded; a config has ~100
 
+# What PyYAML's safe constructors raise on a scalar they cannot build: `2020-13-45` or `!!int 0x`
+# (ValueError), an int past Python's digit limit (ValueError), `!!int ""` or `!!float ""`
+# (IndexError), `!!bool ""` (KeyError), `!!timestamp ""` (AttributeError).
+_CONSTRUCTOR_ERRORS = (ValueError, ArithmeticError, LookupError, AttributeError, TypeError)
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 
@@ -80,15 +84,21 @@ def load_yaml(text: str, *, source: str, error: type[Exception] = ConfigError,
         invalid: (default: `error`) not valid YAML, or a value Python cannot build (a 13th month,
             an int past Python's digit limit).
     """
-    loader = _BoundedLoader(text, source=source, error=error)
+    loader = None
     try:
+        loader = _BoundedLoader(text, source=source, error=error)  # reads and checks the characters
         return loader.get_single_data()
     except error:
         raise
-    except (yaml.YAMLError, ValueError, OverflowError) as err:
-        raise (invalid or error)(f"{source}: not valid YAML: {err}") from None
+    except yaml.MarkedYAMLError as err:  # one line: file:line:column and the problem
+        mark = err.problem_mark or err.context_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        raise (invalid or error)(f"{where}: not valid YAML: {err.problem or err.context}") from None
+    except (yaml.YAMLError, *_CONSTRUCTOR_ERRORS) as err:
+        raise (invalid or error)(f"{source}: not valid YAML: {_one_line(err)}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def json_depth(text: str) -> int:
@@ -115,7 +125,7 @@ def load_json(text: str, *, source: str, error: type[Exception] = ConfigError) -
     try:
         return json.loads(text)
     except ValueError as err:  # JSONDecodeError, and ints past sys.get_int_max_str_digits()
-        raise error(f"{source}: not valid JSON: {err}") from None
+        raise error(f"{source}: not valid JSON: {_one_line(err)}") from None
 
 
 def plain_copy(value: Any, *, source: str, error: type[Exception] = ConfigError, at: str = "") -> Any:
@@ -142,6 +152,11 @@ def plain_copy(value: Any, *, source: str, error: type[Exception] = ConfigError,
         return item
 
     return copy(value, at, 1)
+
+
+def _one_line(err: Exception) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def _short(key: Any) -> str:
