@@ -149,3 +149,12 @@ def test_explicit_tags_pyyaml_cannot_build_are_config_errors(tmp_path, value):
 def test_a_yaml_syntax_error_is_one_line_naming_file_line_and_column(tmp_path):
     with pytest.raises(ConfigError, match=r"^\S*cfg.yaml:3:1: not valid YAML: [^\n]*$"):
         load_config(write(tmp_path, "train:\n  lr: [1,\n"))
+
+
+@pytest.mark.parametrize("key", ["\n", "a\nb", "k" * 100_000, 10**4000])
+def test_an_unknown_key_or_section_is_named_on_one_short_line(key):
+    """Found by tests/test_config_fuzz.py (deep profile): a key holding a newline broke the message in two."""
+    for raw, message in [({"data": {key: 1}}, r"unknown key data\."), ({key: {}}, r"unknown section ")]:
+        with pytest.raises(ConfigError, match=message) as err:
+            config_from_dict(raw, source="x")
+        assert "\n" not in str(err.value) and len(str(err.value)) < 400

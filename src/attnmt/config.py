@@ -32,6 +32,7 @@ from attnmt.bounded import load_json, load_yaml, plain_copy, read_text
 from attnmt.devices import check_device_name
 from attnmt.errors import AttnmtError, ConfigError
 
+_KEY_NAME = re.compile(r"[\w.-]{1,60}", re.ASCII)  # shown as it is in messages; other keys as repr
 _FLOAT_LITERAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
@@ -264,7 +265,7 @@ def config_from_dict(raw: dict, *, source: str = "<config>") -> Config:
     built = {}
     for name, value in raw.items():
         if name not in sections:
-            raise ConfigError(f"{source}: unknown section {name!r} (expected one of {', '.join(sections)})")
+            raise ConfigError(f"{source}: unknown section {_show(name)} (expected one of {', '.join(sections)})")
         if value is None:
             value = {}
         if not isinstance(value, dict):
@@ -281,7 +282,8 @@ def _build_section(cls: type, values: dict, *, source: str, prefix: str) -> Any:
     for key, value in values.items():
         if key not in hints:
             known = ", ".join(f.name for f in dataclasses.fields(cls))
-            raise ConfigError(f"{source}: unknown key {prefix}.{key} (known keys: {known})")
+            shown = key if isinstance(key, str) and _KEY_NAME.fullmatch(key) else _show(key)
+            raise ConfigError(f"{source}: unknown key {prefix}.{shown} (known keys: {known})")
         kwargs[key] = _coerce(value, hints[key], source=source, key=f"{prefix}.{key}")
     return cls(**kwargs)
 
