@@ -47,7 +47,7 @@ def test_1e11_in_yaml_is_not_an_int(tmp_path):
     (dict(arch="rnn", emb_dim=65536), dict(tokenizer="sentencepiece", spm_vocab_size=100_000), "model.emb_dim"),
     (dict(arch="rnn", enc_hidden=30000, dec_hidden=30000, layers=8), {}, "model.enc_hidden"),
 ])
-def test_a_model_over_the_parameter_bound_is_refused_naming_its_largest_key(model, data, key):
+def test_a_model_over_the_parameter_bound_is_refused_naming_its_size_keys(model, data, key):
     with pytest.raises(ConfigError, match=rf"x: .*{key}=\d+.*about [\d.e+]+ parameters.* at most"):
         config_from_dict({"model": model, "data": data}, source="x")
 
