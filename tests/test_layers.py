@@ -11,6 +11,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "attnmt"
 # module (dotted, below attnmt) or package prefix -> layer; the most specific entry wins.
 LAYERS = {
     "errors": 0, "files": 1, "devices": 1, "masks": 1, "checkpoint": 2, "config": 2,
+    "bounded": 1,  # untrusted YAML and JSON read within bounds (config.py)
     "attention": 3,  # pure tensor math over masks.py
     "data": 4,
     "models": 5,

@@ -7,8 +7,10 @@ A config file has one section per concern:
     train:  TrainConfig   optimizer, schedule, batches, epochs, early stopping, device
     search: SearchConfig  beam size, length penalty, maximum output length
 
-Every key is checked against the dataclass field's type (and `Literal` choices), then the
-cross-field rules in `_check_values` run. Any problem raises `ConfigError` naming the file and
+Files are read within bounds first (bounded.py: size, nesting depth and YAML aliases, before
+anything is expanded). Every key is checked against the dataclass field's type (and `Literal`
+choices), every number against its range in `RANGES` / `FRACTIONS` (finite; NaN fails), the model
+against MAX_PARAMETERS by `estimate_parameters`, then the cross-field rules run. Any problem raises `ConfigError` naming the file and
 the dotted key, e.g. ``configs/x.yaml: model.heads=6 must divide model.d_model=256``.
 Command-line overrides (``--set train.lr=3e-4``) go through the same validation.
 """
@@ -17,18 +19,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
+import reprlib
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union
 
-import yaml
-
+from attnmt.bounded import load_json, load_yaml, plain_copy, read_text
 from attnmt.devices import check_device_name
 from attnmt.errors import AttnmtError, ConfigError
 
+_KEY_NAME = re.compile(r"[\w.-]{1,60}", re.ASCII)  # shown as it is in messages; other keys as repr
 _FLOAT_LITERAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
@@ -134,6 +138,50 @@ class Config:
         return dataclasses.replace(self, **sections)
 
 
+# ----------------------------------------------------------------------------- bounds
+# Sizes and counts are bounded where a larger value would hang, overflow or allocate without
+# bound; the bounds are far above any sensible setting. (Issue 24 items 10, 11, 16 and 17.)
+
+MAX_DIM = 65_536              # any model width (emb_dim, hidden sizes, d_model, ff_dim)
+MAX_LAYERS = 64
+MAX_VOCAB = 1_000_000         # data.spm_vocab_size, data.max_vocab
+MAX_BEAM = 64                 # search.beam_size, train.eval_beam
+MAX_TOKENS = 10_000           # data.max_len, search.max_input_tokens, search.max_len_offset
+MAX_COUNT = 1_000_000_000     # steps, sentences, pairs: a count nothing could reach
+MAX_PARAMETERS = 1_000_000_000  # the model's estimated parameters (4 GB of float32 weights)
+NOMINAL_VOCAB = 50_000        # the vocabulary the estimate assumes for Moses without data.max_vocab
+MAX_POSITIONS = 1024          # the Transformer's position table (models/transformer.py)
+MAX_TEXT = 4096               # characters in a string setting (a path's limit on Linux)
+
+# key -> (lower bound, upper bound): "positive" (> 0) or "non-negative" (>= 0), then at most `high`.
+# Optional settings may also be null. Floats must be finite.
+RANGES: dict[str, tuple[str, int | float]] = {
+    "data.spm_vocab_size": ("positive", MAX_VOCAB), "data.min_freq": ("positive", MAX_COUNT),
+    "data.max_vocab": ("positive", MAX_VOCAB), "data.max_len": ("positive", MAX_TOKENS),
+    "data.train_subset": ("positive", MAX_COUNT),
+    **{f"model.{k}": ("positive", MAX_DIM) for k in ("emb_dim", "enc_hidden", "dec_hidden", "attn_dim",
+                                                       "d_model", "ff_dim")},
+    **{f"model.{k}": ("positive", MAX_LAYERS) for k in ("layers", "enc_layers", "dec_layers")},
+    "model.heads": ("positive", 1024),
+    "train.seed": ("non-negative", 2**63 - 1),  # torch.manual_seed's range, with room for seed + rank
+    "train.epochs": ("positive", 100_000), "train.max_minutes": ("positive", 1e6),  # ~2 years
+    "train.batch_size": ("positive", 1_000_000), "train.lr": ("positive", 10.0),
+    "train.weight_decay": ("non-negative", 10.0), "train.warmup_steps": ("non-negative", MAX_COUNT),
+    "train.plateau_patience": ("non-negative", 1_000_000), "train.min_lr": ("non-negative", 10.0),
+    "train.clip": ("non-negative", 1e6), "train.early_stopping_patience": ("positive", 1_000_000),
+    "train.eval_beam": ("positive", MAX_BEAM), "train.eval_max_sentences": ("positive", MAX_COUNT),
+    "train.keep_last": ("non-negative", 10_000), "train.save_every_steps": ("positive", MAX_COUNT),
+    "train.max_bad_steps": ("positive", 1_000_000), "train.log_every": ("positive", MAX_COUNT),
+    "train.num_threads": ("positive", 1024), "train.accum_steps": ("positive", 10_000),
+    "search.beam_size": ("positive", MAX_BEAM), "search.length_penalty": ("non-negative", 10.0),
+    "search.max_len_ratio": ("positive", 10.0), "search.max_len_offset": ("non-negative", MAX_TOKENS),
+    "search.max_input_tokens": ("positive", MAX_TOKENS),
+}
+# probabilities and factors: key -> interval
+FRACTIONS = {"model.dropout": "[0, 1)", "model.attn_dropout": "[0, 1)", "train.label_smoothing": "[0, 1)",
+             "train.teacher_forcing": "[0, 1]", "train.plateau_factor": "(0, 1)"}
+
+
 # ----------------------------------------------------------------------------- loading
 
 PACKAGED_CONFIGS = Path(__file__).resolve().parent / "configs"  # shipped in the wheel; ./configs in a clone
@@ -174,11 +222,10 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     """
     path = find_config(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = read_text(path)
     except OSError as err:
         raise ConfigError(f"{path}: cannot read the config file: {err.strerror or err}") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    raw = load_yaml(text, source=str(path))
     raw = {} if raw is None else raw
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of sections, got {type(raw).__name__}")
@@ -186,33 +233,39 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     return config_from_dict(raw, source=str(path))
 
 
+class _NotYAML(Exception):
+    """An override value that is not YAML: it is taken as a plain string."""
+
+
 def apply_overrides(raw: dict, overrides: list[str] | tuple[str, ...], *, source: str) -> dict:
-    """Return a copy of `raw` with each ``section.key=value`` set (the value parsed as YAML)."""
-    raw = json.loads(json.dumps(raw, default=list))  # deep copy of plain data
+    """Return an unshared copy of `raw` with each ``section.key=value`` set (the value parsed as
+    YAML within the same bounds as a file; text that is not YAML is a string)."""
+    raw = plain_copy(raw, source=source)  # bounded: YAML aliases are expanded under a value budget
     for item in overrides:
         key, sep, text = item.partition("=")
         parts = key.strip().split(".")
         if not sep or len(parts) != 2 or not all(parts):
             raise ConfigError(f"{source}: override {item!r} must look like section.key=value (e.g. train.lr=3e-4)")
         try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError:
+            value = load_yaml(text, source=f"{source}: {key.strip()}", invalid=_NotYAML)
+        except _NotYAML:
             value = text
         section = raw.setdefault(parts[0], {})
         if not isinstance(section, dict):
             raise ConfigError(f"{source}: {parts[0]} must be a mapping, got {type(section).__name__}")
-        section[parts[1]] = value
+        section[parts[1]] = plain_copy(value, source=source, at=key.strip())
     return raw
 
 
 def config_from_dict(raw: dict, *, source: str = "<config>") -> Config:
     """Build and validate a `Config` from plain nested dicts (YAML or the saved JSON)."""
+    raw = plain_copy(raw, source=source)  # refused past the bounds before any key is read
     sections = {f.name: f.type for f in dataclasses.fields(Config)}
     hints = typing.get_type_hints(Config)
     built = {}
     for name, value in raw.items():
         if name not in sections:
-            raise ConfigError(f"{source}: unknown section {name!r} (expected one of {', '.join(sections)})")
+            raise ConfigError(f"{source}: unknown section {_show(name)} (expected one of {', '.join(sections)})")
         if value is None:
             value = {}
         if not isinstance(value, dict):
@@ -229,7 +282,8 @@ def _build_section(cls: type, values: dict, *, source: str, prefix: str) -> Any:
     for key, value in values.items():
         if key not in hints:
             known = ", ".join(f.name for f in dataclasses.fields(cls))
-            raise ConfigError(f"{source}: unknown key {prefix}.{key} (known keys: {known})")
+            shown = key if isinstance(key, str) and _KEY_NAME.fullmatch(key) else _show(key)
+            raise ConfigError(f"{source}: unknown key {prefix}.{shown} (known keys: {known})")
         kwargs[key] = _coerce(value, hints[key], source=source, key=f"{prefix}.{key}")
     return cls(**kwargs)
 
@@ -243,13 +297,13 @@ def _coerce(value: Any, hint: Any, *, source: str, key: str) -> Any:
         inner = [a for a in args if a is not type(None)]
         return _coerce(value, inner[0], source=source, key=key)
     if origin is Literal:
-        if value not in args:
+        if not isinstance(value, str) or value not in args:
             choices = ", ".join(repr(a) for a in args)
-            raise ConfigError(f"{source}: {key}={value!r} is not one of {choices}")
+            raise ConfigError(f"{source}: {key}={_show(value)} is not one of {choices}")
         return value
     if origin is tuple:
         if not isinstance(value, (list, tuple)) or len(value) != len(args):
-            raise ConfigError(f"{source}: {key} must be a list of {len(args)} values, got {value!r}")
+            raise ConfigError(f"{source}: {key} must be a list of {len(args)} values, got {_show(value)}")
         return tuple(_coerce(v, a, source=source, key=key) for v, a in zip(value, args))
     if hint is bool:
         ok = isinstance(value, bool)
@@ -259,91 +313,192 @@ def _coerce(value: Any, hint: Any, *, source: str, key: str) -> Any:
         if isinstance(value, str) and _FLOAT_LITERAL.fullmatch(value.strip()):
             value = float(value)  # YAML 1.1 reads `1e-3` (no dot) as a string
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        value = float(value) if ok else value
+        value = _to_float(value, source=source, key=key) if ok else value
     elif hint is str:
         ok = isinstance(value, str)
+        if ok:
+            _check_text(value, source=source, key=key)
     else:  # pragma: no cover - a field type this validator does not know is a programming error
         raise TypeError(f"unsupported config type {hint!r} for {key}")
     if not ok:
-        raise ConfigError(f"{source}: {key} must be {hint.__name__}, got {type(value).__name__} {value!r}")
+        raise ConfigError(f"{source}: {key} must be {hint.__name__}, got {type(value).__name__} {_show(value)}")
     return value
 
 
+def _to_float(value: int | float, *, source: str, key: str) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an int past the float range
+        raise ConfigError(f"{source}: {key}={_show(value)} must be a finite number") from None
+
+
+def _check_text(value: str, *, source: str, key: str) -> None:
+    """A string setting (a path, a language, a device): UTF-8, no NUL, at most MAX_TEXT characters."""
+    if len(value) > MAX_TEXT:
+        raise ConfigError(f"{source}: {key} is {len(value)} characters long; at most {MAX_TEXT}")
+    if "\x00" in value:
+        raise ConfigError(f"{source}: {key}={_show(value)} contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{source}: {key}={_show(value)} is not valid Unicode (a lone surrogate)") from None
+
+
+def _show(value: Any) -> str:
+    """A value for a message: at most about 60 characters, whatever its size."""
+    try:
+        return _SHOW.repr(value)
+    except ValueError:  # an int past Python's digit limit
+        return f"<an int of {value.bit_length()} bits>"
+
+
+_SHOW = reprlib.Repr()
+_SHOW.maxstring = _SHOW.maxother = _SHOW.maxlong = 60
+_SHOW.maxlevel, _SHOW.maxlist, _SHOW.maxdict = 2, 4, 4
+
+
 def _check_values(cfg: Config, source: str) -> None:
-    """Cross-field and range rules; each failure names the dotted key."""
+    """Range, size and cross-field rules; each failure names the dotted key."""
+    for check in (_check_data, _check_ranges, _check_model_size, _check_rules):
+        problem = check(cfg)
+        if problem:
+            raise ConfigError(f"{source}: {problem}")
 
-    def fail(message: str) -> None:
-        raise ConfigError(f"{source}: {message}")
 
-    d, m, t, s = cfg.data, cfg.model, cfg.train, cfg.search
+def _check_data(cfg: Config) -> str | None:
+    d = cfg.data
     if d.corpus == "multi30k":
         langs = ("de", "en", "fr", "cs")
         for key in ("src_lang", "tgt_lang"):
             if getattr(d, key) not in langs:
-                fail(f"data.{key}={getattr(d, key)!r}: Multi30k has {', '.join(langs)}")
+                return f"data.{key}={_show(getattr(d, key))}: Multi30k has {', '.join(langs)}"
     elif d.corpus == "files":
         if not d.train:
-            fail("data.train must name your training data when data.corpus is 'files'")
+            return "data.train must name your training data when data.corpus is 'files'"
     else:
-        fail(f"data.corpus={d.corpus!r} must be 'multi30k' or 'files'")
+        return f"data.corpus={_show(d.corpus)} must be 'multi30k' or 'files'"
     if d.src_lang == d.tgt_lang:
-        fail(f"data.src_lang and data.tgt_lang are both {d.src_lang!r}")
-    positive = {
-        "data.spm_vocab_size": d.spm_vocab_size, "data.min_freq": d.min_freq, "data.max_len": d.max_len,
-        "model.emb_dim": m.emb_dim, "model.enc_hidden": m.enc_hidden, "model.dec_hidden": m.dec_hidden,
-        "model.attn_dim": m.attn_dim, "model.layers": m.layers, "model.d_model": m.d_model,
-        "model.heads": m.heads, "model.ff_dim": m.ff_dim, "model.enc_layers": m.enc_layers,
-        "model.dec_layers": m.dec_layers, "train.epochs": t.epochs, "train.batch_size": t.batch_size,
-        "train.lr": t.lr, "train.log_every": t.log_every, "train.max_bad_steps": t.max_bad_steps,
-        "train.eval_beam": t.eval_beam, "train.accum_steps": t.accum_steps, "search.beam_size": s.beam_size,
-        "search.max_len_ratio": s.max_len_ratio, "search.max_input_tokens": s.max_input_tokens,
-    }
-    for key, value in positive.items():
-        if value <= 0:
-            fail(f"{key}={value} must be positive")
-    optional_positive = {
-        "data.max_vocab": d.max_vocab, "data.train_subset": d.train_subset, "train.max_minutes": t.max_minutes,
-        "train.early_stopping_patience": t.early_stopping_patience,
-        "train.eval_max_sentences": t.eval_max_sentences, "train.num_threads": t.num_threads,
-        "train.save_every_steps": t.save_every_steps,
-    }
-    for key, value in optional_positive.items():
-        if value is not None and value <= 0:
-            fail(f"{key}={value} must be positive (or null)")
-    for key, value in {"model.dropout": m.dropout, "model.attn_dropout": m.attn_dropout,
-                       "train.label_smoothing": t.label_smoothing}.items():
-        if not 0.0 <= value < 1.0:
-            fail(f"{key}={value} must be in [0, 1)")
-    if not 0.0 <= t.teacher_forcing <= 1.0:
-        fail(f"train.teacher_forcing={t.teacher_forcing} must be in [0, 1]")
-    for key, value in {"train.weight_decay": t.weight_decay, "train.clip": t.clip,
-                       "train.warmup_steps": t.warmup_steps, "train.min_lr": t.min_lr,
-                       "train.keep_last": t.keep_last, "train.plateau_patience": t.plateau_patience,
-                       "search.length_penalty": s.length_penalty,
-                       "search.max_len_offset": s.max_len_offset}.items():
-        if value < 0:
-            fail(f"{key}={value} must not be negative")
-    if not 0.0 < t.plateau_factor < 1.0:
-        fail(f"train.plateau_factor={t.plateau_factor} must be in (0, 1)")
-    if not all(0.0 <= b < 1.0 for b in t.betas):
-        fail(f"train.betas={list(t.betas)} must each be in [0, 1)")
+        return f"data.src_lang and data.tgt_lang are both {_show(d.src_lang)}"
+    return None
+
+
+def _check_ranges(cfg: Config) -> str | None:
+    """Every number finite and inside its `RANGES` or `FRACTIONS` entry (written so that NaN fails)."""
+    for key, (low, high) in RANGES.items():
+        section, name = key.split(".")
+        value = getattr(getattr(cfg, section), name)
+        if value is None:  # an optional setting (the type check allowed None)
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{key}={value} must be a finite number"
+        if low == "positive" and not value > 0:
+            return f"{key}={_show(value)} must be positive"
+        if low == "non-negative" and not value >= 0:
+            return f"{key}={_show(value)} must not be negative"
+        if not value <= high:
+            return f"{key}={_show(value)} must be at most {high:g}" if isinstance(high, float) else \
+                f"{key}={_show(value)} must be at most {high}"
+    for key, interval in FRACTIONS.items():
+        section, name = key.split(".")
+        value = getattr(getattr(cfg, section), name)
+        if not _in_interval(value, interval):
+            return f"{key}={value} must be in {interval}"
+    if not all(_in_interval(b, "[0, 1)") for b in cfg.train.betas):
+        return f"train.betas={list(cfg.train.betas)} must each be in [0, 1)"
+    return None
+
+
+def _in_interval(value: float, interval: str) -> bool:
+    """Whether `value` lies in "[0, 1)", "[0, 1]" or "(0, 1)"; False for NaN."""
+    low_ok = value > 0 if interval.startswith("(") else value >= 0
+    high_ok = value <= 1 if interval.endswith("]") else value < 1
+    return low_ok and high_ok
+
+
+def _check_model_size(cfg: Config) -> str | None:
+    """The model's parameter count, estimated before anything is allocated, within MAX_PARAMETERS."""
+    m, d = cfg.model, cfg.data
+    if d.tokenizer == "sentencepiece":
+        vocab = d.spm_vocab_size + 4  # attnmt's <pad> <unk> <s> </s>, counted generously
+    else:
+        vocab = NOMINAL_VOCAB if d.max_vocab is None else d.max_vocab + 4
+    params = estimate_parameters(m, vocab, vocab)
+    if params <= MAX_PARAMETERS:
+        return None
+    keys = (("d_model", "ff_dim", "enc_layers", "dec_layers") if m.arch == "transformer"
+            else ("emb_dim", "enc_hidden", "dec_hidden", "attn_dim", "layers"))
+    sizes = ", ".join(f"model.{k}={getattr(m, k)}" for k in keys)
+    return (f"{sizes} give a model of about {params:.2g} parameters (with vocabularies of {vocab}); "
+            f"it must be at most {MAX_PARAMETERS:.0e} (make these sizes smaller)")
+
+
+def _check_rules(cfg: Config) -> str | None:
+    """Rules between keys: settings that cannot work together, or would be accepted and ignored."""
+    d, m, t = cfg.data, cfg.model, cfg.train
     if m.arch == "transformer" and m.d_model % m.heads:
-        fail(f"model.heads={m.heads} must divide model.d_model={m.d_model}")
+        return f"model.heads={m.heads} must divide model.d_model={m.d_model}"
     if t.compile == "cudagraphs" and (m.arch != "transformer" or t.device == "cpu"):
-        fail(f"train.compile='cudagraphs' needs model.arch='transformer' on a CUDA device; got model.arch="
-             f"{m.arch!r}, train.device={t.device!r} (the RNN packs sequences on the host: use 'none' or 'default')")
+        return (f"train.compile='cudagraphs' needs model.arch='transformer' on a CUDA device; got model.arch="
+                f"{m.arch!r}, train.device={t.device!r} (the RNN packs sequences on the host: use 'none' or "
+                "'default')")
     if t.schedule == "inverse_sqrt" and t.warmup_steps == 0:
-        fail("train.warmup_steps must be positive with train.schedule='inverse_sqrt'")
+        return "train.warmup_steps must be positive with train.schedule='inverse_sqrt'"
     try:  # the spelling only: whether the device exists is checked where it is used (devices.py)
         check_device_name(t.device, key="train.device")
     except AttnmtError as err:
-        fail(str(err))
+        return str(err)
     if m.arch == "transformer" and t.teacher_forcing != 1.0:
-        fail(f"train.teacher_forcing={t.teacher_forcing} applies to model.arch='rnn' only: the Transformer "
-             "is always trained on the gold previous tokens (set it to 1.0)")
+        return (f"train.teacher_forcing={t.teacher_forcing} applies to model.arch='rnn' only: the Transformer "
+                "is always trained on the gold previous tokens (set it to 1.0)")
     if d.lowercase and d.tokenizer == "sentencepiece":
-        fail("data.lowercase=true applies to data.tokenizer='moses' only: sentencepiece models the text "
-             "as it is (set data.lowercase to false, or use the moses tokenizer)")
+        return ("data.lowercase=true applies to data.tokenizer='moses' only: sentencepiece models the text "
+                "as it is (set data.lowercase to false, or use the moses tokenizer)")
+    return None
+
+
+def estimate_parameters(model: ModelConfig, src_vocab: int, tgt_vocab: int) -> int:
+    """The trainable parameters `models.build_model` would allocate (tied weights counted once),
+    computed from the sizes alone; equal to `models.count_parameters` (tests/test_config_ranges.py)."""
+    if model.arch == "transformer":
+        return _transformer_parameters(model, src_vocab, tgt_vocab)
+    return _rnn_parameters(model, src_vocab, tgt_vocab)
+
+
+def _linear(n_in: int, n_out: int, bias: bool = True) -> int:
+    return n_in * n_out + (n_out if bias else 0)
+
+
+def _rnn_parameters(m: ModelConfig, src_vocab: int, tgt_vocab: int) -> int:
+    """Bahdanau et al. 2015 as models/rnn.py builds it: bi-GRU encoder, bridge, attentive GRU decoder."""
+    E, H, D, A = m.emb_dim, m.enc_hidden, m.dec_hidden, m.attn_dim
+    gru = sum(2 * (3 * H * ((E if n == 0 else 2 * H) + H) + 6 * H) for n in range(m.layers))  # both directions
+    encoder = src_vocab * E + gru + _linear(2 * H, D)
+    if m.attention == "bahdanau":
+        attention = _linear(D, A, bias=False) + _linear(2 * H, A) + _linear(A, 1, bias=False)
+        readout = D + 2 * H + E
+        pre_output = _linear(readout, E) if m.tie_embeddings else 0
+        readout = E if m.tie_embeddings else readout
+        cell = 3 * D * (E + 2 * H + D) + 6 * D
+    else:
+        attention = _linear(D, 2 * H, bias=False) if m.attention == "luong-general" else 0
+        readout = E if m.tie_embeddings else D
+        pre_output = _linear(2 * H + D, readout, bias=False)  # W_c
+        cell = 3 * D * (E + readout + D) + 6 * D
+    generator = tgt_vocab if m.tie_embeddings else _linear(readout, tgt_vocab)
+    return encoder + tgt_vocab * E + attention + pre_output + cell + generator
+
+
+def _transformer_parameters(m: ModelConfig, src_vocab: int, tgt_vocab: int) -> int:
+    """Vaswani et al. 2017 as models/transformer.py builds it (sinusoidal positions are no parameters)."""
+    d = m.d_model
+    attention, feed_forward, norm = 4 * _linear(d, d), _linear(d, m.ff_dim) + _linear(m.ff_dim, d), 2 * d
+    encoder = m.enc_layers * (attention + feed_forward + 2 * norm)
+    decoder = m.dec_layers * (2 * attention + feed_forward + 3 * norm)
+    final_norms = 2 * norm if m.pre_norm else 0
+    embeddings = src_vocab * d + (0 if m.share_embeddings else tgt_vocab * d)
+    positions = MAX_POSITIONS * d if m.positions == "learned" else 0
+    generator = tgt_vocab if m.tie_embeddings else _linear(d, tgt_vocab)
+    return embeddings + positions + encoder + decoder + final_norms + generator
 
 
 def advisories(cfg: Config) -> list[str]:
@@ -377,11 +532,12 @@ def load_saved_config(path: str | Path) -> Config:
     """Read a config saved by `save_config` (JSON), validating it like a YAML file."""
     path = Path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        text = read_text(path)
     except FileNotFoundError:
         raise ConfigError(f"{path}: not found (is this a run directory?)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: not valid JSON: {err}") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read the config file: {err.strerror or err}") from None
+    raw = load_json(text, source=str(path))
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a JSON object")
     return config_from_dict(raw, source=str(path))
