@@ -48,7 +48,7 @@ HARMLESS = [
     ("attention {rnn} Hund --head -" + HUGE, 2),
     ("average {rnn} --last " + HUGE + " -o {tmp}/avg.safetensors", 0),
     ("serve {rnn} --port " + HUGE, 2),
-    ("data stats --corpus {corpus} --min-freq " + HUGE, 0),
+    ("data stats --corpus {corpus} --min-freq " + HUGE, 2),  # data.min_freq's bound (config.py) names the flag
 ]
 
 

@@ -145,7 +145,8 @@ class Config:
 MAX_DIM = 65_536              # any model width (emb_dim, hidden sizes, d_model, ff_dim)
 MAX_LAYERS = 64
 MAX_VOCAB = 1_000_000         # data.spm_vocab_size, data.max_vocab
-MAX_BEAM = 64                 # search.beam_size, train.eval_beam
+MAX_BEAM = 16                 # search.beam_size, train.eval_beam; decoding and the service cap beams here too
+MAX_LENGTH_PENALTY = 10.0     # search.length_penalty (GNMT alpha); likewise every decoding call
 MAX_TOKENS = 10_000           # data.max_len, search.max_input_tokens, search.max_len_offset
 MAX_COUNT = 1_000_000_000     # steps, sentences, pairs: a count nothing could reach
 MAX_PARAMETERS = 1_000_000_000  # the model's estimated parameters (4 GB of float32 weights)
@@ -173,7 +174,7 @@ RANGES: dict[str, tuple[str, int | float]] = {
     "train.keep_last": ("non-negative", 10_000), "train.save_every_steps": ("positive", MAX_COUNT),
     "train.max_bad_steps": ("positive", 1_000_000), "train.log_every": ("positive", MAX_COUNT),
     "train.num_threads": ("positive", 1024), "train.accum_steps": ("positive", 10_000),
-    "search.beam_size": ("positive", MAX_BEAM), "search.length_penalty": ("non-negative", 10.0),
+    "search.beam_size": ("positive", MAX_BEAM), "search.length_penalty": ("non-negative", MAX_LENGTH_PENALTY),
     "search.max_len_ratio": ("positive", 10.0), "search.max_len_offset": ("non-negative", MAX_TOKENS),
     "search.max_input_tokens": ("positive", MAX_TOKENS),
 }

@@ -22,7 +22,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
-from attnmt.config import SearchConfig
+from attnmt.config import MAX_BEAM, MAX_LENGTH_PENALTY, SearchConfig
 from attnmt.data.pipeline import TextPipeline
 from attnmt.data.tokenizers import Tokenizer
 from attnmt.data.vocab import Vocab
@@ -35,8 +35,9 @@ MAX_CHARS_PER_TOKEN = 20
 
 # Bounds on the decoding arguments (check_decoding_args), the same for the CLI, the Python API
 # and the service (whose MAX_BEAM and length_penalty cap are these values; a test checks it):
-MAX_BEAM = 16                    # beam_size and n_best: 1..MAX_BEAM (time and memory grow with the beam)
-MAX_LENGTH_PENALTY = 10.0        # GNMT alpha: 0..10 (useful values are below 2; ((5 + len) / 6)^alpha stays finite)
+# MAX_BEAM: beam_size and n_best in 1..MAX_BEAM (time and memory grow with the beam);
+# MAX_LENGTH_PENALTY: GNMT alpha in 0..10 (useful values are below 2; ((5 + len) / 6)^alpha stays
+# finite). Both are config.py's, so a run's search settings and every decoding call agree.
 MIN_SAMPLING_TEMPERATURE = 0.01  # already as sharp as greedy; far smaller ones overflow logits / temperature
 MAX_SAMPLING_TEMPERATURE = 100.0  # already as flat as uniform
 MAX_SAMPLING_TOPK = 2**20        # more than any vocabulary (0 = all)
