@@ -13,28 +13,17 @@ demo) and serving (uvicorn's `Server.run`).
 
 import argparse
 import io
-import os
 import shutil
 import sys
 import types
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from attnmt.cli import build_parser, main
 
-DEEP = os.environ.get("ATTNMT_FUZZ") == "deep"
-_QUIET = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large]
-settings.register_profile("attnmt-fuzz-ci", deadline=None, derandomize=True, suppress_health_check=_QUIET,
-                          print_blob=True)
-settings.register_profile("attnmt-fuzz-deep", deadline=None, suppress_health_check=_QUIET, print_blob=True)
-PROFILE = settings.get_profile("attnmt-fuzz-deep" if DEEP else "attnmt-fuzz-ci")
-
-
-def fuzz(ci: int, deep: int) -> settings:
-    """Bounded examples in CI (derandomized: the same examples every run), many more with ATTNMT_FUZZ=deep."""
-    return settings(PROFILE, max_examples=deep if DEEP else ci)
+from fuzzing import fuzz  # tests/fuzzing.py: the shared profiles
 
 
 # ----------------------------------------------------------------------------- generated values

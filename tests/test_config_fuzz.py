@@ -9,28 +9,21 @@ The default profile runs in CI in seconds. The deep one: ``ATTNMT_FUZZ=deep pyte
 import dataclasses
 import json
 import math
-import os
 import typing
 from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 from attnmt.config import (
     FRACTIONS, RANGES, Config, config_from_dict, load_config, load_saved_config, save_config,
 )
 from attnmt.errors import ConfigError
+from fuzzing import fuzz
 
-DEEP = os.environ.get("ATTNMT_FUZZ") == "deep"
-FUZZ = settings(
-    max_examples=5000 if DEEP else 200,
-    deadline=2000,  # ms per example: a hang or an expansion fails here, not in CI's timeout
-    derandomize=not DEEP,  # CI: the same examples every run; deep: new ones each time
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    database=None,
-)
+FUZZ = fuzz(200, 5000, deadline_ms=2000)  # a hang or an expansion fails here, not in CI's timeout
 SHIPPED = sorted((Path(__file__).resolve().parents[1] / "src" / "attnmt" / "configs").glob("*.yaml"))
 SECTIONS = {f.name: typing.get_type_hints(Config)[f.name] for f in dataclasses.fields(Config)}
 KEYS = [f"{name}.{f.name}" for name, cls in SECTIONS.items() for f in dataclasses.fields(cls)]

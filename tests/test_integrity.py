@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 
@@ -16,6 +16,7 @@ from attnmt.checkpoint import load_weights_file, save_tensors
 from attnmt.cli import main
 from attnmt.errors import AttnmtError, CheckpointError
 from attnmt.translator import Translator
+from fuzzing import fuzz
 
 SENTENCES = ["Hund katze haus .", "Rot blau ball wasser .", "Klein ."]
 
@@ -140,7 +141,7 @@ def test_malformed_tokenizer_settings_get_one_line(run, settings_json, capsys):
     assert "tokenizers.json" in err
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@fuzz(25, 1000)
 @given(data=st.data())
 def test_any_flipped_bit_in_a_run_is_refused_or_changes_nothing(toy_run, tmp_path_factory, data):
     """The files a translator reads (config, tokenizers, vocabularies, checksums, pointer, weights):

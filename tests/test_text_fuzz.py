@@ -7,26 +7,15 @@ Python API, and any bytes on stdin or in a file give one output line per input l
 """
 
 import io
-import os
 import sys
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from attnmt.cli import main
 
-DEEP = os.environ.get("ATTNMT_FUZZ") == "deep"
-_QUIET = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large]
-settings.register_profile("attnmt-fuzz-ci", deadline=None, derandomize=True, suppress_health_check=_QUIET,
-                          print_blob=True)
-settings.register_profile("attnmt-fuzz-deep", deadline=None, suppress_health_check=_QUIET, print_blob=True)
-PROFILE = settings.get_profile("attnmt-fuzz-deep" if DEEP else "attnmt-fuzz-ci")
-
-
-def fuzz(ci: int, deep: int) -> settings:
-    """Bounded examples in CI (derandomized: the same examples every run), many more with ATTNMT_FUZZ=deep."""
-    return settings(PROFILE, max_examples=deep if DEEP else ci)
+from fuzzing import fuzz  # tests/fuzzing.py: the shared profiles
 
 
 # Every character some reader takes for a line break or whitespace, and other troublemakers.
