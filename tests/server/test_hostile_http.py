@@ -102,3 +102,35 @@ def test_encoded_surrogates_in_json_are_refused(server, path, raw):
 @pytest.mark.parametrize("path", ["/translate", "/v1/translate"])
 def test_invalid_utf8_in_json_is_refused(server, path):
     assert_error(post(server, path, b'{"q": "Ein \xff Hund", "texts": ["\xff"]}'), 400, "UTF-8")
+
+
+def test_form_bodies_are_utf8(server, toy_translator):
+    expected = toy_translator.translate("Groß haus .", beam_size=3)[0].text
+    form = "application/x-www-form-urlencoded"
+    for raw in ("q=Groß haus .&source=de&target=en".encode(), b"q=Gro%C3%9F+haus+.&source=de&target=en"):
+        r = post(server, "/translate", raw, form)  # curl -d sends raw UTF-8; browsers percent-encode
+        assert r.status_code == 200 and r.json() == {"translatedText": expected}, (raw, r.text)
+    for raw in (b"q=Ein%ED%A0%80Hund&source=de&target=en", b"q=Ein\xffHund&source=de&target=en",
+                b"q=Hund&source=de&target=en&%FF=1"):
+        assert_error(post(server, "/translate", raw, form), 400, "not valid UTF-8")
+
+
+def test_multipart_text_decoded_to_surrogates_is_refused(server):
+    # starlette decodes parts with the charset the client names; unicode_escape turns \ud800 into a surrogate
+    boundary = "XyZ"
+    parts = [("q", r"Ein \ud800 Hund ."), ("source", "de"), ("target", "en")]
+    raw = "".join(f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n' for k, v in parts)
+    raw = (raw + f"--{boundary}--\r\n").encode()
+    r = post(server, "/translate", raw, f"multipart/form-data; boundary={boundary}; charset=unicode_escape")
+    assert_error(r, 400, "not valid Unicode")
+
+
+# ---- item 17: alternatives below zero ---------------------------------------------------------
+
+@pytest.mark.parametrize("value", [-5, -1, "-5"])
+def test_negative_alternatives_are_refused(server, value):
+    body = json.dumps({"q": "Hund .", **LT, "alternatives": value}).encode()
+    assert_error(post(server, "/translate", body), 400, "alternatives parameter must be >= 0")
+    form = f"q=Hund+.&source=de&target=en&alternatives={value}".encode()
+    assert_error(post(server, "/translate", form, "application/x-www-form-urlencoded"), 400,
+                 "alternatives parameter must be >= 0")
