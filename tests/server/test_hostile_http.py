@@ -6,11 +6,14 @@ deeper than the limit, text that is not valid Unicode, a negative `alternatives`
 from __future__ import annotations
 
 import json
+import socket
+import threading
+import time
 
 import httpx
 import pytest
 
-from attnmt.server.limits import MAX_JSON_DEPTH
+from attnmt.server.limits import BODY_TIMEOUT_S, HEAD_TIMEOUT_S, MAX_JSON_DEPTH
 from logged_server import LoggedServer
 
 SLACK_S = 5  # scheduling slack on a loaded 2-core machine
@@ -134,3 +137,75 @@ def test_negative_alternatives_are_refused(server, value):
     form = f"q=Hund+.&source=de&target=en&alternatives={value}".encode()
     assert_error(post(server, "/translate", form, "application/x-www-form-urlencoded"), 400,
                  "alternatives parameter must be >= 0")
+
+
+# ---- item 17: stalled connections -------------------------------------------------------------
+
+class Stalled(threading.Thread):
+    """A raw-socket client that sends `head`, then `trickle` one piece per second until the server
+    answers or closes; records what came back and when."""
+
+    def __init__(self, port: int, head: bytes, trickle: bytes = b"", limit: float = 60):
+        super().__init__(daemon=True)
+        self.port, self.head, self.trickle, self.limit = port, head, trickle, limit
+        self.reply, self.seconds, self.closed = b"", None, False
+
+    def run(self):
+        start = time.monotonic()
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as sock:
+            sock.settimeout(1.0)
+            try:
+                if self.head:
+                    sock.sendall(self.head)
+                while time.monotonic() - start < self.limit:
+                    try:
+                        chunk = sock.recv(65536)
+                    except socket.timeout:
+                        if self.trickle:
+                            sock.sendall(self.trickle)
+                        continue
+                    if not chunk:
+                        self.closed = True
+                        break
+                    self.reply += chunk
+            except (ConnectionResetError, BrokenPipeError):
+                self.closed = True
+        self.seconds = time.monotonic() - start
+
+    @property
+    def status(self) -> int | None:
+        line = self.reply.split(b"\r\n", 1)[0].split()
+        return int(line[1]) if len(line) > 1 and line[1].isdigit() else None
+
+
+def test_stalled_connections_are_cut_and_others_are_server(server):
+    port = int(server.url.rsplit(":", 1)[1])
+    limit = BODY_TIMEOUT_S + 4 * SLACK_S  # a client waits no longer than this (the test never hangs)
+    head_clients = {
+        "silent": Stalled(port, b"", limit=limit),
+        "half request line": Stalled(port, b"POST /transl", limit=limit),
+        "trickled headers": Stalled(port, b"POST /translate HTTP/1.1\r\nHost: x\r\n", b"X-Slow: 1\r\n", limit=limit),
+        "after a keep-alive answer": Stalled(port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /lang", b"u",
+                                             limit=limit),
+    }
+    body_client = Stalled(port, b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                b"Content-Length: 1000\r\n\r\n{", b" ", limit=limit)
+    clients = {**head_clients, "trickled body": body_client}
+    for client in clients.values():
+        client.start()
+    time.sleep(1)
+    for _ in range(3):  # server promptly while the stalled clients hold their connections
+        start = time.monotonic()
+        r = httpx.post(server.url + "/translate", json={"q": "Hund .", **LT}, timeout=30)
+        assert r.status_code == 200 and time.monotonic() - start < SLACK_S
+    for client in clients.values():
+        client.join(limit + 10)
+    for name, client in head_clients.items():
+        assert client.closed, f"{name}: still open after {client.seconds:.1f} s"
+        assert client.seconds <= HEAD_TIMEOUT_S + SLACK_S, f"{name}: cut after {client.seconds:.1f} s"
+        if name in ("half request line", "trickled headers"):
+            assert client.status == 408 and b'{"error":' in client.reply, (name, client.reply)
+    assert head_clients["after a keep-alive answer"].status == 200  # the first request was answered
+    assert body_client.closed and body_client.seconds <= BODY_TIMEOUT_S + SLACK_S, body_client.seconds
+    assert body_client.status == 408 and b"within %d s" % BODY_TIMEOUT_S in body_client.reply, body_client.reply
+    assert httpx.get(server.url + "/health", timeout=30).status_code == 200
