@@ -18,7 +18,8 @@ from pydantic import ValidationError
 from attnmt.server.errors import ApiError
 from attnmt.server.limits import invalid_text
 from attnmt.server.routes.deps import get_service
-from attnmt.server.schemas import ErrorResponse, Language, LibreTranslateRequest, LibreTranslateResponse
+from attnmt.server.schemas import (ErrorResponse, Language, LibreTranslateRequest, LibreTranslateResponse,
+                                   libretranslate_body_schema)
 from attnmt.server.service import TranslationService, language_name
 from attnmt.server.settings import MAX_BEAM
 
@@ -29,10 +30,11 @@ ERRORS = {400: {"model": ErrorResponse, "description": "Invalid request"},
           413: {"model": ErrorResponse, "description": "Body over 1 MiB, or more texts than --max-texts"},
           500: {"model": ErrorResponse, "description": "Translation error (a fault inside the model)"}}
 
+_FORM_BODY = libretranslate_body_schema(form=True, max_alternatives=MAX_BEAM - 1)
 _BODY_DOC = {"requestBody": {"required": True, "content": {
-    "application/json": {"schema": LibreTranslateRequest.model_json_schema()},
-    "application/x-www-form-urlencoded": {"schema": LibreTranslateRequest.model_json_schema()},
-    "multipart/form-data": {"schema": LibreTranslateRequest.model_json_schema()}}}}
+    "application/json": {"schema": libretranslate_body_schema(form=False, max_alternatives=MAX_BEAM - 1)},
+    "application/x-www-form-urlencoded": {"schema": _FORM_BODY},
+    "multipart/form-data": {"schema": _FORM_BODY}}}}
 
 
 async def _read_body(request: Request) -> dict:
