@@ -33,6 +33,7 @@ def run(args) -> int:
     import uvicorn
 
     from attnmt.server.app import create_app
+    from attnmt.server.connection import uvicorn_options
     from attnmt.translator import Translator, refuse_ensemble_engine
 
     settings = settings_from_args(args)
@@ -49,7 +50,8 @@ def run(args) -> int:
     app = create_app(settings, lambda: Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device,
                                                        engine=args.engine), name=name)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="info", access_log=False,
-                            timeout_graceful_shutdown=GRACE_SECONDS, lifespan="on")
+                            timeout_graceful_shutdown=GRACE_SECONDS, lifespan="on",
+                            **uvicorn_options())  # header read deadline, keep-alive and head size limits
     server = uvicorn.Server(config)
     # uvicorn re-raises the signal that stopped it once it has shut down gracefully; these
     # no-op handlers receive it, so a clean shutdown exits 0 instead of dying by the signal.

@@ -1,4 +1,4 @@
-"""The FastAPI application: routers, error handlers, the body limit, CORS and the lifespan hook.
+"""The FastAPI application: routers, error handlers, the request limits, CORS and the lifespan hook.
 
     app = create_app(ServeSettings(), load=lambda: Translator.load("runs/demo"))
 
@@ -20,56 +20,13 @@ from fastapi.staticfiles import StaticFiles
 
 from attnmt import __version__
 from attnmt.server.errors import install_error_handlers
+from attnmt.server.limits import RequestLimits
 from attnmt.server.routes import health, libretranslate, page, v1
 from attnmt.server.routes.page import STATIC
 from attnmt.server.service import TranslationService
 from attnmt.server.settings import ServeSettings
 
 log = logging.getLogger(__name__)
-
-
-class BodyLimit:
-    """ASGI middleware: a request body over `max_bytes` gets 413 JSON, before any route reads it."""
-
-    def __init__(self, app, max_bytes: int):
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        headers = dict(scope.get("headers") or [])
-        declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            return await self._refuse(send)
-        messages, size = [], 0
-        while True:  # read the body up to the limit, then replay it to the app
-            message = await receive()
-            if message["type"] != "http.request":
-                messages.append(message)
-                break
-            size += len(message.get("body", b""))
-            if size > self.max_bytes:
-                return await self._refuse(send)
-            messages.append(message)
-            if not message.get("more_body", False):
-                break
-        replay = iter(messages)
-
-        async def replayed():
-            try:
-                return next(replay)
-            except StopIteration:
-                return await receive()
-
-        return await self.app(scope, replayed, send)
-
-    async def _refuse(self, send):
-        body = (b'{"error":"Invalid request: the body is over %d bytes"}' % self.max_bytes)
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
 
 
 def create_app(settings: ServeSettings, load: Callable[[], object], *, name: str | None = None) -> FastAPI:
@@ -103,5 +60,5 @@ def create_app(settings: ServeSettings, load: Callable[[], object], *, name: str
     if settings.cors_origin:
         app.add_middleware(CORSMiddleware, allow_origins=[settings.cors_origin], allow_methods=["GET", "POST"],
                            allow_headers=["Content-Type", "X-API-Key"])
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestLimits, max_bytes=settings.max_body_bytes)  # size, read time, JSON depth, Unicode
     return app

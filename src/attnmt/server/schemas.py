@@ -7,9 +7,10 @@ Unknown fields are refused (extra="forbid"), so a typo is an error, not a silent
 
 from __future__ import annotations
 
+import re
 from typing import Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from attnmt.server.settings import MAX_BEAM
 
@@ -35,6 +36,40 @@ class LibreTranslateRequest(_Strict):
     format: Optional[str] = Field("text", description="'text' (plain text; 'html' is not supported)")
     alternatives: Optional[int] = Field(0, description="how many alternative translations to add")
     api_key: Optional[str] = Field(None, description="needed when the server runs with --api-key")
+
+    @field_validator("alternatives", mode="before")
+    @classmethod
+    def _count(cls, value):
+        """An integer, as a number or as digits (a form sends text; LibreTranslate reads both), never a bool."""
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,18}", value):
+            return int(value)
+        raise ValueError("not a number")
+
+
+def libretranslate_body_schema(*, form: bool, max_alternatives: int) -> dict:
+    """The documented body of POST /translate: what the route accepts, as JSON or as a form (whose
+    fields are text: no null, and a repeated q for a list)."""
+    def text(description: str, nullable: bool = False) -> dict:
+        return ({"anyOf": [{"type": "string"}, {"type": "null"}], "description": description} if nullable and not form
+                else {"type": "string", "description": description})
+
+    count = {"type": "integer", "minimum": 0, "maximum": max_alternatives}
+    alternatives = (count if form else
+                    {"anyOf": [count, {"type": "string", "pattern": "^([0-9]|1[0-5])$"}, {"type": "null"}]})
+    plain = {"type": "string", "enum": ["text"]}
+    return {"type": "object", "additionalProperties": False, "required": ["q", "source", "target"], "properties": {
+        "q": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+              "description": "text, or a list of texts" + (" (repeat the field)" if form else "")},
+        "source": text("source language code, or 'auto'"),
+        "target": text("target language code"),
+        "format": (plain if form else {"anyOf": [plain, {"type": "null"}]}) | {
+            "default": "text", "description": "'text' (plain text; 'html' is not supported)"},
+        "alternatives": alternatives | {"default": 0, "description": "how many alternative translations to add"},
+        "api_key": text("needed when the server runs with --api-key", nullable=True)}}
 
 
 class DetectedLanguage(BaseModel):
@@ -73,7 +108,9 @@ class HealthResponse(BaseModel):
 # ---- attnmt's own API -----------------------------------------------------------------------
 
 class V1TranslateRequest(_Strict):
-    """POST /v1/translate."""
+    """POST /v1/translate: types as the schema says (strict: 0 is not false, "5" is not 5)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     texts: list[str] = Field(..., description="texts to translate (at most --max-texts)",
                              examples=[["Ein Hund läuft durch den Schnee ."]])

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnmt.config import MAX_BEAM  # the one beam cap: beam_size outside 1..MAX_BEAM gets 422
+
 MAX_BODY_BYTES = 1 << 20   # requests over 1 MiB get 413
-MAX_BEAM = 16              # beam_size outside 1..MAX_BEAM gets 422
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,16 @@ than --max-texts get 413, and a cut input adds a `warnings` field.
 from __future__ import annotations
 
 import json
+from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import ValidationError
 
 from attnmt.server.errors import ApiError
+from attnmt.server.limits import invalid_text
 from attnmt.server.routes.deps import get_service
-from attnmt.server.schemas import ErrorResponse, Language, LibreTranslateRequest, LibreTranslateResponse
+from attnmt.server.schemas import (ErrorResponse, Language, LibreTranslateRequest, LibreTranslateResponse,
+                                   libretranslate_body_schema)
 from attnmt.server.service import TranslationService, language_name
 from attnmt.server.settings import MAX_BEAM
 
@@ -27,39 +30,62 @@ ERRORS = {400: {"model": ErrorResponse, "description": "Invalid request"},
           413: {"model": ErrorResponse, "description": "Body over 1 MiB, or more texts than --max-texts"},
           500: {"model": ErrorResponse, "description": "Translation error (a fault inside the model)"}}
 
+_FORM_BODY = libretranslate_body_schema(form=True, max_alternatives=MAX_BEAM - 1)
 _BODY_DOC = {"requestBody": {"required": True, "content": {
-    "application/json": {"schema": LibreTranslateRequest.model_json_schema()},
-    "application/x-www-form-urlencoded": {"schema": LibreTranslateRequest.model_json_schema()},
-    "multipart/form-data": {"schema": LibreTranslateRequest.model_json_schema()}}}}
+    "application/json": {"schema": libretranslate_body_schema(form=False, max_alternatives=MAX_BEAM - 1)},
+    "application/x-www-form-urlencoded": {"schema": _FORM_BODY},
+    "multipart/form-data": {"schema": _FORM_BODY}}}}
 
 
 async def _read_body(request: Request) -> dict:
-    """The body as a dict, from JSON or a form (LibreTranslate accepts both)."""
+    """The body as a dict, from JSON or a form (LibreTranslate accepts both). Its text is valid
+    Unicode: RequestLimits has checked a JSON body; a form's is checked here."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type == "application/json" or content_type.endswith("+json"):
         raw = await request.body()
         try:
             data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise ApiError(400, "Invalid request: malformed JSON body") from None
         if not isinstance(data, dict):
             raise ApiError(400, "Invalid request: the JSON body must be an object")
         return data
-    if content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+    if content_type == "application/x-www-form-urlencoded":
+        # parsed here, not by starlette, which reads raw bytes as latin-1 ("Größe" -> "GrÃ¶ÃŸe")
+        # and turns invalid percent-escapes into U+FFFD without a word
+        try:
+            pairs = parse_qsl((await request.body()).decode("utf-8"), keep_blank_values=True, errors="strict")
+        except UnicodeDecodeError:
+            raise ApiError(400, "Invalid request: the form body is not valid UTF-8") from None
+        return _fields(pairs)
+    if content_type == "multipart/form-data":
         try:
             form = await request.form()
         except Exception:  # a malformed multipart body
             raise ApiError(400, "Invalid request: malformed form body") from None
-        data = {}
-        for key in form.keys():
-            values = form.getlist(key)
-            if not all(isinstance(v, str) for v in values):
+        pairs = list(form.multi_items())
+        for key, value in pairs:
+            if not isinstance(value, str):
                 raise ApiError(400, f"Invalid request: {key} must be text, not a file")
-            data[key] = values[0] if len(values) == 1 else values
+        data = _fields(pairs)
+        problem = invalid_text(data)  # a part's charset (unicode_escape, utf-7) can decode to surrogates
+        if problem:
+            raise ApiError(400, problem)
         return data
     if not content_type and not await request.body():
         return {}
     raise ApiError(400, f"Invalid request: send a JSON or a form body, not {content_type or 'an untyped body'}")
+
+
+def _fields(pairs) -> dict:
+    """Form fields as a dict: a repeated field becomes a list (so `q` may name several texts)."""
+    data: dict = {}
+    for key, value in pairs:
+        if key in data:
+            data[key] = (data[key] if isinstance(data[key], list) else [data[key]]) + [value]
+        else:
+            data[key] = value
+    return data
 
 
 def _parse(data: dict) -> LibreTranslateRequest:
@@ -87,7 +113,9 @@ async def translate(request: Request, service: TranslationService = Depends(get_
         value = getattr(body, name)
         if value is None or (name != "q" and not value):
             raise ApiError(400, f"Invalid request: missing {name} parameter")
-    alternatives = max(0, body.alternatives or 0)
+    alternatives = body.alternatives or 0
+    if alternatives < 0:
+        raise ApiError(400, "Invalid request: alternatives parameter must be >= 0")
     if alternatives > MAX_BEAM - 1:
         raise ApiError(400, f"Invalid request: alternatives parameter must be <= {MAX_BEAM - 1}")
     batch = isinstance(body.q, list)
