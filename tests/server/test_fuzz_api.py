@@ -11,35 +11,28 @@
 Afterwards the server still answers, and its log holds no traceback.
 
 Profiles: CI by default (a bounded number of examples, under a minute here);
-`ATTNMT_FUZZ=deep` for the deep run (see PROFILES).
+`ATTNMT_FUZZ=deep` for the deep run (tests/fuzzing.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import urllib.parse
 
 import httpx
 import pytest
 import schemathesis
 from schemathesis.specs.openapi.checks import positive_data_acceptance
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from fuzzing import fuzz
 from logged_server import LoggedServer
 
-# Examples per test: schemathesis's count is per API operation (5 operations), hypothesis's per body kind.
-PROFILES = {"ci": dict(schema=50, bodies=120), "deep": dict(schema=1000, bodies=5000)}
-for _name, _counts in PROFILES.items():
-    for _kind, _examples in _counts.items():
-        settings.register_profile(f"attnmt-fuzz-{_kind}-{_name}", max_examples=_examples, deadline=None,
-                                  suppress_health_check=list(HealthCheck), print_blob=True)
-LEVEL = os.environ.get("ATTNMT_FUZZ", "ci")
-if LEVEL not in PROFILES:
-    raise ValueError(f"ATTNMT_FUZZ={LEVEL!r}: use one of {', '.join(PROFILES)}")
-SCHEMA_FUZZ = settings.get_profile(f"attnmt-fuzz-schema-{LEVEL}")
-BODY_FUZZ = settings.get_profile(f"attnmt-fuzz-bodies-{LEVEL}")
+# Examples per test (tests/fuzzing.py: CI / ATTNMT_FUZZ=deep): schemathesis's count is per API
+# operation (5 operations), hypothesis's per body kind.
+SCHEMA_FUZZ = fuzz(50, 1000)
+BODY_FUZZ = fuzz(120, 5000)
 
 
 @pytest.fixture(scope="module")

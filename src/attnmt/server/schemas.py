@@ -12,7 +12,7 @@ from typing import Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from attnmt.server.settings import MAX_BEAM
+from attnmt.config import MAX_BEAM, MAX_LENGTH_PENALTY
 
 
 class _Strict(BaseModel):
@@ -116,7 +116,7 @@ class V1TranslateRequest(_Strict):
                              examples=[["Ein Hund läuft durch den Schnee ."]])
     beam_size: Optional[int] = Field(None, ge=1, le=MAX_BEAM, description="1 = greedy; default: the server's")
     n_best: int = Field(1, ge=1, le=MAX_BEAM, description="alternatives per text (at most beam_size)")
-    length_penalty: Optional[float] = Field(None, ge=0.0, le=10.0, description="default: the run's")
+    length_penalty: Optional[float] = Field(None, ge=0.0, le=MAX_LENGTH_PENALTY, description="default: the run's")
     attention: bool = Field(True, description="return the attention matrix of each translation")
     layer: Optional[int] = Field(None, description="Transformer: decoder layer (default: the mean)")
     head: Optional[int] = Field(None, description="Transformer: head (default: the mean)")
