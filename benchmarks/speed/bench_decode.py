@@ -44,6 +44,7 @@ from benchmarks.common import (
     torch_threads,
     write_report,
 )
+from benchmarks.speed.ceiling import decode_macs, gemm_throughput, limit_tokens_per_s, step_shapes
 
 log = logging.getLogger("attnmt.bench_decode")
 
@@ -132,6 +133,27 @@ def engine_rows(args: argparse.Namespace, run_dir: Path, sentences: list[str], n
     return rows
 
 
+def add_limits(rows: list[dict], run_dir: Path, sentences: list[str], batch_size: int) -> None:
+    """Put each row beside this machine's limit (ceiling.py): the multiply-adds per output token of
+    the run's model, torch's GEMM throughput at its shapes on batch * beam rows (int8 for the
+    CTranslate2 int8 row, fp32 otherwise), the tokens/s they allow, and the row's share of that."""
+    translator = Translator.load(run_dir, device="cpu")
+    model, tokenizer = translator.model, translator.pipeline.src_tokenizer
+    src_len = sum(len(tokenizer.tokenize(s)) for s in sentences) / max(len(sentences), 1)
+    shapes = step_shapes(model)
+    for beam in sorted({row["beam"] for row in rows}):
+        at_beam = [row for row in rows if row["beam"] == beam]
+        reference = next((row for row in at_beam if row["engine"] == "native"), at_beam[0])
+        macs = decode_macs(model, src_len=src_len, out_len=max(reference["mean_output_len"], 1.0))
+        gemm = gemm_throughput(shapes, rows=batch_size * beam)
+        for row in at_beam:
+            precision = "int8" if row["engine"] == "ct2-int8" else "fp32"
+            limit = limit_tokens_per_s(macs, gemm[f"{precision}_gmac_per_s"], beam=beam)
+            row.update(limit_precision=precision, macs_per_output_token=round(macs.per_output_token(beam)),
+                       gemm_gmac_per_s=gemm[f"{precision}_gmac_per_s"], limit_tgt_tok_per_s=round(limit),
+                       share_of_limit=round(row["tgt_tok_per_s"] / limit, 4))
+
+
 def run_bench(args: argparse.Namespace, argv: list[str] | None = None) -> dict:
     """Every row of one invocation; returns the report (benchmarks/common.py's schema)."""
     run_dir = Path(args.run_dir)
@@ -145,6 +167,8 @@ def run_bench(args: argparse.Namespace, argv: list[str] | None = None) -> dict:
     with torch_threads(args.threads):
         env = environment("cpu")
         rows = engine_rows(args, run_dir, sentences, notes)
+        if rows and not args.no_limit:
+            add_limits(rows, run_dir, sentences, args.batch_size)
     if best.exists() and best.read_text(encoding="utf-8") != checkpoint:
         notes.append("warning: the run's best.json changed during the benchmark (is it still training?): "
                      "the engines may have decoded different weights")
@@ -161,15 +185,20 @@ def format_table(report: dict) -> str:
              f"{s['sentences']} sentences, batch {s['batch_size']}",
              f"{env['cpu']}, {env['threads']} threads, torch {env['torch']}, ctranslate2 {env['ctranslate2']}, "
              f"{env['date']}", "",
-             f"{'engine':14}{'beam':>5}{'sent/s':>10}{'out tok/s':>11}{'mean len':>10}{'seconds':>9}{'= native':>10}"]
+             f"{'engine':14}{'beam':>5}{'sent/s':>10}{'out tok/s':>11}{'mean len':>10}{'seconds':>9}{'= native':>10}"
+             f"{'limit tok/s':>13}{'share':>8}"]
     for row in report["results"]:
-        same = row.get("same_tokens_as_native")
+        same, limit, share = row.get("same_tokens_as_native"), row.get("limit_tgt_tok_per_s"), row.get("share_of_limit")
         lines.append(f"{row['engine']:14}{row['beam']:>5}{row['sent_per_s']:>10,.1f}{row['tgt_tok_per_s']:>11,.0f}"
                      f"{row['mean_output_len']:>10.2f}{row['seconds']:>9.2f}"
-                     f"{(f'{100 * same:.1f}%' if same is not None else '-'):>10}")
+                     f"{(f'{100 * same:.1f}%' if same is not None else '-'):>10}"
+                     f"{(f'{limit:,} ' + row['limit_precision'] if limit else '-'):>13}"
+                     f"{(f'{100 * share:.1f}%' if limit else '-'):>8}")
     lines += report["notes"]
     lines.append("tokenizing and detokenizing included; loading and export excluded; '= native': share of "
-                 "sentences with the native engine's tokens at the same beam")
+                 "sentences with the native engine's tokens at the same beam; 'limit': the output tokens/s this "
+                 "machine's torch GEMMs (fp32, or int8 for ct2-int8) allow at the model's multiply-adds per token "
+                 "(benchmarks/speed/ceiling.py), 'share': the row's tokens/s over it")
     return "\n".join(lines)
 
 
@@ -187,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--export-dir", default=None,
                    help="keep the exported CTranslate2 folders here (reused when present; default: a temporary folder)")
     p.add_argument("--json", default="bench_decode.json", metavar="PATH", help="where the JSON report goes")
+    p.add_argument("--no-limit", action="store_true", help="skip measuring this machine's limit (ceiling.py)")
     p.add_argument("-q", "--quiet", action="store_true", help="no table")
     return p
 
