@@ -95,7 +95,7 @@ class Language(BaseModel):
 
 class HealthResponse(BaseModel):
     status: str = Field(..., examples=["ok"])
-    model: str = Field(..., description="the run's name")
+    model: str = Field(..., description="the runs' names, comma-separated (one per model)")
     queued: int = Field(..., description="sentences waiting for a batch")
     running: int = Field(..., description="sentences in the model now")
     in_flight: int = Field(..., description="translation requests not yet answered")
@@ -120,6 +120,9 @@ class V1TranslateRequest(_Strict):
     attention: bool = Field(True, description="return the attention matrix of each translation")
     layer: Optional[int] = Field(None, description="Transformer: decoder layer (default: the mean)")
     head: Optional[int] = Field(None, description="Transformer: head (default: the mean)")
+    source: Optional[str] = Field(None, description="source language (with target: picks the model; "
+                                                    "default: the server's first model)")
+    target: Optional[str] = Field(None, description="target language (with source)")
     api_key: Optional[str] = Field(None, description="needed when the server runs with --api-key")
 
 

@@ -17,10 +17,10 @@ from pydantic import ValidationError
 
 from attnmt.server.errors import ApiError
 from attnmt.server.limits import invalid_text
-from attnmt.server.routes.deps import get_service
+from attnmt.server.models import ModelSet
+from attnmt.server.routes.deps import get_models
 from attnmt.server.schemas import (ErrorResponse, Language, LibreTranslateRequest, LibreTranslateResponse,
                                    libretranslate_body_schema)
-from attnmt.server.service import TranslationService, language_name
 from attnmt.server.settings import MAX_BEAM
 
 router = APIRouter(tags=["LibreTranslate"])
@@ -105,10 +105,11 @@ def _parse(data: dict) -> LibreTranslateRequest:
 
 @router.post("/translate", response_model=LibreTranslateResponse, response_model_exclude_none=True,
              responses=ERRORS, openapi_extra=_BODY_DOC)
-async def translate(request: Request, service: TranslationService = Depends(get_service)):
-    """Translate text from a language to another (LibreTranslate's request and response)."""
+async def translate(request: Request, models: ModelSet = Depends(get_models)):
+    """Translate text from a language to another (LibreTranslate's request and response); the
+    model is the one for source -> target, and `source: auto` picks it per text."""
     body = _parse(await _read_body(request))
-    service.check_api_key(body.api_key)
+    models.check_api_key(body.api_key)
     for name in ("q", "source", "target"):
         value = getattr(body, name)
         if value is None or (name != "q" and not value):
@@ -120,17 +121,24 @@ async def translate(request: Request, service: TranslationService = Depends(get_
         raise ApiError(400, f"Invalid request: alternatives parameter must be <= {MAX_BEAM - 1}")
     batch = isinstance(body.q, list)
     texts = body.q if batch else [body.q]
-    service.check_texts(texts)
-    if body.source not in ("auto", service.source_lang):
-        raise ApiError(400, f"{body.source} is not supported: this model translates {service.pair}")
-    if body.target != service.target_lang:
-        raise ApiError(400, f"{body.target} is not supported: this model translates {service.pair}")
+    models.check_texts(texts)
+    if body.source == "auto":
+        detected = detect_sources(models, texts, body.target)
+        sources = [d["language"] for d in detected]
+    else:
+        models.route(body.source, body.target)
+        sources = [body.source] * len(texts)
     text_format = body.format or "text"
     if text_format != "text":
         raise ApiError(400, f"{text_format} format is not supported: this server translates plain text")
 
-    settings = service.settings_for(beam_size=max(service.beam_size, alternatives + 1), n_best=alternatives + 1)
-    results = await service.translate(texts, settings)
+    results: list = [None] * len(texts)
+    for source in dict.fromkeys(sources):  # one call per source language (one, unless auto)
+        service = models.route(source, body.target)
+        settings = service.settings_for(beam_size=max(service.beam_size, alternatives + 1), n_best=alternatives + 1)
+        where = [i for i, s in enumerate(sources) if s == source]
+        for i, result in zip(where, await service.translate([texts[i] for i in where], settings)):
+            results[i] = result
 
     def others(result) -> list[str]:  # alternatives without the best and without repeats
         seen, out = {result.text}, []
@@ -144,15 +152,25 @@ async def translate(request: Request, service: TranslationService = Depends(get_
     if alternatives:
         answer.alternatives = [others(r) for r in results] if batch else others(results[0])
     if body.source == "auto":
-        detected = {"confidence": 100.0, "language": service.source_lang}
-        answer.detectedLanguage = [detected] * len(texts) if batch else detected
+        answer.detectedLanguage = detected if batch else detected[0]
     if any(r.warnings for r in results):
         answer.warnings = [r.warnings for r in results] if batch else results[0].warnings
     return answer
 
 
+def detect_sources(models: ModelSet, texts: list[str], target: str) -> list[dict]:
+    """`source: auto`: per text, {confidence, language} among the languages the server translates
+    into `target` from (400 naming the pairs when none does). One such language needs no guess."""
+    candidates = models.sources_into(target)
+    if not candidates:
+        raise ApiError(400, f"{target} is not supported: {models.describe_pairs()}")
+    if len(candidates) == 1:
+        return [{"confidence": 100.0, "language": candidates[0]} for _ in texts]
+    raise ApiError(400, f"Invalid request: source auto needs a language identifier, and this server has none; "
+                        f"name the source ({', '.join(candidates)})")
+
+
 @router.get("/languages", response_model=list[Language])
-async def languages(service: TranslationService = Depends(get_service)) -> list[Language]:
-    """The languages this model reads and writes, with the targets each translates to."""
-    return [Language(code=service.source_lang, name=language_name(service.source_lang), targets=[service.target_lang]),
-            Language(code=service.target_lang, name=language_name(service.target_lang), targets=[])]
+async def languages(models: ModelSet = Depends(get_models)) -> list[Language]:
+    """The languages the server reads and writes, with the targets each translates to."""
+    return [Language(**language) for language in models.languages()]
