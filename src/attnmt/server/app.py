@@ -21,10 +21,11 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from attnmt import __version__
+from attnmt.server.detect import LanguageDetector
 from attnmt.server.errors import install_error_handlers
 from attnmt.server.limits import RequestLimits
 from attnmt.server.models import ModelSet
-from attnmt.server.routes import health, libretranslate, page, v1
+from attnmt.server.routes import detect, health, libretranslate, page, v1
 from attnmt.server.routes.page import STATIC
 from attnmt.server.service import TranslationService
 from attnmt.server.settings import ServeSettings
@@ -52,6 +53,10 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
             log.info("model %s (%s, %s) loaded in %.1f s", service.name, service.arch, service.pair,
                      time.perf_counter() - start)
         model_set = ModelSet(services)  # refuses two models of one pair
+        start = time.perf_counter()
+        app.state.detector = await asyncio.to_thread(LanguageDetector, model_set.sources)
+        log.info("language identification (%s) loaded in %.1f s", ", ".join(app.state.detector.languages),
+                 time.perf_counter() - start)
         for service in services:
             await service.batcher.start()
         app.state.models = model_set
@@ -71,7 +76,7 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
                   description="LibreTranslate-compatible translation API, plus attnmt's own /v1 API with "
                               "tokens, scores and attention weights.")
     install_error_handlers(app)
-    for router in (libretranslate.router, v1.router, health.router, page.router):
+    for router in (libretranslate.router, detect.router, v1.router, health.router, page.router):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     if settings.cors_origin:

@@ -73,8 +73,31 @@ def libretranslate_body_schema(*, form: bool, max_alternatives: int) -> dict:
 
 
 class DetectedLanguage(BaseModel):
-    confidence: float
-    language: str
+    confidence: float = Field(..., description="percent", examples=[98.4])
+    language: str = Field(..., examples=["de"])
+
+
+class DetectRequest(_Strict):
+    """POST /detect, as a JSON or a form body."""
+
+    q: Optional[str] = Field(None, description="the text whose language to find")
+    api_key: Optional[str] = Field(None, description="needed when the server runs with --api-key")
+
+
+def text_fields_body_doc(fields: dict[str, str], required: list[str]) -> dict:
+    """The documented body of an endpoint whose fields are all text (JSON, urlencoded or multipart);
+    `api_key` may also be null in JSON."""
+    def schema(form: bool) -> dict:
+        properties = {name: {"type": "string", "description": text} for name, text in fields.items()}
+        if not form and "api_key" in properties:
+            properties["api_key"] = {"anyOf": [{"type": "string"}, {"type": "null"}],
+                                     "description": fields["api_key"]}
+        return {"type": "object", "additionalProperties": False, "required": required, "properties": properties}
+
+    return {"requestBody": {"required": True, "content": {
+        "application/json": {"schema": schema(False)},
+        "application/x-www-form-urlencoded": {"schema": schema(True)},
+        "multipart/form-data": {"schema": schema(True)}}}}
 
 
 class LibreTranslateResponse(BaseModel):

@@ -1,9 +1,11 @@
-"""What routes get from the app: the loaded ModelSet, or its default TranslationService."""
+"""What routes get from the app: the loaded ModelSet, its default TranslationService, the
+language identifier."""
 
 from __future__ import annotations
 
 from fastapi import Request
 
+from attnmt.server.detect import LanguageDetector
 from attnmt.server.errors import ApiError
 from attnmt.server.models import ModelSet
 from attnmt.server.service import TranslationService
@@ -21,3 +23,10 @@ def get_models(request: Request) -> ModelSet:
     if models is None:
         raise ApiError(503, "the models are still loading")
     return models
+
+
+def get_detector(request: Request) -> LanguageDetector:
+    detector = getattr(request.app.state, "detector", None)
+    if detector is None:
+        raise ApiError(503, "the language identifier is still loading")
+    return detector
