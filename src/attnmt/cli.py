@@ -293,6 +293,10 @@ def _add_serve(sub) -> None:
     serve.add_argument("--beam", type=beam_size, default=None, help="default beam size (default: the run's)")
     serve.add_argument("--api-key", default=None, help="require this key (api_key field or X-API-Key header)")
     serve.add_argument("--cors-origin", default=None, help="allow cross-origin requests from this origin")
+    serve.add_argument("--req-limit", type=positive_int, default=None, metavar="N",
+                       help="at most N requests a minute per client and per API key (more: 429)")
+    serve.add_argument("--suggestions", default=None, metavar="FILE",
+                       help="turn POST /suggest on: append each suggestion to FILE as one JSON line")
     serve.add_argument("--checkpoint", default="best")
     serve.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     serve.add_argument("--engine", choices=["native", "ctranslate2"], default=None,

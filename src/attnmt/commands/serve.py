@@ -27,7 +27,8 @@ def settings_from_args(args) -> ServeSettings:
     try:
         return ServeSettings(host=args.host, port=args.port, max_wait_ms=args.max_wait_ms,
                              max_batch_sentences=args.max_batch_sentences, max_texts=args.max_texts,
-                             beam_size=args.beam, api_key=args.api_key, cors_origin=args.cors_origin)
+                             beam_size=args.beam, api_key=args.api_key, cors_origin=args.cors_origin,
+                             req_limit=args.req_limit, suggestions=args.suggestions)
     except ValueError as err:
         raise AttnmtError(str(err)) from None
 

@@ -25,10 +25,12 @@ from attnmt.server.detect import LanguageDetector
 from attnmt.server.errors import install_error_handlers
 from attnmt.server.limits import RequestLimits
 from attnmt.server.models import ModelSet
-from attnmt.server.routes import detect, health, libretranslate, page, v1
+from attnmt.server.ratelimit import RateLimiter
+from attnmt.server.routes import detect, frontend, health, libretranslate, page, v1
 from attnmt.server.routes.page import STATIC
 from attnmt.server.service import TranslationService
 from attnmt.server.settings import ServeSettings
+from attnmt.server.suggestions import SuggestionLog
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,7 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
     if (load is None) == (models is None):
         raise ValueError("create_app needs either load or models")
     loads = [(name, load)] if models is None else list(models)
+    suggestions = SuggestionLog(settings.suggestions) if settings.suggestions else None  # refused before loading
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -60,6 +63,8 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
         for service in services:
             await service.batcher.start()
         app.state.models = model_set
+        app.state.suggestions = suggestions
+        app.state.limiter = RateLimiter(settings.req_limit) if settings.req_limit else None
         app.state.service = model_set.default
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
         log.info("serving %s; open http://%s:%d/ (API reference at /docs)",
@@ -76,7 +81,7 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
                   description="LibreTranslate-compatible translation API, plus attnmt's own /v1 API with "
                               "tokens, scores and attention weights.")
     install_error_handlers(app)
-    for router in (libretranslate.router, detect.router, v1.router, health.router, page.router):
+    for router in (libretranslate.router, detect.router, frontend.router, v1.router, health.router, page.router):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     if settings.cors_origin:

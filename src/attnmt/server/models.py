@@ -14,6 +14,7 @@ from typing import Sequence
 
 from attnmt.errors import AttnmtError
 from attnmt.server.errors import ApiError
+from attnmt.server.ratelimit import check_rate
 from attnmt.server.service import TranslationService, language_name
 
 
@@ -71,6 +72,11 @@ class ModelSet:
 
     def check_api_key(self, given: str | None) -> None:
         self.default.check_api_key(given)  # one key for the whole server (the settings are shared)
+
+    def check_access(self, request, given: str | None) -> None:
+        """403 for a wrong key, then 429 when the client (or the key) is over --req-limit."""
+        self.check_api_key(given)
+        check_rate(request, given if self.default.settings.api_key is not None else None)
 
     def check_texts(self, texts: Sequence[str]) -> None:
         self.default.check_texts(texts)

@@ -84,6 +84,43 @@ class DetectRequest(_Strict):
     api_key: Optional[str] = Field(None, description="needed when the server runs with --api-key")
 
 
+class SuggestRequest(_Strict):
+    """POST /suggest: a better translation `s` of `q`, as a JSON or a form body."""
+
+    q: Optional[str] = Field(None, description="the source text")
+    s: Optional[str] = Field(None, description="the suggested translation")
+    source: Optional[str] = Field(None, description="source language code")
+    target: Optional[str] = Field(None, description="target language code")
+    api_key: Optional[str] = Field(None, description="needed when the server runs with --api-key")
+
+
+class SuggestResponse(BaseModel):
+    success: bool
+
+
+class FrontendLanguage(BaseModel):
+    code: str
+    name: str
+
+
+class FrontendLanguages(BaseModel):
+    source: FrontendLanguage
+    target: FrontendLanguage
+
+
+class FrontendSettings(BaseModel):
+    """GET /frontend/settings, LibreTranslate's field names."""
+
+    charLimit: int = Field(..., description="-1: no character limit (inputs are cut by tokens instead)")
+    frontendTimeout: int = Field(..., description="milliseconds the page waits after typing before translating")
+    apiKeys: bool = Field(..., description="whether the server uses an API key")
+    keyRequired: bool = Field(..., description="whether requests need it")
+    suggestions: bool = Field(..., description="whether POST /suggest is on (--suggestions FILE)")
+    filesTranslation: bool = Field(..., description="whether POST /translate_file is on")
+    supportedFilesFormat: list[str]
+    language: FrontendLanguages
+
+
 def text_fields_body_doc(fields: dict[str, str], required: list[str]) -> dict:
     """The documented body of an endpoint whose fields are all text (JSON, urlencoded or multipart);
     `api_key` may also be null in JSON."""

@@ -37,7 +37,7 @@ async def detect(request: Request, models: ModelSet = Depends(get_models),
         if first.get("type") == "extra_forbidden":
             raise ApiError(400, f"Invalid request: unknown parameter {name}") from None
         raise ApiError(400, f"Invalid request: {name} must be a string") from None
-    models.check_api_key(body.api_key)
+    models.check_access(request, body.api_key)
     if not body.q or not body.q.strip():
         raise ApiError(400, "Invalid request: missing q parameter")
     ranked = await asyncio.to_thread(detector.detect, body.q)

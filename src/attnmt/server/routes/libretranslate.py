@@ -25,6 +25,7 @@ router = APIRouter(tags=["LibreTranslate"])
 
 ERRORS = {400: {"model": ErrorResponse, "description": "Invalid request"},
           403: {"model": ErrorResponse, "description": "Invalid API key"},
+          429: {"model": ErrorResponse, "description": "Over --req-limit requests a minute"},
           413: {"model": ErrorResponse, "description": "Body over 1 MiB, or more texts than --max-texts"},
           500: {"model": ErrorResponse, "description": "Translation error (a fault inside the model)"}}
 
@@ -56,7 +57,7 @@ async def translate(request: Request, models: ModelSet = Depends(get_models)):
     """Translate text from a language to another (LibreTranslate's request and response); the
     model is the one for source -> target, and `source: auto` picks it per text."""
     body = _parse(await read_body(request))
-    models.check_api_key(body.api_key)
+    models.check_access(request, body.api_key)
     for name in ("q", "source", "target"):
         value = getattr(body, name)
         if value is None or (name != "q" and not value):

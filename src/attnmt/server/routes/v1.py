@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from fastapi import APIRouter, Depends, Header
+from fastapi import APIRouter, Depends, Header, Request
 
 from attnmt.server.errors import ApiError
 from attnmt.server.models import ModelSet
@@ -33,12 +33,12 @@ def _translation(result, with_attention: bool) -> V1Translation:
 
 @router.post("/translate", response_model=V1TranslateResponse,
              responses={**ERRORS, 422: {"model": ErrorResponse, "description": "A field out of range or of a wrong type"}})
-async def translate(body: V1TranslateRequest, x_api_key: Optional[str] = Header(None),
+async def translate(body: V1TranslateRequest, request: Request, x_api_key: Optional[str] = Header(None),
                     models: ModelSet = Depends(get_models)) -> V1TranslateResponse:
     """Translate texts; per text the tokens, the score, the n-best list and the attention matrix
     (output tokens x source tokens). `layer`/`head` pick a Transformer's cross-attention;
     `source` and `target` pick the model (default: the first)."""
-    models.check_api_key(body.api_key if body.api_key is not None else x_api_key)
+    models.check_access(request, body.api_key if body.api_key is not None else x_api_key)
     if (body.source is None) != (body.target is None):
         raise ApiError(422, "Invalid request: give both source and target, or neither")
     service = models.default if body.source is None else models.route(body.source, body.target)
