@@ -198,7 +198,8 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("serve {rnn} --max-texts 0", r"argument --max-texts: 0 must be a positive integer"),
         ("serve {rnn} --beam 0", r"argument --beam: 0 must be a positive integer"),
         ("serve {rnn} --device cuda:99", r"--device='cuda:99' but"),
-        ("serve {rnn} {rnn} --engine ctranslate2", r"an ensemble of 2 models needs the native engine"),
+        ("serve {rnn}+{rnn} --engine ctranslate2", r"an ensemble of 2 models needs the native engine"),
+        ("serve {rnn} {rnn}", r"both translate de -> en: serve one model per pair"),
     ],
 }
 

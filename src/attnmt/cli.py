@@ -280,8 +280,10 @@ def _add_demo(sub) -> None:
 
 
 def _add_serve(sub) -> None:
-    serve = sub.add_parser("serve", help="serve a run over HTTP: LibreTranslate API, /v1 API, attention page")
-    serve.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
+    serve = sub.add_parser("serve", help="serve runs over HTTP: LibreTranslate API, /v1 API, attention page")
+    serve.add_argument("models", nargs="+", metavar="RUN_OR_EXPORT",
+                       help="a run or a CTranslate2 export per language pair (one model each; runs joined by '+', "
+                            "e.g. runs/a-seed1+runs/a-seed2, are one ensemble)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0: every interface)")
     serve.add_argument("--port", type=non_negative_int, default=8000)
     serve.add_argument("--max-wait-ms", type=bounded(non_negative_float, high=MAX_WAIT_MS), default=5.0,
@@ -291,9 +293,16 @@ def _add_serve(sub) -> None:
     serve.add_argument("--beam", type=beam_size, default=None, help="default beam size (default: the run's)")
     serve.add_argument("--api-key", default=None, help="require this key (api_key field or X-API-Key header)")
     serve.add_argument("--cors-origin", default=None, help="allow cross-origin requests from this origin")
+    serve.add_argument("--req-limit", type=positive_int, default=None, metavar="N",
+                       help="at most N requests a minute per client and per API key (more: 429)")
+    serve.add_argument("--suggestions", default=None, metavar="FILE",
+                       help="turn POST /suggest on: append each suggestion to FILE as one JSON line")
     serve.add_argument("--checkpoint", default="best")
     serve.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
-    _add_engine_arg(serve)
+    serve.add_argument("--engine", choices=["native", "ctranslate2"], default=None,
+                       help="for every model (default: per model, ctranslate2 for an `attnmt export` folder, "
+                            "native for a training run)")
+
 
 def _add_compare(sub) -> None:
     compare = sub.add_parser("compare", help="BLEU / chrF of several systems and paired significance tests "

@@ -46,15 +46,17 @@ def wait_healthy(url: str, proc: subprocess.Popen | None = None, seconds: float 
 
 
 class ServeProcess:
-    """`python -m attnmt serve RUN_DIR --port P ...` in a child process, its output captured."""
+    """`python -m attnmt serve RUN_DIR --port P ...` in a child process, its output captured
+    (`run_dir`: a list of them serves one model each)."""
 
-    def __init__(self, run_dir: Path, *flags: str):
+    def __init__(self, run_dir: Path | list[Path], *flags: str):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         src = str(Path(__file__).resolve().parents[2] / "src")
         env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-        self.proc = subprocess.Popen([sys.executable, "-m", "attnmt", "serve", str(run_dir), "--port", str(self.port),
+        models = [str(p) for p in run_dir] if isinstance(run_dir, (list, tuple)) else [str(run_dir)]  # one per pair
+        self.proc = subprocess.Popen([sys.executable, "-m", "attnmt", "serve", *models, "--port", str(self.port),
                                       *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         try:
             wait_healthy(self.url, self.proc)
@@ -188,3 +190,16 @@ def thread_server():
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def en_de_run(toy_run, tmp_path_factory):
+    """The toy RNN's config with the languages swapped (en -> de, the same corpus), cutting inputs
+    at MAX_INPUT_TOKENS tokens: with serve_run, two models of different pairs."""
+    from attnmt.cli import main
+
+    base = tmp_path_factory.mktemp("en_de")
+    argv = ["train", str(toy_run.parent / "toy.yaml"), "--run-dir", str(base / "run"), "--set", "train.epochs=5",
+            "--set", "data.src_lang=en", "--set", "data.tgt_lang=de"]
+    assert main(argv) == 0
+    return short_input_copy(base / "run", base / "en_de")

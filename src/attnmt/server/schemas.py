@@ -73,8 +73,68 @@ def libretranslate_body_schema(*, form: bool, max_alternatives: int) -> dict:
 
 
 class DetectedLanguage(BaseModel):
-    confidence: float
-    language: str
+    confidence: float = Field(..., description="percent", examples=[98.4])
+    language: str = Field(..., examples=["de"])
+
+
+class DetectRequest(_Strict):
+    """POST /detect, as a JSON or a form body."""
+
+    q: Optional[str] = Field(None, description="the text whose language to find")
+    api_key: Optional[str] = Field(None, description="needed when the server runs with --api-key")
+
+
+class SuggestRequest(_Strict):
+    """POST /suggest: a better translation `s` of `q`, as a JSON or a form body."""
+
+    q: Optional[str] = Field(None, description="the source text")
+    s: Optional[str] = Field(None, description="the suggested translation")
+    source: Optional[str] = Field(None, description="source language code")
+    target: Optional[str] = Field(None, description="target language code")
+    api_key: Optional[str] = Field(None, description="needed when the server runs with --api-key")
+
+
+class SuggestResponse(BaseModel):
+    success: bool
+
+
+class FrontendLanguage(BaseModel):
+    code: str
+    name: str
+
+
+class FrontendLanguages(BaseModel):
+    source: FrontendLanguage
+    target: FrontendLanguage
+
+
+class FrontendSettings(BaseModel):
+    """GET /frontend/settings, LibreTranslate's field names."""
+
+    charLimit: int = Field(..., description="-1: no character limit (inputs are cut by tokens instead)")
+    frontendTimeout: int = Field(..., description="milliseconds the page waits after typing before translating")
+    apiKeys: bool = Field(..., description="whether the server uses an API key")
+    keyRequired: bool = Field(..., description="whether requests need it")
+    suggestions: bool = Field(..., description="whether POST /suggest is on (--suggestions FILE)")
+    filesTranslation: bool = Field(..., description="whether POST /translate_file is on")
+    supportedFilesFormat: list[str]
+    language: FrontendLanguages
+
+
+def text_fields_body_doc(fields: dict[str, str], required: list[str]) -> dict:
+    """The documented body of an endpoint whose fields are all text (JSON, urlencoded or multipart);
+    `api_key` may also be null in JSON."""
+    def schema(form: bool) -> dict:
+        properties = {name: {"type": "string", "description": text} for name, text in fields.items()}
+        if not form and "api_key" in properties:
+            properties["api_key"] = {"anyOf": [{"type": "string"}, {"type": "null"}],
+                                     "description": fields["api_key"]}
+        return {"type": "object", "additionalProperties": False, "required": required, "properties": properties}
+
+    return {"requestBody": {"required": True, "content": {
+        "application/json": {"schema": schema(False)},
+        "application/x-www-form-urlencoded": {"schema": schema(True)},
+        "multipart/form-data": {"schema": schema(True)}}}}
 
 
 class LibreTranslateResponse(BaseModel):
@@ -95,7 +155,7 @@ class Language(BaseModel):
 
 class HealthResponse(BaseModel):
     status: str = Field(..., examples=["ok"])
-    model: str = Field(..., description="the run's name")
+    model: str = Field(..., description="the runs' names, comma-separated (one per model)")
     queued: int = Field(..., description="sentences waiting for a batch")
     running: int = Field(..., description="sentences in the model now")
     in_flight: int = Field(..., description="translation requests not yet answered")
@@ -120,6 +180,9 @@ class V1TranslateRequest(_Strict):
     attention: bool = Field(True, description="return the attention matrix of each translation")
     layer: Optional[int] = Field(None, description="Transformer: decoder layer (default: the mean)")
     head: Optional[int] = Field(None, description="Transformer: head (default: the mean)")
+    source: Optional[str] = Field(None, description="source language (with target: picks the model; "
+                                                    "default: the server's first model)")
+    target: Optional[str] = Field(None, description="target language (with source)")
     api_key: Optional[str] = Field(None, description="needed when the server runs with --api-key")
 
 

@@ -24,6 +24,8 @@ class ServeSettings:
     beam_size: int | None = None       # default beam (None: the run's search.beam_size)
     api_key: str | None = None         # when set, /translate and /v1/translate need it (else 403)
     cors_origin: str | None = None     # the one origin allowed cross-origin access (None: none)
+    req_limit: int | None = None       # requests per minute per client and per API key (None: no limit)
+    suggestions: str | None = None     # the JSON-lines file POST /suggest appends to (None: /suggest is off)
 
     def __post_init__(self):
         if not 0 <= self.port <= 65535:
@@ -38,3 +40,5 @@ class ServeSettings:
             raise ValueError(f"beam_size={self.beam_size} must be in 1..{MAX_BEAM}")
         if self.api_key is not None and not self.api_key:
             raise ValueError("api_key must not be empty")
+        if self.req_limit is not None and self.req_limit < 1:
+            raise ValueError(f"req_limit={self.req_limit} must be >= 1")

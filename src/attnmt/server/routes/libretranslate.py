@@ -9,24 +9,23 @@ than --max-texts get 413, and a cut input adds a `warnings` field.
 
 from __future__ import annotations
 
-import json
-from urllib.parse import parse_qsl
-
+import asyncio
 from fastapi import APIRouter, Depends, Request
 from pydantic import ValidationError
 
 from attnmt.server.errors import ApiError
-from attnmt.server.limits import invalid_text
-from attnmt.server.routes.deps import get_service
+from attnmt.server.bodies import read_body
+from attnmt.server.models import ModelSet
+from attnmt.server.routes.deps import get_detector, get_models
 from attnmt.server.schemas import (ErrorResponse, Language, LibreTranslateRequest, LibreTranslateResponse,
                                    libretranslate_body_schema)
-from attnmt.server.service import TranslationService, language_name
 from attnmt.server.settings import MAX_BEAM
 
 router = APIRouter(tags=["LibreTranslate"])
 
 ERRORS = {400: {"model": ErrorResponse, "description": "Invalid request"},
           403: {"model": ErrorResponse, "description": "Invalid API key"},
+          429: {"model": ErrorResponse, "description": "Over --req-limit requests a minute"},
           413: {"model": ErrorResponse, "description": "Body over 1 MiB, or more texts than --max-texts"},
           500: {"model": ErrorResponse, "description": "Translation error (a fault inside the model)"}}
 
@@ -35,57 +34,6 @@ _BODY_DOC = {"requestBody": {"required": True, "content": {
     "application/json": {"schema": libretranslate_body_schema(form=False, max_alternatives=MAX_BEAM - 1)},
     "application/x-www-form-urlencoded": {"schema": _FORM_BODY},
     "multipart/form-data": {"schema": _FORM_BODY}}}}
-
-
-async def _read_body(request: Request) -> dict:
-    """The body as a dict, from JSON or a form (LibreTranslate accepts both). Its text is valid
-    Unicode: RequestLimits has checked a JSON body; a form's is checked here."""
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type == "application/json" or content_type.endswith("+json"):
-        raw = await request.body()
-        try:
-            data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            raise ApiError(400, "Invalid request: malformed JSON body") from None
-        if not isinstance(data, dict):
-            raise ApiError(400, "Invalid request: the JSON body must be an object")
-        return data
-    if content_type == "application/x-www-form-urlencoded":
-        # parsed here, not by starlette, which reads raw bytes as latin-1 ("Größe" -> "GrÃ¶ÃŸe")
-        # and turns invalid percent-escapes into U+FFFD without a word
-        try:
-            pairs = parse_qsl((await request.body()).decode("utf-8"), keep_blank_values=True, errors="strict")
-        except UnicodeDecodeError:
-            raise ApiError(400, "Invalid request: the form body is not valid UTF-8") from None
-        return _fields(pairs)
-    if content_type == "multipart/form-data":
-        try:
-            form = await request.form()
-        except Exception:  # a malformed multipart body
-            raise ApiError(400, "Invalid request: malformed form body") from None
-        pairs = list(form.multi_items())
-        for key, value in pairs:
-            if not isinstance(value, str):
-                raise ApiError(400, f"Invalid request: {key} must be text, not a file")
-        data = _fields(pairs)
-        problem = invalid_text(data)  # a part's charset (unicode_escape, utf-7) can decode to surrogates
-        if problem:
-            raise ApiError(400, problem)
-        return data
-    if not content_type and not await request.body():
-        return {}
-    raise ApiError(400, f"Invalid request: send a JSON or a form body, not {content_type or 'an untyped body'}")
-
-
-def _fields(pairs) -> dict:
-    """Form fields as a dict: a repeated field becomes a list (so `q` may name several texts)."""
-    data: dict = {}
-    for key, value in pairs:
-        if key in data:
-            data[key] = (data[key] if isinstance(data[key], list) else [data[key]]) + [value]
-        else:
-            data[key] = value
-    return data
 
 
 def _parse(data: dict) -> LibreTranslateRequest:
@@ -105,10 +53,11 @@ def _parse(data: dict) -> LibreTranslateRequest:
 
 @router.post("/translate", response_model=LibreTranslateResponse, response_model_exclude_none=True,
              responses=ERRORS, openapi_extra=_BODY_DOC)
-async def translate(request: Request, service: TranslationService = Depends(get_service)):
-    """Translate text from a language to another (LibreTranslate's request and response)."""
-    body = _parse(await _read_body(request))
-    service.check_api_key(body.api_key)
+async def translate(request: Request, models: ModelSet = Depends(get_models)):
+    """Translate text from a language to another (LibreTranslate's request and response); the
+    model is the one for source -> target, and `source: auto` picks it per text."""
+    body = _parse(await read_body(request))
+    models.check_access(request, body.api_key)
     for name in ("q", "source", "target"):
         value = getattr(body, name)
         if value is None or (name != "q" and not value):
@@ -120,17 +69,24 @@ async def translate(request: Request, service: TranslationService = Depends(get_
         raise ApiError(400, f"Invalid request: alternatives parameter must be <= {MAX_BEAM - 1}")
     batch = isinstance(body.q, list)
     texts = body.q if batch else [body.q]
-    service.check_texts(texts)
-    if body.source not in ("auto", service.source_lang):
-        raise ApiError(400, f"{body.source} is not supported: this model translates {service.pair}")
-    if body.target != service.target_lang:
-        raise ApiError(400, f"{body.target} is not supported: this model translates {service.pair}")
+    models.check_texts(texts)
+    if body.source == "auto":
+        detected = await detect_sources(request, models, texts, body.target)
+        sources = [d["language"] for d in detected]
+    else:
+        models.route(body.source, body.target)
+        sources = [body.source] * len(texts)
     text_format = body.format or "text"
     if text_format != "text":
         raise ApiError(400, f"{text_format} format is not supported: this server translates plain text")
 
-    settings = service.settings_for(beam_size=max(service.beam_size, alternatives + 1), n_best=alternatives + 1)
-    results = await service.translate(texts, settings)
+    results: list = [None] * len(texts)
+    for source in dict.fromkeys(sources):  # one call per source language (one, unless auto)
+        service = models.route(source, body.target)
+        settings = service.settings_for(beam_size=max(service.beam_size, alternatives + 1), n_best=alternatives + 1)
+        where = [i for i, s in enumerate(sources) if s == source]
+        for i, result in zip(where, await service.translate([texts[i] for i in where], settings)):
+            results[i] = result
 
     def others(result) -> list[str]:  # alternatives without the best and without repeats
         seen, out = {result.text}, []
@@ -144,15 +100,31 @@ async def translate(request: Request, service: TranslationService = Depends(get_
     if alternatives:
         answer.alternatives = [others(r) for r in results] if batch else others(results[0])
     if body.source == "auto":
-        detected = {"confidence": 100.0, "language": service.source_lang}
-        answer.detectedLanguage = [detected] * len(texts) if batch else detected
+        answer.detectedLanguage = detected if batch else detected[0]
     if any(r.warnings for r in results):
         answer.warnings = [r.warnings for r in results] if batch else results[0].warnings
     return answer
 
 
+async def detect_sources(request: Request, models: ModelSet, texts: list[str], target: str) -> list[dict]:
+    """`source: auto`: per text, {confidence, language} among the languages the server translates
+    into `target` from (400 naming the pairs when none does). One such language needs no guess."""
+    candidates = models.sources_into(target)
+    if not candidates:
+        raise ApiError(400, f"{target} is not supported: {models.describe_pairs()}")
+    if len(candidates) == 1:
+        return [{"confidence": 100.0, "language": candidates[0]} for _ in texts]
+    detector = get_detector(request)
+    detected = []
+    for text in texts:
+        ranked = await asyncio.to_thread(detector.detect, text, candidates)
+        if not ranked:
+            raise ApiError(400, f"Invalid request: cannot recognize {', '.join(candidates)}; name the source")
+        detected.append(ranked[0])
+    return detected
+
+
 @router.get("/languages", response_model=list[Language])
-async def languages(service: TranslationService = Depends(get_service)) -> list[Language]:
-    """The languages this model reads and writes, with the targets each translates to."""
-    return [Language(code=service.source_lang, name=language_name(service.source_lang), targets=[service.target_lang]),
-            Language(code=service.target_lang, name=language_name(service.target_lang), targets=[])]
+async def languages(models: ModelSet = Depends(get_models)) -> list[Language]:
+    """The languages the server reads and writes, with the targets each translates to."""
+    return [Language(**language) for language in models.languages()]
