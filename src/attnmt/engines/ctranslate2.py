@@ -143,11 +143,11 @@ class CTranslate2Engine:
             hyps.append((score, tokens, attention))
         if rerank:
             hyps.sort(key=lambda h: h[0], reverse=True)
-        alternatives = [Alternative(tokenizer.detokenize(list(tokens)), list(tokens), float(score))
-                        for score, tokens, _ in hyps[:n_best]]
+        alternatives = [Alternative(tokenizer.detokenize(list(tokens)), list(tokens), float(score),
+                                    np.asarray(attention, dtype=np.float32).reshape(len(tokens), len(source_tokens)))
+                        for score, tokens, attention in hyps[:n_best]]
         best = alternatives[0]
-        attention = np.asarray(hyps[0][2], dtype=np.float32).reshape(len(best.tokens), len(source_tokens))
-        return TranslationResult(best.text, best.tokens, source_tokens, attention, best.score, alternatives,
+        return TranslationResult(best.text, best.tokens, source_tokens, best.attention, best.score, alternatives,
                                  warnings)
 
     def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64) -> list[ScoreResult]:

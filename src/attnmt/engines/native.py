@@ -79,8 +79,10 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
                 alternatives = []
                 for hyp in found.nbest[row][:n_best]:
                     ids = [t for t in hyp.tokens if t != vocab.eos_id]
+                    attention = hyp.attention[: len(ids)].float().numpy()  # (len(ids), src_length)
                     alternatives.append(Alternative(pipeline.decode_target(ids)[1],
-                                                    vocab.decode(ids, strip_special=False), float(hyp.score)))
+                                                    vocab.decode(ids, strip_special=False), float(hyp.score),
+                                                    attention))
                 best = alternatives[0]
                 attention = found.attention[row][: len(best.tokens), : len(src_ids[i])].float().cpu().numpy()
                 results[i] = TranslationResult(best.text, best.tokens, src_tokens[i], attention, best.score,
