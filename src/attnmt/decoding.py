@@ -91,7 +91,7 @@ def empty_result(source_tokens: list[str], warnings: list[str]) -> TranslationRe
     import numpy as np
 
     attention = np.zeros((0, len(source_tokens)), dtype=np.float32)
-    return TranslationResult("", [], source_tokens, attention, 0.0, [Alternative("", [], 0.0)], warnings)
+    return TranslationResult("", [], source_tokens, attention, 0.0, [Alternative("", [], 0.0, attention)], warnings)
 
 
 def encode_texts(tokenizer: Tokenizer, vocab: Vocab, texts: Sequence[str], search_cfg: SearchConfig,
