@@ -134,6 +134,29 @@ def encode_targets(pipeline: TextPipeline, targets: Sequence[str], search_cfg: S
     return encode_texts(pipeline.tgt_tokenizer, pipeline.tgt_vocab, targets, search_cfg, warnings)
 
 
+def check_prefixes(target_prefix, count: int) -> list[str | None]:
+    """`target_prefix` as one text or None per sentence (None: no prefixes).
+
+    Raises:
+        ValueError: not a list of `count` texts or None, naming target_prefix.
+    """
+    if target_prefix is None:
+        return [None] * count
+    if isinstance(target_prefix, str) or not isinstance(target_prefix, Sequence) or len(target_prefix) != count:
+        raise ValueError(f"target_prefix must be a list of one text (or None) per sentence: {count} sentences")
+    if not all(p is None or isinstance(p, str) for p in target_prefix):
+        raise ValueError("target_prefix must hold texts or None")
+    return list(target_prefix)
+
+
+def encode_prefixes(pipeline: TextPipeline, target_prefix, count: int, search_cfg: SearchConfig,
+                    warnings: list[list[str]]) -> list[list[int]]:
+    """Target prefixes (check_prefixes) as target ids, cut like sources; [] where there is none."""
+    prefixes = check_prefixes(target_prefix, count)
+    _, ids = encode_targets(pipeline, [p or "" for p in prefixes], search_cfg, warnings)
+    return ids
+
+
 def _check_int(name: str, value, low: int, high: int) -> None:
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
         raise ValueError(f"{name}={value!r} must be an integer")
@@ -265,7 +288,8 @@ class Engine(Protocol):
 
     Both engines take the same arguments with the same meaning (decode_sources' docstring):
     beam_size (1 = greedy), length_penalty (GNMT alpha; None = the run's search config),
-    batch_size (sentences per batch), n_best, sampling_topk / sampling_temperature / seed.
+    batch_size (sentences per batch), n_best, sampling_topk / sampling_temperature / seed,
+    target_prefix (one text or None per sentence: the translation starts with it).
     """
 
     name: str
@@ -274,7 +298,7 @@ class Engine(Protocol):
 
     def translate(self, sentences: Sequence[str], *, beam_size: int, length_penalty: float | None = None,
                   batch_size: int = 64, n_best: int = 1, layer: int | None = None, head: int | None = None,
-                  sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                  seed: int | None = None) -> list[TranslationResult]: ...
+                  sampling_topk: int = 1, sampling_temperature: float = 1.0, seed: int | None = None,
+                  target_prefix: Sequence[str | None] | None = None) -> list[TranslationResult]: ...
 
     def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64) -> list[ScoreResult]: ...

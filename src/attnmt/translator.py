@@ -25,8 +25,8 @@ from torch import nn
 from attnmt.config import Config
 from attnmt.data.batching import make_batches
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
-from attnmt.decoding import (Alternative, Engine, ScoreResult, TranslationResult, replace_unknowns,
-                             word_alignment)
+from attnmt.decoding import (Alternative, Engine, ScoreResult, TranslationResult, check_prefixes, encode_targets,
+                             replace_unknowns, word_alignment)
 from attnmt.devices import resolve_device
 from attnmt.engines.native import NativeEngine
 from attnmt.errors import AttnmtError
@@ -142,7 +142,8 @@ class Translator:
                   length_penalty: float | None = None, batch_size: int = 64, layer: int | None = None,
                   head: int | None = None, n_best: int = 1, sampling_topk: int = 1,
                   sampling_temperature: float = 1.0, seed: int | None = None, replace_unk: bool | None = None,
-                  alignments: bool = False) -> list[TranslationResult]:
+                  alignments: bool = False, target_prefix: Sequence[str | None] | None = None
+                  ) -> list[TranslationResult]:
         """Translate sentences (a list, or one string); beam_size 1 is greedy search.
 
         `layer` and `head` pick which cross-attention a native Transformer reports (default: the
@@ -154,32 +155,42 @@ class Translator:
         that its attention weighs most; `replaced` lists those positions. `alignments` fills each
         result's (and alternative's) `alignment`: per output word, the source word its attention
         (the one reported, as `layer` / `head` choose) weighs most, pieces merged into words.
+        `target_prefix` (one text or None per sentence; a text for a single string) forces the
+        start of each translation: its tokens come first, exactly as typed (even words the
+        vocabulary lacks), and the model completes them.
         """
         if isinstance(sentences, str):
             sentences = [sentences]
+            target_prefix = [target_prefix] if isinstance(target_prefix, str) else target_prefix
         if replace_unk is not None and not isinstance(replace_unk, bool):
             raise ValueError(f"replace_unk={replace_unk!r} must be true, false or None")
+        prefix_texts = check_prefixes(target_prefix, len(sentences))
         beam = self.cfg.search.beam_size if beam_size is None else beam_size
         results = self.engine.translate(list(sentences), beam_size=beam, length_penalty=length_penalty,
                                         batch_size=batch_size, n_best=n_best, layer=layer, head=head,
                                         sampling_topk=sampling_topk, sampling_temperature=sampling_temperature,
-                                        seed=seed)
+                                        seed=seed, target_prefix=target_prefix)
         replace = self.replaces_unk if replace_unk is None else replace_unk
-        for result in results:
-            self._finish(result, replace_unk=replace, alignments=alignments)
+        prefixes, _ = encode_targets(self.pipeline, [p or "" for p in prefix_texts], self.cfg.search)
+        for result, prefix in zip(results, prefixes):
+            self._finish(result, prefix, replace_unk=replace, alignments=alignments)
         return results
 
-    def _finish(self, result: TranslationResult, *, replace_unk: bool, alignments: bool) -> None:
-        """Replace <unk>s and add word alignments, in the result and each alternative with attention."""
+    def _finish(self, result: TranslationResult, prefix: list[str], *, replace_unk: bool, alignments: bool) -> None:
+        """Put the prefix's own tokens back (the engines see words the vocabulary lacks as <unk>),
+        replace the other <unk>s and add word alignments, in the result and each alternative."""
         detokenize = self.pipeline.tgt_tokenizer.detokenize
         for hyp in [result, *result.alternatives]:
             if hyp.attention is None:
                 continue
+            tokens, replaced = list(hyp.tokens), []
+            if prefix and tokens[:len(prefix)] != prefix:
+                tokens[:len(prefix)] = prefix
             if replace_unk:
-                tokens, hyp.replaced = replace_unknowns(hyp.tokens, result.source_tokens, hyp.attention,
-                                                        subword=self.subword)
-                if hyp.replaced:
-                    hyp.tokens, hyp.text = tokens, detokenize(tokens)
+                tokens, replaced = replace_unknowns(tokens, result.source_tokens, hyp.attention,
+                                                    subword=self.subword, start=len(prefix))
+            if tokens != hyp.tokens:
+                hyp.tokens, hyp.text, hyp.replaced = tokens, detokenize(tokens), replaced
             if alignments:
                 hyp.alignment = word_alignment(hyp.attention, result.source_tokens, hyp.tokens,
                                                subword=self.subword)

@@ -44,3 +44,18 @@ def test_cli_alignments_with_ctranslate2(trained_pair, prenorm_run, tmp_path):
                  "--alignments", "--beam", "1"]) == 0
     results = ct2.translate(_test_sources(prenorm_run, 5), beam_size=1, alignments=True)
     assert out.read_text().splitlines() == [f"{r.text}\t{pharaoh(r.alignment)}" for r in results]
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_prefixes_agree_between_engines(trained_pair, prenorm_run, beam):
+    native, ct2, _ = trained_pair
+    sources = _test_sources(prenorm_run)
+    # prefixes: the first one or two words of the reversed source's translation, some of them wrong
+    prefixes = [None if i % 4 == 0 else " ".join(["dog", "house"][: 1 + i % 2]) for i in range(len(sources))]
+    a = native.translate(sources, beam_size=beam, target_prefix=prefixes, layer=-1)
+    b = ct2.translate(sources, beam_size=beam, target_prefix=prefixes)
+    for prefix, x, y in zip(prefixes, a, b):
+        if prefix:
+            assert x.tokens[:len(prefix.split())] == prefix.split()
+        assert x.tokens == y.tokens
+        assert x.score == pytest.approx(y.score, abs=1e-3)

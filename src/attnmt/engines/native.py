@@ -21,18 +21,19 @@ from attnmt.config import SearchConfig
 from attnmt.data.batching import Batch, length_sorted_chunks, make_batches, make_source_batch
 from attnmt.data.pipeline import TextPipeline
 from attnmt.decoding import (Alternative, ScoreResult, TranslationResult, check_decoding_args, empty_result,
-                             encode_sources, prepare_pairs)
+                             encode_prefixes, encode_sources, prepare_pairs)
 from attnmt.models import eval_mode
 from attnmt.search import beam_search, greedy_search, sample_search
 
 
 def search_batch(model: nn.Module, batch: Batch, *, beam_size: int, length_penalty: float, search_cfg: SearchConfig,
                  bos_id: int, eos_id: int, sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                 generator: torch.Generator | None = None):
+                 generator: torch.Generator | None = None, prefix: torch.Tensor | None = None):
     """Greedy search (beam_size <= 1), beam search, or random sampling (sampling_topk != 1, with
-    beam_size 1) over one source batch; returns the SearchResult."""
+    beam_size 1) over one source batch, the first tokens forced to `prefix` (batch, prefix_len;
+    -1 = none) if given; returns the SearchResult."""
     common = dict(max_len_ratio=search_cfg.max_len_ratio, max_len_offset=search_cfg.max_len_offset,
-                  bos_id=bos_id, eos_id=eos_id)
+                  bos_id=bos_id, eos_id=eos_id, prefix=prefix)
     if sampling_topk != 1:
         return sample_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, topk=sampling_topk,
                              temperature=sampling_temperature, generator=generator, **common)
@@ -40,6 +41,15 @@ def search_batch(model: nn.Module, batch: Batch, *, beam_size: int, length_penal
         return greedy_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, **common)
     return beam_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, beam_size=beam_size,
                        length_penalty=length_penalty, **common)
+
+
+def prefix_batch(prefixes: list[list[int]], device: torch.device | str) -> torch.Tensor | None:
+    """Target prefixes as one (batch, prefix_len) long tensor padded with -1; None when all are empty."""
+    width = max((len(ids) for ids in prefixes), default=0)
+    if width == 0:
+        return None
+    rows = [ids + [-1] * (width - len(ids)) for ids in prefixes]
+    return torch.tensor(rows, dtype=torch.long, device=device)  # (batch, prefix_len)
 
 
 def _sampling_generator(sampling_topk: int, seed: int | None, device: torch.device | str) -> torch.Generator | None:
@@ -54,8 +64,12 @@ def _sampling_generator(sampling_topk: int, seed: int | None, device: torch.devi
 def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence[str], *, beam_size: int,
                    search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64,
                    length_penalty: float | None = None, n_best: int = 1, sampling_topk: int = 1,
-                   sampling_temperature: float = 1.0, seed: int | None = None) -> list[TranslationResult]:
+                   sampling_temperature: float = 1.0, seed: int | None = None,
+                   target_prefix: Sequence[str | None] | None = None) -> list[TranslationResult]:
     """Translate raw sentences in length-sorted batches; results come back in input order.
+
+    `target_prefix` (one text or None per sentence) forces the start of each translation; the
+    search completes it (search.py).
 
     Each result's `alternatives` holds the best `n_best` hypotheses (at most `beam_size`), best first.
     `sampling_topk` != 1 draws each translation at random from the `sampling_topk` most probable
@@ -66,6 +80,7 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
     generator = _sampling_generator(sampling_topk, seed, device)
     warnings: list[list[str]] = [[] for _ in sentences]
     src_tokens, src_ids = encode_sources(pipeline, sentences, search_cfg, warnings)
+    prefix_ids = encode_prefixes(pipeline, target_prefix, len(sentences), search_cfg, warnings)
     results: list[TranslationResult | None] = [None] * len(sentences)
     lp = search_cfg.length_penalty if length_penalty is None else length_penalty
     vocab = pipeline.tgt_vocab
@@ -74,7 +89,8 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
             batch = make_source_batch([src_ids[i] for i in chunk], pad_id=pipeline.src_vocab.pad_id).to(device)
             found = search_batch(model, batch, beam_size=beam_size, length_penalty=lp, search_cfg=search_cfg,
                                  bos_id=vocab.bos_id, eos_id=vocab.eos_id, sampling_topk=sampling_topk,
-                                 sampling_temperature=sampling_temperature, generator=generator)
+                                 sampling_temperature=sampling_temperature, generator=generator,
+                                 prefix=prefix_batch([prefix_ids[i] for i in chunk], device))
             for row, i in enumerate(chunk):
                 alternatives = []
                 for hyp in found.nbest[row][:n_best]:
@@ -126,7 +142,7 @@ class NativeEngine:
     def translate(self, sentences: Sequence[str], *, beam_size: int, length_penalty: float | None = None,
                   batch_size: int = 64, n_best: int = 1, layer: int | None = None, head: int | None = None,
                   sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                  seed: int | None = None) -> list[TranslationResult]:
+                  seed: int | None = None, target_prefix: Sequence[str | None] | None = None) -> list[TranslationResult]:
         """`layer` and `head` pick which cross-attention a Transformer reports (default: the mean)."""
         if layer is not None or head is not None:
             if not hasattr(self.model, "set_attention_view"):
@@ -136,7 +152,8 @@ class NativeEngine:
             return decode_sources(self.model, self.pipeline, sentences, beam_size=beam_size,
                                   search_cfg=self.search_cfg, device=self.device, batch_size=batch_size,
                                   length_penalty=length_penalty, n_best=n_best, sampling_topk=sampling_topk,
-                                  sampling_temperature=sampling_temperature, seed=seed)
+                                  sampling_temperature=sampling_temperature, seed=seed,
+                                  target_prefix=target_prefix)
         finally:
             if layer is not None or head is not None:
                 self.model.set_attention_view(layer=None, head=None)
