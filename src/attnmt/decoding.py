@@ -80,6 +80,8 @@ class ScoreResult:
     log_prob: float                # sum of the token log-probabilities, <eos> included
     num_tokens: int                # tokens scored: len(target_tokens) + 1 for <eos>
     warnings: list[str] = field(default_factory=list)
+    token_log_probs: list[float] = field(default_factory=list)  # one per scored token, <eos> last
+    attention: "object" = field(default=None, repr=False)  # numpy (num_tokens, len(source_tokens)); None: CTranslate2
 
     @property
     def normalized(self) -> float:

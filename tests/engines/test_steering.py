@@ -59,3 +59,12 @@ def test_prefixes_agree_between_engines(trained_pair, prenorm_run, beam):
             assert x.tokens[:len(prefix.split())] == prefix.split()
         assert x.tokens == y.tokens
         assert x.score == pytest.approx(y.score, abs=1e-3)
+
+
+def test_token_log_probs_agree_between_engines(trained_pair, prenorm_run):
+    native, ct2, _ = trained_pair
+    sources = _test_sources(prenorm_run, 10)
+    targets = [r.text for r in native.translate(sources, beam_size=1)]
+    for a, b in zip(native.score(sources, targets), ct2.score(sources, targets)):
+        assert a.token_log_probs == pytest.approx(b.token_log_probs, abs=1e-4)
+        assert a.attention.shape == (a.num_tokens, len(a.source_tokens)) and b.attention is None

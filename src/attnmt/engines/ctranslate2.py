@@ -157,18 +157,21 @@ class CTranslate2Engine:
                                  warnings)
 
     def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64) -> list[ScoreResult]:
-        """Forced decoding with CTranslate2's score_batch; an empty source has no score (nan)."""
+        """Forced decoding with CTranslate2's score_batch (per-token log-probabilities too; its
+        score_batch returns no attention, so `attention` is None); an empty source has no score (nan)."""
         src_tokens, src_ids, tgt_tokens, tgt_ids, warnings = prepare_pairs(self.pipeline, sources, targets,
                                                                            self.search_cfg)
         itos = self.pipeline.tgt_vocab.itos
         log_probs = [float("nan")] * len(sources)
+        token_log_probs: list[list[float]] = [[] for _ in sources]
         for chunk in length_sorted_chunks([len(ids) for ids in src_ids], batch_size):
             found = self.translator.score_batch([self._source_tokens(src_ids[i]) for i in chunk],
                                                 [[itos[t] for t in tgt_ids[i]] for i in chunk], max_input_length=0)
             for i, result in zip(chunk, found):
+                token_log_probs[i] = [float(x) for x in result.log_probs]
                 log_probs[i] = float(sum(result.log_probs))
-        return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1, warnings[i])
-                for i in range(len(sources))]
+        return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1, warnings[i],
+                            token_log_probs[i]) for i in range(len(sources))]
 
 
 def _same_budget(chunk: list[int], budgets: list[int]) -> list[list[int]]:

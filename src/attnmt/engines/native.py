@@ -12,6 +12,7 @@ Shapes:
 
 from __future__ import annotations
 
+from inspect import signature
 from typing import Sequence
 
 import torch
@@ -110,22 +111,33 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
 def score_pairs(model: nn.Module, pipeline: TextPipeline, sources: Sequence[str], targets: Sequence[str], *,
                 search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64) -> list[ScoreResult]:
     """Forced decoding: each translation's log-probability given its source (teacher forcing,
-    <eos> included), in length-sorted batches; results in input order. An empty source has no
-    score (log_prob nan)."""
+    <eos> included), in length-sorted batches; results in input order, with each token's
+    log-probability and the attention (as the model's attention view reports it). An empty source
+    has no score (log_prob nan, no token log-probabilities)."""
+    import numpy as np
+
     src_tokens, src_ids, tgt_tokens, tgt_ids, warnings = prepare_pairs(pipeline, sources, targets, search_cfg)
     vocab = pipeline.tgt_vocab
     log_probs = [float("nan")] * len(sources)
+    token_log_probs: list[list[float]] = [[] for _ in sources]
+    attention = [np.zeros((0, len(ids)), dtype=np.float32) for ids in src_ids]
+    # the Transformer computes its attention weights in a teacher-forced pass only when asked
+    attention_option = {"need_attention": True} if "need_attention" in signature(model.forward).parameters else {}
     with eval_mode(model):
         for chunk in length_sorted_chunks([len(ids) for ids in src_ids], batch_size):
             batch = make_batches([(src_ids[i], tgt_ids[i]) for i in chunk], batch_size=len(chunk), shuffle=False,
                                  pad_id=vocab.pad_id, bos_id=vocab.bos_id, eos_id=vocab.eos_id)[0].to(device)
-            logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in).logits  # (batch, tgt_len, vocab)
-            logp = logits.float().log_softmax(dim=-1).gather(2, batch.tgt_out.unsqueeze(2)).squeeze(2)  # (batch, tgt_len)
-            sums = logp.masked_fill(batch.tgt_out == vocab.pad_id, 0.0).sum(dim=1).tolist()  # (batch,)
-            for row, total in zip(batch.index.tolist(), sums):
-                log_probs[chunk[row]] = total
-    return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1, warnings[i])
-            for i in range(len(sources))]
+            out = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in, **attention_option)
+            logp = out.logits.float().log_softmax(dim=-1).gather(2, batch.tgt_out.unsqueeze(2)).squeeze(2)  # (batch, tgt_len)
+            logp = logp.masked_fill(batch.tgt_out == vocab.pad_id, 0.0)
+            weights = None if out.attention is None else out.attention.float().cpu().numpy()  # (batch, tgt_len, src_len)
+            for row, (total, per_token) in enumerate(zip(logp.sum(dim=1).tolist(), logp.tolist())):
+                i = chunk[int(batch.index[row])]
+                n = len(tgt_ids[i]) + 1
+                log_probs[i], token_log_probs[i] = total, per_token[:n]
+                attention[i] = None if weights is None else weights[row, :n, :len(src_ids[i])]
+    return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1, warnings[i],
+                        token_log_probs[i], attention[i]) for i in range(len(sources))]
 
 
 class NativeEngine:
