@@ -225,6 +225,12 @@ def _add_translate(sub) -> None:
                            help=f"sampling temperature, {MIN_SAMPLING_TEMPERATURE:g}..{MAX_SAMPLING_TEMPERATURE:g}")
     translate.add_argument("--seed", type=bounded(non_negative_int, high=MAX_SEED), default=None,
                            help=f"seed for sampling (repeatable output), 0..{MAX_SEED}")
+    translate.add_argument("--replace-unk", action=argparse.BooleanOptionalAction, default=None,
+                           help="replace each <unk> by the source word it attends to most (default: "
+                                "search.replace_unk; null = on for moses, off for sentencepiece)")
+    translate.add_argument("--alignments", action="store_true",
+                           help="append a tab and the word alignment in Pharaoh format ('0-0 1-2 ...': "
+                                "source-output word indices, from attention)")
 
 
 def _add_score(sub) -> None:

@@ -122,6 +122,7 @@ class SearchConfig:
     max_len_ratio: float = 2.0               # output may be this times the source length ...
     max_len_offset: int = 10                 # ... plus this many tokens
     max_input_tokens: int = 250              # longer inputs are cut, with a warning
+    replace_unk: bool | None = None          # <unk> -> the most attended source word; None = on for moses
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@
     encode_sources / encode_targets              tokenize and cut raw text (the same rules everywhere)
     prepare_pairs                                the same for (source, translation) pairs to score
     check_decoding_args                          the argument rules and bounds both engines share
+    replace_unknowns, word_alignment             what attention gives back: <unk> copied from the
+                                                 source, source-target word links
     Engine                                       the interface every engine follows
 
 The engines themselves are in engines/: native.py (attnmt's own search over the PyTorch model,
@@ -51,6 +53,9 @@ class Alternative:
     text: str                      # detokenized translation
     tokens: list[str]              # output tokens, without <eos>
     score: float                   # model score (length-normalized for beams)
+    attention: "object" = field(default=None, repr=False)  # numpy (len(tokens), src_len), None if unknown
+    replaced: list[int] = field(default_factory=list)  # positions in tokens whose <unk> was replaced
+    alignment: list[tuple[int, int]] | None = None  # (source word, output word) links, when asked
 
 
 @dataclass
@@ -62,6 +67,8 @@ class TranslationResult:
     score: float = 0.0             # model score of the hypothesis (length-normalized for beams)
     alternatives: list[Alternative] = field(default_factory=list)  # n-best, best first (incl. this one)
     warnings: list[str] = field(default_factory=list)  # e.g. the input was cut
+    replaced: list[int] = field(default_factory=list)  # positions in tokens whose <unk> became a source word
+    alignment: list[tuple[int, int]] | None = None  # (source word, output word) links, when asked
 
 
 @dataclass
@@ -73,6 +80,8 @@ class ScoreResult:
     log_prob: float                # sum of the token log-probabilities, <eos> included
     num_tokens: int                # tokens scored: len(target_tokens) + 1 for <eos>
     warnings: list[str] = field(default_factory=list)
+    token_log_probs: list[float] = field(default_factory=list)  # one per scored token, <eos> last
+    attention: "object" = field(default=None, repr=False)  # numpy (num_tokens, len(source_tokens)); None: CTranslate2
 
     @property
     def normalized(self) -> float:
@@ -84,7 +93,7 @@ def empty_result(source_tokens: list[str], warnings: list[str]) -> TranslationRe
     import numpy as np
 
     attention = np.zeros((0, len(source_tokens)), dtype=np.float32)
-    return TranslationResult("", [], source_tokens, attention, 0.0, [Alternative("", [], 0.0)], warnings)
+    return TranslationResult("", [], source_tokens, attention, 0.0, [Alternative("", [], 0.0, attention)], warnings)
 
 
 def encode_texts(tokenizer: Tokenizer, vocab: Vocab, texts: Sequence[str], search_cfg: SearchConfig,
@@ -125,6 +134,29 @@ def encode_targets(pipeline: TextPipeline, targets: Sequence[str], search_cfg: S
                    warnings: list[list[str]] | None = None) -> tuple[list[list[str]], list[list[int]]]:
     """`encode_texts` with the target side's: given translations are cut where a source would be."""
     return encode_texts(pipeline.tgt_tokenizer, pipeline.tgt_vocab, targets, search_cfg, warnings)
+
+
+def check_prefixes(target_prefix, count: int) -> list[str | None]:
+    """`target_prefix` as one text or None per sentence (None: no prefixes).
+
+    Raises:
+        ValueError: not a list of `count` texts or None, naming target_prefix.
+    """
+    if target_prefix is None:
+        return [None] * count
+    if isinstance(target_prefix, str) or not isinstance(target_prefix, Sequence) or len(target_prefix) != count:
+        raise ValueError(f"target_prefix must be a list of one text (or None) per sentence: {count} sentences")
+    if not all(p is None or isinstance(p, str) for p in target_prefix):
+        raise ValueError("target_prefix must hold texts or None")
+    return list(target_prefix)
+
+
+def encode_prefixes(pipeline: TextPipeline, target_prefix, count: int, search_cfg: SearchConfig,
+                    warnings: list[list[str]]) -> list[list[int]]:
+    """Target prefixes (check_prefixes) as target ids, cut like sources; [] where there is none."""
+    prefixes = check_prefixes(target_prefix, count)
+    _, ids = encode_targets(pipeline, [p or "" for p in prefixes], search_cfg, warnings)
+    return ids
 
 
 def _check_int(name: str, value, low: int, high: int) -> None:
@@ -178,12 +210,88 @@ def prepare_pairs(pipeline: TextPipeline, sources: Sequence[str], targets: Seque
     return src_tokens, src_ids, tgt_tokens, tgt_ids, warnings
 
 
+# ----------------------------------------------------------------------------- what attention gives back
+# Both work on a result's tokens and its attention (len(tokens), len(source_tokens)), whatever the
+# engine, so the native and CTranslate2 engines (and every model) give them alike.
+
+SPM_WORD_START = "\u2581"  # sentencepiece's mark of a piece that starts a word
+
+
+def token_words(tokens: Sequence[str], subword: bool) -> list[int]:
+    """The word index of each token: with `subword` (sentencepiece), a piece joins the word of the
+    piece before it unless it starts with the word mark; otherwise every token is a word."""
+    words, word = [], -1
+    for i, token in enumerate(tokens):
+        if not subword or i == 0 or token.startswith(SPM_WORD_START):
+            word += 1
+        words.append(word)
+    return words
+
+
+def word_alignment(attention, source_tokens: Sequence[str], tokens: Sequence[str], *,
+                   subword: bool) -> list[tuple[int, int]]:
+    """Word alignment from attention: each output word is linked to the source word it attends to
+    most (the argmax rule of Luong et al. 2015 sec. 3 and fairseq's --print-alignment), with the
+    attention of a word's pieces summed on both sides.
+
+    Args:
+        attention: (len(tokens), len(source_tokens)) array.
+        subword: the tokens are sentencepiece pieces (merged into words); else tokens are words.
+
+    Returns:
+        (source word, output word) pairs, one per output word, in output order; Pharaoh's "i-j".
+    """
+    import numpy as np
+
+    if not tokens or not source_tokens:
+        return []
+    src_words = np.asarray(token_words(source_tokens, subword))  # (src_len,)
+    tgt_words = np.asarray(token_words(tokens, subword))  # (tgt_len,)
+    weights = np.asarray(attention, dtype=np.float64).reshape(len(tokens), len(source_tokens))
+    merged = np.zeros((tgt_words[-1] + 1, src_words[-1] + 1))  # (tgt_words, src_words)
+    np.add.at(merged, (tgt_words[:, None], src_words[None, :]), weights)
+    return [(int(src), tgt) for tgt, src in enumerate(merged.argmax(axis=1))]
+
+
+def pharaoh(links: Sequence[tuple[int, int]]) -> str:
+    """Links as Pharaoh text: "0-0 1-2 ..." (source-output)."""
+    return " ".join(f"{src}-{tgt}" for src, tgt in links)
+
+
+def replace_unknowns(tokens: Sequence[str], source_tokens: Sequence[str], attention, *, subword: bool,
+                     start: int = 0) -> tuple[list[str], list[int]]:
+    """Replace each <unk> output token (at position >= `start`) by the source word that its row of
+    attention weighs most (Luong et al. 2015, "Addressing the rare word problem", the copy rule
+    of OpenNMT-py's replace_unk); with `subword`, the whole word around the attended piece.
+
+    Args:
+        attention: (len(tokens), len(source_tokens)) array.
+
+    Returns:
+        (the new tokens, the positions replaced).
+    """
+    import numpy as np
+
+    tokens = list(tokens)
+    unknown = [i for i in range(start, len(tokens)) if tokens[i] == Vocab.UNK]
+    if not unknown or not source_tokens:
+        return tokens, []
+    weights = np.asarray(attention).reshape(len(tokens), len(source_tokens))
+    src_words = token_words(source_tokens, subword)
+    for i in unknown:
+        word = src_words[int(weights[i].argmax())]
+        pieces = [t for t, w in zip(source_tokens, src_words) if w == word]
+        tokens[i] = "".join(pieces)
+    return tokens, unknown
+
+
 class Engine(Protocol):
     """What `Translator` asks of an engine: translate and score raw text (both in input order).
 
     Both engines take the same arguments with the same meaning (decode_sources' docstring):
     beam_size (1 = greedy), length_penalty (GNMT alpha; None = the run's search config),
-    batch_size (sentences per batch), n_best, sampling_topk / sampling_temperature / seed.
+    batch_size (sentences per batch), n_best, sampling_topk / sampling_temperature / seed,
+    target_prefix (one text or None per sentence: the translation starts with it).
     """
 
     name: str
@@ -192,7 +300,7 @@ class Engine(Protocol):
 
     def translate(self, sentences: Sequence[str], *, beam_size: int, length_penalty: float | None = None,
                   batch_size: int = 64, n_best: int = 1, layer: int | None = None, head: int | None = None,
-                  sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                  seed: int | None = None) -> list[TranslationResult]: ...
+                  sampling_topk: int = 1, sampling_temperature: float = 1.0, seed: int | None = None,
+                  target_prefix: Sequence[str | None] | None = None) -> list[TranslationResult]: ...
 
     def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64) -> list[ScoreResult]: ...

@@ -19,6 +19,10 @@ Conventions of both searches:
       when produced, and one column per real source token: (len(tokens) [+ 1], src_length).
     * Search runs under ``torch.inference_mode`` with the model in eval mode (restored after).
     * Padding does not change results: each sentence decodes as it would alone.
+    * ``prefix`` (batch, prefix_len) long, -1 = no forced token: a sentence's first tokens are
+      forced to its prefix and the search goes on from there; its budget is raised to at least its
+      prefix length + 1. Forced tokens add nothing to ``log_prob`` (it is the completion's, given
+      the prefix, as in CTranslate2); the length penalty counts them.
 """
 
 from __future__ import annotations
@@ -92,6 +96,28 @@ def output_budget(src_lengths: Tensor, ratio: float, offset: int) -> Tensor:
     return (src_lengths.double() * ratio + offset).floor().long().clamp(min=1)
 
 
+def _prefix_budget(budgets: Tensor, prefix: Tensor | None) -> Tensor:
+    """(batch,) budgets raised to each sentence's prefix length + 1 (room for its eos)."""
+    if prefix is None:
+        return budgets
+    if prefix.dim() != 2 or prefix.shape[0] != budgets.shape[0]:
+        raise ValueError(f"expected prefix (batch={budgets.shape[0]}, prefix_len); got {tuple(prefix.shape)}")
+    return torch.maximum(budgets, (prefix >= 0).sum(dim=1) + 1)
+
+
+def _force_prefix(logp: Tensor, prefix: Tensor | None, rows: Tensor, t: int) -> Tensor:
+    """Rows whose sentence has a prefix token at step t may only emit it, at log-prob 0 (the
+    others -inf); the other rows keep their log-probabilities.
+
+    logp: (rows, vocab); prefix: (batch, prefix_len), -1 = free; rows: (rows,) the sentence of each row.
+    """
+    if prefix is None or t >= prefix.shape[1]:
+        return logp
+    forced = prefix[rows, t]  # (rows,)
+    only = torch.full_like(logp, float("-inf")).scatter_(1, forced.clamp(min=0).unsqueeze(1), 0.0)
+    return torch.where((forced >= 0).unsqueeze(1), only, logp)  # (rows, vocab)
+
+
 def _log_softmax(logits: Tensor) -> Tensor:
     """Log-probabilities in at least float32 (half-precision logits are upcast)."""
     return logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(dim=-1)
@@ -100,7 +126,7 @@ def _log_softmax(logits: Tensor) -> Tensor:
 @torch.inference_mode()
 def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, *,
                   max_len_ratio: float = 2.0, max_len_offset: int = 10, bos_id: int = 2,
-                  eos_id: int = 3, check_every: int = 8) -> SearchResult:
+                  eos_id: int = 3, check_every: int = 8, prefix: Tensor | None = None) -> SearchResult:
     """Pick the most probable token at every step, for the whole batch at once.
 
     Every ``check_every`` steps the host reads how many sentences have ended (the loop's only
@@ -115,6 +141,7 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         max_len_ratio, max_len_offset: output budget per sentence (module docstring).
         bos_id, eos_id: special token ids.
         check_every: steps between checks that all sentences are finished.
+        prefix: (batch, prefix_len) forced first tokens, -1 = none (module docstring).
 
     Returns:
         SearchResult; ``scores`` equal ``log_probs`` (no length penalty); n-best lists of one.
@@ -130,7 +157,8 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         return SearchResult([], [], [], [], [])
     with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
-        budgets = output_budget(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
+        budgets = _prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset),
+                                 prefix)  # (batch,)
         steps = int(budgets.max())
         # outputs per sentence, written at the rows' sentences: (batch, steps), (batch, steps, src_len)
         tokens = torch.full((batch, steps), eos_id, dtype=torch.long, device=device)
@@ -143,7 +171,7 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         finished = torch.zeros(batch, dtype=torch.bool, device=device)  # (n,)
         for t in range(steps):
             logits, state, attn = model.decode_step(prev_ids, state)  # (n, vocab), (n, src_len)
-            best_logp, prev_ids = _log_softmax(logits).max(dim=-1)  # (n,)
+            best_logp, prev_ids = _force_prefix(_log_softmax(logits), prefix, rows, t).max(dim=-1)  # (n,)
             if attention is None:
                 attention = attn.new_zeros(batch, steps, attn.shape[-1])
                 log_probs = best_logp.new_zeros(batch)
@@ -175,7 +203,8 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
 @torch.inference_mode()
 def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, *,
                 beam_size: int = 5, length_penalty: float = 1.0, max_len_ratio: float = 2.0,
-                max_len_offset: int = 10, bos_id: int = 2, eos_id: int = 3) -> SearchResult:
+                max_len_offset: int = 10, bos_id: int = 2, eos_id: int = 3,
+                prefix: Tensor | None = None) -> SearchResult:
     """Beam search over all sentences at once (rows = active sentences x beam).
 
     Each step scores every hypothesis extension, ``topk`` over beam*vocab keeps 2*beam
@@ -196,6 +225,8 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
         length_penalty: GNMT alpha >= 0.
         max_len_ratio, max_len_offset: output budget per sentence (module docstring).
         bos_id, eos_id: special token ids.
+        prefix: (batch, prefix_len) forced first tokens, -1 = none (module docstring): while a
+            sentence's prefix lasts, its beams have one extension, so it keeps one live hypothesis.
 
     Returns:
         SearchResult with n-best lists sorted by score, best first.
@@ -216,7 +247,8 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
     with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
         state = model.reorder_state(state, tile_index(batch, beam, device))  # rows = batch*beam
-        max_lens = output_budget(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
+        max_lens = _prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset),
+                                  prefix)  # (batch,)
         active = torch.arange(batch, device=device)  # sentence ids still searched: (n,)
         beam_scores = torch.zeros(batch, beam, device=device)  # (n, beam) sum of log-probs
         beam_scores[:, 1:] = neg_inf  # all beams start equal: expand only the first
@@ -229,7 +261,7 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
             logits, state, attn = model.decode_step(prev_ids, state)
             attn = attn.unsqueeze(1)  # (rows, 1, src_len)
             attn_history = attn if attn_history is None else torch.cat([attn_history, attn], 1)
-            logp = _log_softmax(logits)  # (rows, vocab)
+            logp = _force_prefix(_log_softmax(logits), prefix, active.repeat_interleave(beam), t)  # (rows, vocab)
             n, vocab = active.shape[0], logp.shape[-1]
             candidates = (beam_scores.view(-1, 1) + logp).view(n, beam * vocab)
             # the 2*beam best extensions per sentence, sorted: (n, 2*beam)
@@ -285,7 +317,7 @@ def _collect(finished: list[list[Hypothesis]], sentences: list[int], histories: 
 def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, *,
                   topk: int = 0, temperature: float = 1.0, generator: torch.Generator | None = None,
                   max_len_ratio: float = 2.0, max_len_offset: int = 10, bos_id: int = 2,
-                  eos_id: int = 3) -> SearchResult:
+                  eos_id: int = 3, prefix: Tensor | None = None) -> SearchResult:
     """Random sampling, for back-translation (Edunov et al. 2018): at every step draw the next
     token from softmax(logits / temperature), restricted to the ``topk`` most probable tokens
     (0 = the whole vocabulary; 1 = greedy search), for the whole batch at once.
@@ -299,6 +331,7 @@ def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         generator: source of randomness (on the model's device); None = torch's global one.
         max_len_ratio, max_len_offset: output budget per sentence (module docstring).
         bos_id, eos_id: special token ids.
+        prefix: (batch, prefix_len) forced first tokens, -1 = none (module docstring).
 
     Returns:
         SearchResult; each score is the sampled tokens' summed log-probability under the
@@ -315,7 +348,9 @@ def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         return SearchResult([], [], [], [], [])
     with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
-        max_lens = output_budget(src_lengths.to(device), max_len_ratio, max_len_offset)  # (batch,)
+        max_lens = _prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset),
+                                  prefix)  # (batch,)
+        all_rows = torch.arange(batch, device=device)  # (batch,)
         prev_ids = torch.full((batch,), bos_id, dtype=torch.long, device=device)
         finished = torch.zeros(batch, dtype=torch.bool, device=device)
         lengths = torch.zeros(batch, dtype=torch.long, device=device)
@@ -323,7 +358,7 @@ def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         tokens, weights = [], []
         for t in range(int(max_lens.max())):
             logits, state, attn = model.decode_step(prev_ids, state)  # (batch, vocab), (batch, src_len)
-            logp = _log_softmax(logits)  # (batch, vocab)
+            logp = _force_prefix(_log_softmax(logits), prefix, all_rows, t)  # (batch, vocab)
             scaled = logp / temperature
             if 0 < topk < scaled.shape[-1]:
                 kth = scaled.topk(topk, dim=-1).values[:, -1:]  # (batch, 1)

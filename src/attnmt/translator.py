@@ -25,7 +25,8 @@ from torch import nn
 from attnmt.config import Config
 from attnmt.data.batching import make_batches
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
-from attnmt.decoding import Alternative, Engine, ScoreResult, TranslationResult
+from attnmt.decoding import (Alternative, Engine, ScoreResult, TranslationResult, check_prefixes, encode_targets,
+                             replace_unknowns, word_alignment)
 from attnmt.devices import resolve_device
 from attnmt.engines.native import NativeEngine
 from attnmt.errors import AttnmtError
@@ -125,10 +126,24 @@ class Translator:
         cfg, pipeline = run.config(), run.pipeline()
         return cls(run.load_model(checkpoint, cfg, pipeline), pipeline, cfg, device=device, run_dir=run.path)
 
+    @property
+    def subword(self) -> bool:
+        """Whether tokens are sentencepiece pieces (merged into words for alignments) or words."""
+        return self.cfg.data.tokenizer == "sentencepiece"
+
+    @property
+    def replaces_unk(self) -> bool:
+        """The default of `translate(replace_unk=...)`: search.replace_unk, or (when it is null) on
+        for word-level vocabularies (moses), off for sentencepiece (whose pieces rarely give <unk>)."""
+        setting = self.cfg.search.replace_unk
+        return not self.subword if setting is None else setting
+
     def translate(self, sentences: Sequence[str] | str, *, beam_size: int | None = None,
                   length_penalty: float | None = None, batch_size: int = 64, layer: int | None = None,
                   head: int | None = None, n_best: int = 1, sampling_topk: int = 1,
-                  sampling_temperature: float = 1.0, seed: int | None = None) -> list[TranslationResult]:
+                  sampling_temperature: float = 1.0, seed: int | None = None, replace_unk: bool | None = None,
+                  alignments: bool = False, target_prefix: Sequence[str | None] | None = None
+                  ) -> list[TranslationResult]:
         """Translate sentences (a list, or one string); beam_size 1 is greedy search.
 
         `layer` and `head` pick which cross-attention a native Transformer reports (default: the
@@ -136,14 +151,49 @@ class Translator:
         `n_best` (at most the beam size) fills each result's `alternatives`, best first.
         `sampling_topk` != 1 samples (with beam_size 1): from the K most probable tokens (0 = all)
         at `sampling_temperature`; `seed` makes it repeatable.
+        `replace_unk` (default `replaces_unk`) copies, for each <unk> output token, the source word
+        that its attention weighs most; `replaced` lists those positions. `alignments` fills each
+        result's (and alternative's) `alignment`: per output word, the source word its attention
+        (the one reported, as `layer` / `head` choose) weighs most, pieces merged into words.
+        `target_prefix` (one text or None per sentence; a text for a single string) forces the
+        start of each translation: its tokens come first, exactly as typed (even words the
+        vocabulary lacks), and the model completes them.
         """
         if isinstance(sentences, str):
             sentences = [sentences]
+            target_prefix = [target_prefix] if isinstance(target_prefix, str) else target_prefix
+        if replace_unk is not None and not isinstance(replace_unk, bool):
+            raise ValueError(f"replace_unk={replace_unk!r} must be true, false or None")
+        prefix_texts = check_prefixes(target_prefix, len(sentences))
         beam = self.cfg.search.beam_size if beam_size is None else beam_size
-        return self.engine.translate(list(sentences), beam_size=beam, length_penalty=length_penalty,
-                                     batch_size=batch_size, n_best=n_best, layer=layer, head=head,
-                                     sampling_topk=sampling_topk, sampling_temperature=sampling_temperature,
-                                     seed=seed)
+        results = self.engine.translate(list(sentences), beam_size=beam, length_penalty=length_penalty,
+                                        batch_size=batch_size, n_best=n_best, layer=layer, head=head,
+                                        sampling_topk=sampling_topk, sampling_temperature=sampling_temperature,
+                                        seed=seed, target_prefix=target_prefix)
+        replace = self.replaces_unk if replace_unk is None else replace_unk
+        prefixes, _ = encode_targets(self.pipeline, [p or "" for p in prefix_texts], self.cfg.search)
+        for result, prefix in zip(results, prefixes):
+            self._finish(result, prefix, replace_unk=replace, alignments=alignments)
+        return results
+
+    def _finish(self, result: TranslationResult, prefix: list[str], *, replace_unk: bool, alignments: bool) -> None:
+        """Put the prefix's own tokens back (the engines see words the vocabulary lacks as <unk>),
+        replace the other <unk>s and add word alignments, in the result and each alternative."""
+        detokenize = self.pipeline.tgt_tokenizer.detokenize
+        for hyp in [result, *result.alternatives]:
+            if hyp.attention is None:
+                continue
+            tokens, replaced = list(hyp.tokens), []
+            if prefix and tokens[:len(prefix)] != prefix:
+                tokens[:len(prefix)] = prefix
+            if replace_unk:
+                tokens, replaced = replace_unknowns(tokens, result.source_tokens, hyp.attention,
+                                                    subword=self.subword, start=len(prefix))
+            if tokens != hyp.tokens:
+                hyp.tokens, hyp.text, hyp.replaced = tokens, detokenize(tokens), replaced
+            if alignments:
+                hyp.alignment = word_alignment(hyp.attention, result.source_tokens, hyp.tokens,
+                                               subword=self.subword)
 
     def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64) -> list[ScoreResult]:
         """Forced decoding: each (source, translation) pair's log-probability (<eos> included),
@@ -151,17 +201,21 @@ class Translator:
         return self.engine.score(list(sources), list(targets), batch_size=batch_size)
 
     def evaluate(self, split: str = "test_2016_flickr", *, beam_size: int | None = None,
-                 length_penalty: float | None = None, batch_size: int = 128) -> dict:
-        """BLEU, chrF (cased, detokenized; sacreBLEU signature), lowercased BLEUs and perplexity."""
+                 length_penalty: float | None = None, batch_size: int = 128,
+                 replace_unk: bool | None = None) -> dict:
+        """BLEU, chrF (cased, detokenized; sacreBLEU signature), lowercased BLEUs and perplexity;
+        `replace_unk` as in `translate` (default `replaces_unk`)."""
         from attnmt.data.corpus import corpus_spec, load_corpus
         from attnmt.evaluation import corpus_loss, perplexity, score_translations
 
         corpus = load_corpus(corpus_spec(self.cfg.data), split)
         beam = self.cfg.search.beam_size if beam_size is None else beam_size
-        results = self.translate(corpus.src, beam_size=beam, length_penalty=length_penalty, batch_size=batch_size)
+        results = self.translate(corpus.src, beam_size=beam, length_penalty=length_penalty, batch_size=batch_size,
+                                 replace_unk=replace_unk)
         lp = self.cfg.search.length_penalty if length_penalty is None else length_penalty
         report = {"split": split, "sentences": len(corpus.src), "beam": beam,
-                  "length_penalty": lp if beam > 1 else None}
+                  "length_penalty": lp if beam > 1 else None,
+                  "replace_unk": self.replaces_unk if replace_unk is None else replace_unk}
         report.update(score_translations([r.text for r in results], corpus.tgt, tgt_lang=self.cfg.data.tgt_lang))
         vocab = self.pipeline.tgt_vocab
         if self.model is not None:

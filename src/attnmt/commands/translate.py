@@ -1,12 +1,14 @@
 """`attnmt translate RUN_DIR [RUN_DIR ...] [-i IN] [-o OUT] [--beam K] [--n-best K] [--sampling-topk K]`: one
 translation per input line; with --n-best K > 1, K lines 'rank<TAB>score<TAB>text' per input
-line, then an empty line."""
+line, then an empty line. --alignments appends a tab and the word alignment ('0-0 1-2 ...',
+source-output word indices) to each translation; --no-replace-unk keeps <unk> in the output."""
 
 from __future__ import annotations
 
 from typing import IO
 
 from attnmt.commands.text_io import open_input, open_output, output_line, read_lines
+from attnmt.decoding import pharaoh
 from attnmt.errors import AttnmtError
 from attnmt.translator import Translator
 
@@ -16,7 +18,8 @@ def run(args) -> int:
     beam = args.beam if args.beam is not None else (1 if args.sampling_topk != 1 else 5)
     options = dict(beam_size=beam, length_penalty=args.length_penalty, batch_size=args.batch_size,
                    n_best=args.n_best, sampling_topk=args.sampling_topk,
-                   sampling_temperature=args.sampling_temperature, seed=args.seed)
+                   sampling_temperature=args.sampling_temperature, seed=args.seed,
+                   replace_unk=args.replace_unk, alignments=args.alignments)
     chunk_size = args.batch_size * 8
     with open_input(args.input) as source, open_output(args.output) as target:
         chunk: list[str] = []
@@ -30,6 +33,11 @@ def run(args) -> int:
     return 0
 
 
+def _links(result, options: dict) -> str:
+    """With --alignments, a tab and the hypothesis' word alignment in Pharaoh format; else nothing."""
+    return "\t" + pharaoh(result.alignment or []) if options["alignments"] else ""
+
+
 def _translate(translator: Translator, lines: list[str], options: dict, target: IO[str]) -> None:
     try:
         results = translator.translate(lines, **options)
@@ -37,9 +45,9 @@ def _translate(translator: Translator, lines: list[str], options: dict, target: 
         raise AttnmtError(str(err)) from None
     for result in results:
         if options["n_best"] == 1:
-            target.write(output_line(result.text))
+            target.write(output_line(result.text + _links(result, options)))
             continue
         for rank, alt in enumerate(result.alternatives, 1):
-            target.write(output_line(f"{rank}\t{alt.score:.6f}\t{alt.text}"))
+            target.write(output_line(f"{rank}\t{alt.score:.6f}\t{alt.text}" + _links(alt, options)))
         target.write("\n")
     target.flush()

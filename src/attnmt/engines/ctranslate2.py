@@ -22,7 +22,7 @@ from attnmt.config import Config, SearchConfig
 from attnmt.data.batching import length_sorted_chunks
 from attnmt.data.pipeline import TextPipeline
 from attnmt.decoding import (Alternative, ScoreResult, TranslationResult, check_decoding_args, empty_result,
-                             encode_sources, prepare_pairs)
+                             encode_prefixes, encode_sources, prepare_pairs)
 from attnmt.engines.ctranslate2_export import _ctranslate2
 from attnmt.errors import AttnmtError
 from attnmt.run_dir import RunDir
@@ -101,9 +101,10 @@ class CTranslate2Engine:
     def translate(self, sentences: Sequence[str], *, beam_size: int, length_penalty: float | None = None,
                   batch_size: int = 64, n_best: int = 1, layer: int | None = None, head: int | None = None,
                   sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                  seed: int | None = None) -> list[TranslationResult]:
+                  seed: int | None = None, target_prefix: Sequence[str | None] | None = None) -> list[TranslationResult]:
         """As NativeEngine.translate; `layer`/`head` must be None or the exported attention layer
-        (CTranslate2 returns that layer's attention averaged over heads)."""
+        (CTranslate2 returns that layer's attention averaged over heads); `target_prefix` is
+        CTranslate2's own, with budgets raised to the prefix length + 1 as in search.py."""
         check_decoding_args(beam_size=beam_size, n_best=n_best, sampling_topk=sampling_topk,
                             sampling_temperature=sampling_temperature, length_penalty=length_penalty, seed=seed)
         exported, layers = self.info["attention_layer"], self.info["decoder_layers"]
@@ -116,8 +117,11 @@ class CTranslate2Engine:
         alpha = cfg.length_penalty if length_penalty is None else length_penalty
         warnings: list[list[str]] = [[] for _ in sentences]
         src_tokens, src_ids = encode_sources(self.pipeline, sentences, cfg, warnings)
+        prefix_ids = encode_prefixes(self.pipeline, target_prefix, len(sentences), cfg, warnings)
         budgets = output_budget(torch.tensor([len(ids) for ids in src_ids]), cfg.max_len_ratio,
                                 cfg.max_len_offset).tolist() if sentences else []
+        budgets = [max(budget, len(ids) + 1) for budget, ids in zip(budgets, prefix_ids)]
+        itos = self.pipeline.tgt_vocab.itos
         results: list[TranslationResult | None] = [None] * len(sentences)
         options = dict(beam_size=beam_size, num_hypotheses=beam_size if beam_size > 1 else n_best,
                        length_penalty=0.0, return_scores=True, return_attention=True, max_input_length=0,
@@ -125,7 +129,9 @@ class CTranslate2Engine:
                        sampling_topk=sampling_topk, sampling_temperature=sampling_temperature)
         for chunk in length_sorted_chunks([len(ids) for ids in src_ids], batch_size):
             for group in _same_budget(chunk, budgets):  # CTranslate2 takes one budget per call
+                prefixes = [[itos[t] for t in prefix_ids[i]] or None for i in group]
                 found = translator.translate_batch([self._source_tokens(src_ids[i]) for i in group],
+                                                   target_prefix=prefixes if any(prefixes) else None,
                                                    max_decoding_length=budgets[group[0]], **options)
                 for i, result in zip(group, found):
                     results[i] = self._result(result, src_tokens[i], warnings[i], n_best, alpha,
@@ -143,26 +149,29 @@ class CTranslate2Engine:
             hyps.append((score, tokens, attention))
         if rerank:
             hyps.sort(key=lambda h: h[0], reverse=True)
-        alternatives = [Alternative(tokenizer.detokenize(list(tokens)), list(tokens), float(score))
-                        for score, tokens, _ in hyps[:n_best]]
+        alternatives = [Alternative(tokenizer.detokenize(list(tokens)), list(tokens), float(score),
+                                    np.asarray(attention, dtype=np.float32).reshape(len(tokens), len(source_tokens)))
+                        for score, tokens, attention in hyps[:n_best]]
         best = alternatives[0]
-        attention = np.asarray(hyps[0][2], dtype=np.float32).reshape(len(best.tokens), len(source_tokens))
-        return TranslationResult(best.text, best.tokens, source_tokens, attention, best.score, alternatives,
+        return TranslationResult(best.text, best.tokens, source_tokens, best.attention, best.score, alternatives,
                                  warnings)
 
     def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64) -> list[ScoreResult]:
-        """Forced decoding with CTranslate2's score_batch; an empty source has no score (nan)."""
+        """Forced decoding with CTranslate2's score_batch (per-token log-probabilities too; its
+        score_batch returns no attention, so `attention` is None); an empty source has no score (nan)."""
         src_tokens, src_ids, tgt_tokens, tgt_ids, warnings = prepare_pairs(self.pipeline, sources, targets,
                                                                            self.search_cfg)
         itos = self.pipeline.tgt_vocab.itos
         log_probs = [float("nan")] * len(sources)
+        token_log_probs: list[list[float]] = [[] for _ in sources]
         for chunk in length_sorted_chunks([len(ids) for ids in src_ids], batch_size):
             found = self.translator.score_batch([self._source_tokens(src_ids[i]) for i in chunk],
                                                 [[itos[t] for t in tgt_ids[i]] for i in chunk], max_input_length=0)
             for i, result in zip(chunk, found):
+                token_log_probs[i] = [float(x) for x in result.log_probs]
                 log_probs[i] = float(sum(result.log_probs))
-        return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1, warnings[i])
-                for i in range(len(sources))]
+        return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1, warnings[i],
+                            token_log_probs[i]) for i in range(len(sources))]
 
 
 def _same_budget(chunk: list[int], budgets: list[int]) -> list[list[int]]:

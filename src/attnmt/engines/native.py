@@ -12,6 +12,7 @@ Shapes:
 
 from __future__ import annotations
 
+from inspect import signature
 from typing import Sequence
 
 import torch
@@ -21,18 +22,19 @@ from attnmt.config import SearchConfig
 from attnmt.data.batching import Batch, length_sorted_chunks, make_batches, make_source_batch
 from attnmt.data.pipeline import TextPipeline
 from attnmt.decoding import (Alternative, ScoreResult, TranslationResult, check_decoding_args, empty_result,
-                             encode_sources, prepare_pairs)
+                             encode_prefixes, encode_sources, prepare_pairs)
 from attnmt.models import eval_mode
 from attnmt.search import beam_search, greedy_search, sample_search
 
 
 def search_batch(model: nn.Module, batch: Batch, *, beam_size: int, length_penalty: float, search_cfg: SearchConfig,
                  bos_id: int, eos_id: int, sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                 generator: torch.Generator | None = None):
+                 generator: torch.Generator | None = None, prefix: torch.Tensor | None = None):
     """Greedy search (beam_size <= 1), beam search, or random sampling (sampling_topk != 1, with
-    beam_size 1) over one source batch; returns the SearchResult."""
+    beam_size 1) over one source batch, the first tokens forced to `prefix` (batch, prefix_len;
+    -1 = none) if given; returns the SearchResult."""
     common = dict(max_len_ratio=search_cfg.max_len_ratio, max_len_offset=search_cfg.max_len_offset,
-                  bos_id=bos_id, eos_id=eos_id)
+                  bos_id=bos_id, eos_id=eos_id, prefix=prefix)
     if sampling_topk != 1:
         return sample_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, topk=sampling_topk,
                              temperature=sampling_temperature, generator=generator, **common)
@@ -40,6 +42,15 @@ def search_batch(model: nn.Module, batch: Batch, *, beam_size: int, length_penal
         return greedy_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, **common)
     return beam_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, beam_size=beam_size,
                        length_penalty=length_penalty, **common)
+
+
+def prefix_batch(prefixes: list[list[int]], device: torch.device | str) -> torch.Tensor | None:
+    """Target prefixes as one (batch, prefix_len) long tensor padded with -1; None when all are empty."""
+    width = max((len(ids) for ids in prefixes), default=0)
+    if width == 0:
+        return None
+    rows = [ids + [-1] * (width - len(ids)) for ids in prefixes]
+    return torch.tensor(rows, dtype=torch.long, device=device)  # (batch, prefix_len)
 
 
 def _sampling_generator(sampling_topk: int, seed: int | None, device: torch.device | str) -> torch.Generator | None:
@@ -54,8 +65,12 @@ def _sampling_generator(sampling_topk: int, seed: int | None, device: torch.devi
 def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence[str], *, beam_size: int,
                    search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64,
                    length_penalty: float | None = None, n_best: int = 1, sampling_topk: int = 1,
-                   sampling_temperature: float = 1.0, seed: int | None = None) -> list[TranslationResult]:
+                   sampling_temperature: float = 1.0, seed: int | None = None,
+                   target_prefix: Sequence[str | None] | None = None) -> list[TranslationResult]:
     """Translate raw sentences in length-sorted batches; results come back in input order.
+
+    `target_prefix` (one text or None per sentence) forces the start of each translation; the
+    search completes it (search.py).
 
     Each result's `alternatives` holds the best `n_best` hypotheses (at most `beam_size`), best first.
     `sampling_topk` != 1 draws each translation at random from the `sampling_topk` most probable
@@ -66,6 +81,7 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
     generator = _sampling_generator(sampling_topk, seed, device)
     warnings: list[list[str]] = [[] for _ in sentences]
     src_tokens, src_ids = encode_sources(pipeline, sentences, search_cfg, warnings)
+    prefix_ids = encode_prefixes(pipeline, target_prefix, len(sentences), search_cfg, warnings)
     results: list[TranslationResult | None] = [None] * len(sentences)
     lp = search_cfg.length_penalty if length_penalty is None else length_penalty
     vocab = pipeline.tgt_vocab
@@ -74,13 +90,16 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
             batch = make_source_batch([src_ids[i] for i in chunk], pad_id=pipeline.src_vocab.pad_id).to(device)
             found = search_batch(model, batch, beam_size=beam_size, length_penalty=lp, search_cfg=search_cfg,
                                  bos_id=vocab.bos_id, eos_id=vocab.eos_id, sampling_topk=sampling_topk,
-                                 sampling_temperature=sampling_temperature, generator=generator)
+                                 sampling_temperature=sampling_temperature, generator=generator,
+                                 prefix=prefix_batch([prefix_ids[i] for i in chunk], device))
             for row, i in enumerate(chunk):
                 alternatives = []
                 for hyp in found.nbest[row][:n_best]:
                     ids = [t for t in hyp.tokens if t != vocab.eos_id]
+                    attention = hyp.attention[: len(ids)].float().numpy()  # (len(ids), src_length)
                     alternatives.append(Alternative(pipeline.decode_target(ids)[1],
-                                                    vocab.decode(ids, strip_special=False), float(hyp.score)))
+                                                    vocab.decode(ids, strip_special=False), float(hyp.score),
+                                                    attention))
                 best = alternatives[0]
                 attention = found.attention[row][: len(best.tokens), : len(src_ids[i])].float().cpu().numpy()
                 results[i] = TranslationResult(best.text, best.tokens, src_tokens[i], attention, best.score,
@@ -92,22 +111,33 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
 def score_pairs(model: nn.Module, pipeline: TextPipeline, sources: Sequence[str], targets: Sequence[str], *,
                 search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64) -> list[ScoreResult]:
     """Forced decoding: each translation's log-probability given its source (teacher forcing,
-    <eos> included), in length-sorted batches; results in input order. An empty source has no
-    score (log_prob nan)."""
+    <eos> included), in length-sorted batches; results in input order, with each token's
+    log-probability and the attention (as the model's attention view reports it). An empty source
+    has no score (log_prob nan, no token log-probabilities)."""
+    import numpy as np
+
     src_tokens, src_ids, tgt_tokens, tgt_ids, warnings = prepare_pairs(pipeline, sources, targets, search_cfg)
     vocab = pipeline.tgt_vocab
     log_probs = [float("nan")] * len(sources)
+    token_log_probs: list[list[float]] = [[] for _ in sources]
+    attention = [np.zeros((0, len(ids)), dtype=np.float32) for ids in src_ids]
+    # the Transformer computes its attention weights in a teacher-forced pass only when asked
+    attention_option = {"need_attention": True} if "need_attention" in signature(model.forward).parameters else {}
     with eval_mode(model):
         for chunk in length_sorted_chunks([len(ids) for ids in src_ids], batch_size):
             batch = make_batches([(src_ids[i], tgt_ids[i]) for i in chunk], batch_size=len(chunk), shuffle=False,
                                  pad_id=vocab.pad_id, bos_id=vocab.bos_id, eos_id=vocab.eos_id)[0].to(device)
-            logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in).logits  # (batch, tgt_len, vocab)
-            logp = logits.float().log_softmax(dim=-1).gather(2, batch.tgt_out.unsqueeze(2)).squeeze(2)  # (batch, tgt_len)
-            sums = logp.masked_fill(batch.tgt_out == vocab.pad_id, 0.0).sum(dim=1).tolist()  # (batch,)
-            for row, total in zip(batch.index.tolist(), sums):
-                log_probs[chunk[row]] = total
-    return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1, warnings[i])
-            for i in range(len(sources))]
+            out = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in, **attention_option)
+            logp = out.logits.float().log_softmax(dim=-1).gather(2, batch.tgt_out.unsqueeze(2)).squeeze(2)  # (batch, tgt_len)
+            logp = logp.masked_fill(batch.tgt_out == vocab.pad_id, 0.0)
+            weights = None if out.attention is None else out.attention.float().cpu().numpy()  # (batch, tgt_len, src_len)
+            for row, (total, per_token) in enumerate(zip(logp.sum(dim=1).tolist(), logp.tolist())):
+                i = chunk[int(batch.index[row])]
+                n = len(tgt_ids[i]) + 1
+                log_probs[i], token_log_probs[i] = total, per_token[:n]
+                attention[i] = None if weights is None else weights[row, :n, :len(src_ids[i])]
+    return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1, warnings[i],
+                        token_log_probs[i], attention[i]) for i in range(len(sources))]
 
 
 class NativeEngine:
@@ -124,7 +154,7 @@ class NativeEngine:
     def translate(self, sentences: Sequence[str], *, beam_size: int, length_penalty: float | None = None,
                   batch_size: int = 64, n_best: int = 1, layer: int | None = None, head: int | None = None,
                   sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                  seed: int | None = None) -> list[TranslationResult]:
+                  seed: int | None = None, target_prefix: Sequence[str | None] | None = None) -> list[TranslationResult]:
         """`layer` and `head` pick which cross-attention a Transformer reports (default: the mean)."""
         if layer is not None or head is not None:
             if not hasattr(self.model, "set_attention_view"):
@@ -134,7 +164,8 @@ class NativeEngine:
             return decode_sources(self.model, self.pipeline, sentences, beam_size=beam_size,
                                   search_cfg=self.search_cfg, device=self.device, batch_size=batch_size,
                                   length_penalty=length_penalty, n_best=n_best, sampling_topk=sampling_topk,
-                                  sampling_temperature=sampling_temperature, seed=seed)
+                                  sampling_temperature=sampling_temperature, seed=seed,
+                                  target_prefix=target_prefix)
         finally:
             if layer is not None or head is not None:
                 self.model.set_attention_view(layer=None, head=None)
