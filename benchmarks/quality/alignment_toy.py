@@ -1,24 +1,30 @@
+#!/usr/bin/env python3
 """Alignment accuracy of attention per decoder layer and head on the toy tasks, whose gold word
 alignment is known by construction (copy: word i <-> word i; reversal: word i <-> word n-1-i):
 the share of output words linked to their gold source word, against the diagonal baseline, and the
 agreement of each layer/head view with the default view (the mean over layers and heads).
 
-    PYTHONPATH=src:tests python benchmarks/alignment_toy.py   # trains two tiny Transformers (~1 min)
+    benchmarks/quality/alignment_toy.py [--epochs 10]   # trains two tiny Transformers (~1 min)
 """
 
+import argparse
 import sys
 import tempfile
 from pathlib import Path
 
-import toy
-from attnmt.cli import main
-from attnmt.translator import Translator
+REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the toy tasks live in tests/toy.py
+
+import toy  # noqa: E402
+from attnmt.cli import main as attnmt  # noqa: E402
+from attnmt.translator import Translator  # noqa: E402
 
 
-def train(base: Path, task: str) -> Path:
-    config = toy.write_config(base / f"{task}.yaml", task, "transformer", epochs=10, batch_size=32,
+def train(base: Path, task: str, epochs: int) -> Path:
+    config = toy.write_config(base / f"{task}.yaml", task, "transformer", epochs=epochs, batch_size=32,
                               train=dict(log_every=100, eval_max_sentences=8))
-    assert main(["train", str(config), "--run-dir", str(base / task)]) == 0
+    if attnmt(["train", str(config), "--run-dir", str(base / task)]) != 0:
+        raise SystemExit(f"alignment_toy: training the {task} task failed")
     return base / task
 
 
@@ -33,10 +39,13 @@ def accuracy(links, reference) -> float:
     return sum(a == b for a, b in pairs) / len(pairs)
 
 
-def main_(out=sys.stdout) -> None:
-    base = Path(tempfile.mkdtemp())
+def main(argv: list[str] | None = None, out=sys.stdout) -> int:
+    p = argparse.ArgumentParser(prog="alignment_toy", description=__doc__.split("\n\n")[0])
+    p.add_argument("--epochs", type=int, default=10, help="training epochs per task")
+    args = p.parse_args(argv)
+    base = Path(tempfile.mkdtemp(prefix="attnmt-alignment-"))
     for task in ("copy", "reversal"):
-        run = train(base, task)
+        run = train(base, task, args.epochs)
         translator = Translator.load(run, device="cpu")
         _, splits = toy.TASKS[task]
         sources = [s for s, _ in toy.TASKS[task][0](splits[2][1], splits[2][2])]
@@ -58,7 +67,8 @@ def main_(out=sys.stdout) -> None:
             print(f"  {name:8s} gold {accuracy(links, [golds[i] for i in keep]):.3f}  "
                   f"agrees with mean {accuracy(links, [ref[i].alignment for i in keep]):.3f}  "
                   f"with diagonal {accuracy(links, diag):.3f}", file=out)
+    return 0
 
 
 if __name__ == "__main__":
-    main_()
+    raise SystemExit(main())

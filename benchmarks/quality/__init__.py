@@ -1,0 +1,1 @@
+"""Quality measurements that are not BLEU: language identification and attention alignments."""

@@ -1,0 +1,60 @@
+"""Smoke tests of benchmarks/quality/ and benchmarks/speed/serve_models.py: each runs on a little
+data and reports what the test can check by itself."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.quality import alignment_toy, langid_multi30k
+from benchmarks.quality.alignment_toy import accuracy, gold
+from benchmarks.speed import serve_models
+
+
+def test_langid_reports_accuracy_per_word_cut(multi30k_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ATTNMT_DATA", str(multi30k_dir))
+    out = tmp_path / "langid.json"
+    assert langid_multi30k.main(["--sentences", "5", "--words", "0", "1", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert [(r["identifier"], r["words"], r["sentences"]) for r in rows] == [("py3langid", 0, 20), ("py3langid", 1, 20)]
+    for row in rows:  # the overall accuracy is the mean of the four languages' (5 sentences each)
+        assert row["accuracy"] == pytest.approx(sum(row["per_language"].values()) / 4, abs=1e-4)
+    assert rows[0]["accuracy"] >= 0.9  # whole Multi30k sentences are easy
+    assert langid_multi30k.main(["--words", "-1"]) == 2
+
+
+def test_alignment_gold_and_accuracy_by_hand():
+    assert gold("copy", 3, 3) == [(0, 0), (1, 1), (2, 2)]
+    assert gold("reversal", 3, 3) == [(2, 0), (1, 1), (0, 2)]
+    assert accuracy([[(0, 0), (2, 1)]], [[(0, 0), (1, 1)]]) == 0.5
+
+
+@pytest.mark.slow
+def test_alignment_toy_runs(capsys):
+    assert alignment_toy.main(["--epochs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "copy:" in out and "reversal:" in out and "diagonal baseline" in out
+
+
+def test_serve_models_measures_one_then_two_models(toy_run, tmp_path):
+    """The toy run and a copy relabelled en -> de (a server serves one model per pair)."""
+    out = tmp_path / "serve.json"
+    flipped = tmp_path / "flipped"
+    subprocess.run(["cp", "-r", str(toy_run), str(flipped)], check=True)
+    config = json.loads((flipped / "config.json").read_text())
+    config["data"]["src_lang"], config["data"]["tgt_lang"] = "en", "de"
+    (flipped / "config.json").write_text(json.dumps(config))
+    (flipped / "checksums.json").unlink()
+    assert serve_models.main([str(toy_run), str(flipped), "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert [r["models"] for r in rows] == [1, 2] and all(r["rss_mib"] > 50 and r["ready_s"] > 0 for r in rows)
+
+
+def test_every_quality_script_runs_as_a_file():
+    for script in sorted(Path(langid_multi30k.__file__).parent.glob("*.py")):
+        if script.name == "__init__.py":
+            continue
+        done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, cwd="/")
+        assert done.returncode == 0 and "usage" in done.stdout, (script, done.stderr)
