@@ -180,16 +180,28 @@ class V1TranslateRequest(_Strict):
     attention: bool = Field(True, description="return the attention matrix of each translation")
     layer: Optional[int] = Field(None, description="Transformer: decoder layer (default: the mean)")
     head: Optional[int] = Field(None, description="Transformer: head (default: the mean)")
+    alignments: bool = Field(False, description="return the word alignment of each translation and alternative")
+    target_prefix: Optional[list[Optional[str]]] = Field(
+        None, description="one text (or null) per text: the translation starts with it, the model completes it",
+        examples=[["A dog"]])
     source: Optional[str] = Field(None, description="source language (with target: picks the model; "
                                                     "default: the server's first model)")
     target: Optional[str] = Field(None, description="target language (with source)")
     api_key: Optional[str] = Field(None, description="needed when the server runs with --api-key")
 
 
+ALIGNMENT_DOC = ("[source word, output word] links (word indices; pieces merged into words), one per output "
+                 "word, from attention; null unless asked")
+
+
 class V1Alternative(BaseModel):
     text: str
     tokens: list[str]
     score: float
+    attention: Optional[list[list[float]]] = Field(
+        None, description="len(tokens) rows x len(source_tokens) columns (when attention is asked)")
+    replaced: list[int] = Field(default_factory=list, description="positions in tokens whose <unk> was replaced")
+    alignment: Optional[list[list[int]]] = Field(None, description=ALIGNMENT_DOC)
 
 
 class V1Translation(BaseModel):
@@ -201,6 +213,9 @@ class V1Translation(BaseModel):
         None, description="len(tokens) rows x len(source_tokens) columns; each row sums to 1")
     alternatives: list[V1Alternative] = Field(..., description="n-best, best first (incl. the translation)")
     warnings: list[str] = Field(..., description="e.g. the input was cut")
+    replaced: list[int] = Field(default_factory=list,
+                                description="positions in tokens whose <unk> became the most attended source word")
+    alignment: Optional[list[list[int]]] = Field(None, description=ALIGNMENT_DOC)
 
 
 class V1TranslateResponse(BaseModel):
@@ -208,6 +223,41 @@ class V1TranslateResponse(BaseModel):
     beam_size: int
     layer: Optional[int] = None
     head: Optional[int] = None
+
+
+class V1ScoreRequest(_Strict):
+    """POST /v1/score: forced decoding of given translations (strict types, as /v1/translate)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    texts: list[str] = Field(..., description="source texts (at most --max-texts)",
+                             examples=[["Ein Hund läuft durch den Schnee ."]])
+    translations: list[str] = Field(..., description="one translation per text, to score",
+                                    examples=[["A dog runs through the snow ."]])
+    attention: bool = Field(True, description="return the attention matrix of each translation")
+    source: Optional[str] = Field(None, description="source language (with target: picks the model)")
+    target: Optional[str] = Field(None, description="target language (with source)")
+    api_key: Optional[str] = Field(None, description="needed when the server runs with --api-key")
+
+
+class V1Score(BaseModel):
+    source_tokens: list[str] = Field(..., description="the tokenized (and possibly cut) source")
+    tokens: list[str] = Field(..., description="the tokenized (and possibly cut) translation, without <eos>")
+    log_prob: Optional[float] = Field(..., description="sum of the token log-probabilities, <eos> included; "
+                                                       "null for an empty source")
+    normalized: Optional[float] = Field(..., description="log_prob per scored token (comparable with the "
+                                                         "score of a beam without length penalty)")
+    num_tokens: int = Field(..., description="tokens scored: len(tokens) + 1 for <eos>")
+    token_log_probs: list[float] = Field(..., description="one per scored token, <eos> last")
+    token_probs: list[float] = Field(..., description="exp(token_log_probs)")
+    attention: Optional[list[list[float]]] = Field(
+        None, description="num_tokens rows (<eos> last) x len(source_tokens) columns; null when not asked, "
+                          "for an empty source, and with the CTranslate2 engine (it gives no attention)")
+    warnings: list[str] = Field(..., description="e.g. a text was cut")
+
+
+class V1ScoreResponse(BaseModel):
+    scores: list[V1Score]
 
 
 class V1Model(BaseModel):

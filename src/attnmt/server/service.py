@@ -84,11 +84,33 @@ class TranslationService:
 
     # ---- work -----------------------------------------------------------------------------
 
-    async def translate(self, texts: Sequence[str], settings: DecodeSettings) -> list:
-        """TranslationResults for texts; a fault inside the model becomes a 500 ApiError."""
+    async def translate(self, texts: Sequence[str], settings: DecodeSettings, *, alignments: bool = False,
+                        target_prefix: Sequence[str | None] | None = None) -> list:
+        """TranslationResults for texts; a fault inside the model becomes a 500 ApiError.
+
+        Plain requests share micro-batches; a request with alignments or target prefixes runs as
+        its own batch in the model's worker thread (the batcher's settings carry neither)."""
+        texts = list(texts)
+        if not alignments and (target_prefix is None or all(p is None for p in target_prefix)):
+            return await self._guarded(self.batcher.translate(texts, settings))
+
+        def run():
+            return self.translator.translate(texts, beam_size=settings.beam_size,
+                                             length_penalty=settings.length_penalty, n_best=settings.n_best,
+                                             layer=settings.layer, head=settings.head, alignments=alignments,
+                                             target_prefix=None if target_prefix is None else list(target_prefix))
+        return await self._guarded(self.batcher.run_in_worker(run))
+
+    async def score(self, sources: Sequence[str], translations: Sequence[str]) -> list:
+        """ScoreResults (forced decoding) for (source, translation) pairs, in the model's worker thread."""
+        sources, translations = list(sources), list(translations)
+        return await self._guarded(self.batcher.run_in_worker(lambda: self.translator.score(sources, translations)))
+
+    async def _guarded(self, work) -> list:
+        """Await model work, counted in flight; a fault inside the model becomes a 500 ApiError."""
         self.in_flight += 1
         try:
-            return await self.batcher.translate(list(texts), settings)
+            return await work
         except ApiError:
             raise
         except Exception as err:  # a model fault: 500 for this request, the server goes on

@@ -1,0 +1,126 @@
+"""/v1/translate's alignments, target prefixes and replaced <unk>s, and /v1/score (forced
+decoding), over real HTTP. The reference answers come from the same run loaded in this process
+(Translator.translate and Translator.score called directly)."""
+
+from __future__ import annotations
+
+import math
+
+import httpx
+import numpy as np
+import pytest
+
+SENTENCES = ["Hund katze rot .", "Ein kind spielt ball ."]
+
+
+def post(served, path, **kwargs):
+    return httpx.post(served.url + path, timeout=120, **kwargs)
+
+
+def assert_error(response, status, text):
+    assert response.status_code == status, response.text
+    assert text in response.json()["error"]
+
+
+# ---- /v1/translate: alignments, prefixes, replaced ----------------------------------------------
+
+def test_alignments_match_the_translator(served, toy_translator):
+    expected = toy_translator.translate(SENTENCES, beam_size=3, n_best=2, alignments=True)
+    r = post(served, "/v1/translate", json={"texts": SENTENCES, "beam_size": 3, "n_best": 2, "alignments": True})
+    assert r.status_code == 200, r.text
+    for got, want in zip(r.json()["translations"], expected):
+        assert got["text"] == want.text
+        assert got["alignment"] == [list(link) for link in want.alignment]
+        assert got["replaced"] == want.replaced
+        for alt, want_alt in zip(got["alternatives"], want.alternatives):
+            assert alt["alignment"] == [list(link) for link in want_alt.alignment]
+            np.testing.assert_allclose(alt["attention"], want_alt.attention, atol=1e-6)
+
+
+def test_without_alignments_there_are_none(served):
+    t = post(served, "/v1/translate", json={"texts": SENTENCES[:1]}).json()["translations"][0]
+    assert t["alignment"] is None and all(a["alignment"] is None for a in t["alternatives"])
+    assert isinstance(t["replaced"], list)
+    t = post(served, "/v1/translate", json={"texts": SENTENCES[:1], "attention": False}).json()["translations"][0]
+    assert t["attention"] is None and all(a["attention"] is None for a in t["alternatives"])
+
+
+def test_target_prefix_is_kept_and_completed(served, toy_translator):
+    prefixes = ["cat zzzunknown", None]
+    expected = toy_translator.translate(SENTENCES, beam_size=2, target_prefix=prefixes)
+    r = post(served, "/v1/translate", json={"texts": SENTENCES, "beam_size": 2, "target_prefix": prefixes})
+    assert r.status_code == 200, r.text
+    got = r.json()["translations"]
+    assert got[0]["tokens"][:2] == ["cat", "zzzunknown"]
+    assert got[0]["text"].startswith("cat zzzunknown")
+    assert [t["text"] for t in got] == [e.text for e in expected]
+    assert got[1]["text"] == toy_translator.translate(SENTENCES[1:], beam_size=2)[0].text
+
+
+def test_target_prefix_errors(served):
+    assert_error(post(served, "/v1/translate", json={"texts": SENTENCES, "target_prefix": ["a"]}), 422,
+                 "target_prefix has 1 entries for 2 texts")
+    r = post(served, "/v1/translate", json={"texts": SENTENCES[:1], "target_prefix": [3]})
+    assert r.status_code == 422
+    r = post(served, "/v1/translate", json={"texts": SENTENCES[:1], "alignments": 1})
+    assert r.status_code == 422
+
+
+# ---- /v1/score -------------------------------------------------------------------------------
+
+def test_score_equals_translator_score(served, toy_translator):
+    translations = ["dog cat red .", "a child plays ball ."]
+    expected = toy_translator.score(SENTENCES, translations)
+    r = post(served, "/v1/score", json={"texts": SENTENCES, "translations": translations})
+    assert r.status_code == 200, r.text
+    for got, want in zip(r.json()["scores"], expected):
+        assert got["tokens"] == want.target_tokens and got["source_tokens"] == want.source_tokens
+        assert got["num_tokens"] == want.num_tokens == len(got["tokens"]) + 1
+        assert got["log_prob"] == pytest.approx(want.log_prob, abs=1e-5)
+        assert got["normalized"] == pytest.approx(want.normalized, abs=1e-5)
+        np.testing.assert_allclose(got["token_log_probs"], want.token_log_probs, atol=1e-5)
+        np.testing.assert_allclose(got["token_probs"], np.exp(want.token_log_probs), atol=1e-5)
+        assert sum(got["token_log_probs"]) == pytest.approx(got["log_prob"], abs=1e-4)
+        np.testing.assert_allclose(got["attention"], want.attention, atol=1e-6)
+        assert len(got["attention"]) == got["num_tokens"]
+
+
+def test_score_of_the_best_translation_is_its_greedy_score(served):
+    """Greedy search's output, forced: its log-probability is the search's (unnormalized) score."""
+    t = post(served, "/v1/translate", json={"texts": SENTENCES[:1], "beam_size": 1}).json()["translations"][0]
+    s = post(served, "/v1/score", json={"texts": SENTENCES[:1], "translations": [t["text"]]}).json()["scores"][0]
+    assert s["tokens"] == t["tokens"]
+    assert all(0.0 < p <= 1.0 for p in s["token_probs"])
+
+
+def test_score_empty_source_and_no_attention(served):
+    r = post(served, "/v1/score", json={"texts": ["", SENTENCES[0]], "translations": ["a", "dog"],
+                                       "attention": False})
+    assert r.status_code == 200, r.text
+    empty, plain = r.json()["scores"]
+    assert empty["log_prob"] is None and empty["attention"] is None
+    assert math.isfinite(plain["log_prob"]) and plain["attention"] is None
+
+
+def test_score_errors_are_those_of_translate(served):
+    assert_error(post(served, "/v1/score", json={"texts": SENTENCES, "translations": ["a"]}), 422,
+                 "1 translations for 2 texts")
+    assert_error(post(served, "/v1/score", json={"texts": ["a"] * 1000, "translations": ["a"] * 1000}), 413,
+                 "exceeds text limit")
+    assert_error(post(served, "/v1/score", json={"texts": ["a"], "translations": ["a"], "source": "fr",
+                                                "target": "en"}), 400, "fr is not supported")
+    assert_error(post(served, "/v1/score", json={"texts": ["a"], "translations": ["a"], "source": "de"}), 422,
+                 "give both source and target")
+    for body in ({"texts": ["a"]}, {"texts": ["a"], "translations": [1]}, {"texts": ["a"], "translations": ["a"], "x": 1},
+                 {"texts": ["a"], "translations": ["a"], "attention": "yes"}):
+        r = post(served, "/v1/score", json=body)
+        assert r.status_code == 422 and "error" in r.json(), (body, r.text)
+    r = post(served, "/v1/score", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code in (400, 422)
+
+
+def test_score_in_the_openapi_schema(served):
+    spec = httpx.get(served.url + "/openapi.json", timeout=30).json()
+    assert "/v1/score" in spec["paths"]
+    request = spec["components"]["schemas"]["V1TranslateRequest"]["properties"]
+    assert "alignments" in request and "target_prefix" in request
