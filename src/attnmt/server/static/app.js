@@ -5,8 +5,11 @@ const $ = (id) => document.getElementById(id);
 
 const state = {
   model: null,       // GET /v1/model
-  request: null,     // the last request sent (text, beam), for layer/head redraws
+  request: null,     // the last request sent (text, beam, prefix), for layer/head/view redraws
   translation: null, // the last /v1/translate translation shown
+  scores: [],        // /v1/score of each n-best alternative (null where scoring failed)
+  view: null,        // what the tokens and the grid show: {label, tokens, source_tokens, attention, probs, alignment}
+  selected: 0,       // the alternative shown (-1: the user's own translation)
 };
 
 function show(id, text) {
@@ -16,7 +19,7 @@ function show(id, text) {
 }
 
 function setBusy(busy, text) {
-  $("translate-button").disabled = busy;
+  for (const id of ["translate-button", "complete-button", "own-button"]) $(id).disabled = busy;
   $("status-message").textContent = busy ? text : "";
 }
 
@@ -88,13 +91,23 @@ function optionalInt(value) {
   return value === "" ? null : Number.parseInt(value, 10);
 }
 
-function requestBody(text, beam) {
-  const body = { texts: [text], beam_size: beam, n_best: Math.min(5, beam), attention: true,
-                 layer: optionalInt($("layer-select").value), head: optionalInt($("head-select").value) };
-  if (state.model && state.model.arch !== "transformer") { delete body.layer; delete body.head; }
+function withKey(body) {
   const key = $("api-key").value;
   if (key) body.api_key = key;
   return body;
+}
+
+function linksShown() {
+  return $("view-links").checked;
+}
+
+function requestBody(text, beam, prefix) {
+  const body = { texts: [text], beam_size: beam, n_best: Math.min(5, beam), attention: true,
+                 layer: optionalInt($("layer-select").value), head: optionalInt($("head-select").value) };
+  if (state.model && state.model.arch !== "transformer") { delete body.layer; delete body.head; }
+  if (prefix) body.target_prefix = [prefix];
+  if (linksShown()) body.alignments = true;
+  return withKey(body);
 }
 
 async function translate() {
@@ -110,18 +123,32 @@ async function translate() {
     show("error-message", `Beam size must be a whole number from 1 to ${maxBeam}.`);
     return;
   }
-  state.request = { text, beam };
+  state.request = { text, beam, prefix: null };
   await runTranslation("Translating…");
 }
 
+// "Complete from here": the same source, the output forced to start with the prefix.
+async function complete() {
+  const prefix = $("prefix-text").value;
+  if (!state.request) return;
+  if (!prefix.trim()) {
+    show("error-message", "Type (or click an output word to keep) the start of the translation.");
+    return;
+  }
+  state.request = { ...state.request, prefix };
+  await runTranslation("Completing…");
+}
+
 async function runTranslation(busyText) {
-  const { text, beam } = state.request;
+  const { text, beam, prefix } = state.request;
   setBusy(true, busyText);
   try {
-    const data = await api("/v1/translate", requestBody(text, beam));
+    const data = await api("/v1/translate", requestBody(text, beam, prefix));
     const translation = data.translations[0];
     state.translation = translation;
+    state.scores = await scoreAlternatives(text, translation);
     render(translation);
+    show("prefix-note", prefix ? `Completed from "${prefix}".` : "");
     show("warning-message", translation.warnings.length ? "Note: " + translation.warnings.join("; ") : "");
     show("error-message", "");
   } catch (err) {
@@ -131,6 +158,90 @@ async function runTranslation(busyText) {
   }
 }
 
+// ---- scoring (forced decoding, POST /v1/score) ---------------------------------------------
+
+// Each alternative's per-token probabilities (and its log-probability, to compare with the
+// user's own translation). A failure here leaves the translation shown, without confidences.
+async function scoreAlternatives(text, t) {
+  if (!t.alternatives.length) return [];
+  try {
+    const data = await api("/v1/score", withKey({ texts: t.alternatives.map(() => text),
+                                                  translations: t.alternatives.map((a) => a.text),
+                                                  attention: false }));
+    return data.scores;
+  } catch (err) {
+    show("warning-message", `Word confidences unavailable: ${err.message}`);
+    return t.alternatives.map(() => null);
+  }
+}
+
+function sameTokens(a, b) {
+  return a.length === b.length && a.every((tok, i) => tok === b[i]);
+}
+
+// Probabilities for the view's tokens when the scored tokens are the same tokens (a replaced
+// <unk> or a different tokenization of the text would shift them: then none are shown).
+function probsFor(tokens, score) {
+  if (!score || !sameTokens(score.tokens, tokens)) return null;
+  return score.token_probs.slice(0, tokens.length);
+}
+
+function fmt(x) {
+  return x === null || x === undefined ? "–" : x.toFixed(3);
+}
+
+async function scoreOwn() {
+  const own = $("own-text").value;
+  if (!state.request || !state.translation) return;
+  if (!own.trim()) {
+    show("error-message", "Type your translation to score it.");
+    return;
+  }
+  setBusy(true, "Scoring your translation…");
+  try {
+    const best = state.translation.alternatives[0] || state.translation;
+    const data = await api("/v1/score", withKey({ texts: [state.request.text, state.request.text],
+                                                  translations: [own, best.text], attention: true }));
+    const [mine, theirs] = data.scores;
+    showOwn(own, mine, theirs, best.text);
+    show("error-message", "");
+  } catch (err) {
+    show("error-message", err.message);
+  } finally {
+    setBusy(false);
+  }
+}
+
+function showOwn(own, mine, best, bestText) {
+  $("own-result").hidden = false;
+  for (const [prefix, s] of [["own", mine], ["best", best]]) {
+    $(`${prefix}-logprob`).textContent = fmt(s.log_prob);
+    $(`${prefix}-logprob`).dataset.value = s.log_prob;
+    $(`${prefix}-normalized`).textContent = fmt(s.normalized);
+    $(`${prefix}-count`).textContent = s.num_tokens;
+  }
+  let verdict;
+  if (mine.log_prob === null || best.log_prob === null) {
+    verdict = "The source is empty: there is nothing to compare.";
+  } else if (sameTokens(mine.tokens, best.tokens)) {
+    verdict = "This is the model's own best translation.";
+  } else if (mine.log_prob > best.log_prob) {
+    verdict = `The model prefers your translation (log-probability ${fmt(mine.log_prob)} against ` +
+      `${fmt(best.log_prob)} for its own): the beam search missed it. That is a search error.`;
+  } else {
+    verdict = `The model prefers its own translation "${bestText}" (log-probability ${fmt(best.log_prob)} ` +
+      `against ${fmt(mine.log_prob)} for yours). If yours is the better one, the model is wrong: a model error.`;
+  }
+  $("own-verdict").textContent = verdict;
+  $("own-verdict").dataset.prefers = mine.log_prob !== null && best.log_prob !== null &&
+    mine.log_prob > best.log_prob ? "own" : "model";
+  // the grid: the user's tokens and <eos> (forced decoding scores it too), with their attention
+  const tokens = [...mine.tokens, "</s>"];
+  markSelected(-1);
+  showView({ label: "your translation", tokens, source_tokens: mine.source_tokens,
+             attention: mine.attention, probs: mine.token_probs, alignment: null, logProb: mine.log_prob });
+}
+
 // ---- drawing ----------------------------------------------------------------------------
 
 function render(t) {
@@ -138,8 +249,10 @@ function render(t) {
   $("output-text").textContent = t.text;
   const list = $("alternatives");
   list.replaceChildren();
-  for (const alt of t.alternatives) {
+  t.alternatives.forEach((alt, i) => {
     const item = document.createElement("li");
+    item.dataset.index = i;
+    item.tabIndex = 0;
     const text = document.createElement("span");
     text.className = "alternative-text";
     text.textContent = alt.text;
@@ -147,10 +260,50 @@ function render(t) {
     score.className = "score";
     score.textContent = alt.score.toFixed(3);
     item.append(text, score);
+    item.addEventListener("click", () => selectAlternative(i));
+    item.addEventListener("keydown", (event) => { if (event.key === "Enter") selectAlternative(i); });
     list.append(item);
+  });
+  selectAlternative(0);
+}
+
+function markSelected(index) {
+  state.selected = index;
+  for (const li of $("alternatives").children) li.classList.toggle("selected", Number(li.dataset.index) === index);
+}
+
+// The best translation is alternatives[0]; a result without alternatives shows itself.
+function selectAlternative(i) {
+  const t = state.translation;
+  const alt = t.alternatives[i];
+  markSelected(alt ? i : 0);
+  const hyp = alt && !(i === 0 && sameTokens(alt.tokens, t.tokens)) ? alt : t;
+  const score = state.scores[i] || null;
+  showView({ label: i === 0 ? "the best translation" : `alternative ${i + 1}: "${hyp.text}"`,
+             tokens: hyp.tokens, source_tokens: t.source_tokens, attention: hyp.attention,
+             probs: probsFor(hyp.tokens, score), alignment: hyp.alignment, logProb: score ? score.log_prob : null });
+}
+
+function showView(view) {
+  state.view = view;
+  $("view-label").textContent = view.label;
+  drawTokens(view);
+  drawGrid(view);
+  drawLinks(view);
+  describeConfidence(view);
+}
+
+function describeConfidence(view) {
+  if (!view.probs) {
+    $("confidence-info").textContent = "";
+    return;
   }
-  drawTokens(t);
-  drawGrid(t);
+  let least = 0;
+  view.probs.forEach((p, i) => { if (p < view.probs[least]) least = i; });
+  const total = view.logProb === null || view.logProb === undefined ? "" :
+    `log-probability ${view.logProb.toFixed(3)}; `;
+  $("confidence-info").textContent = view.probs.length ?
+    `${total}least sure of "${view.tokens[least]}" (p = ${view.probs[least].toFixed(3)})` : "";
 }
 
 // Word boundaries: sentencepiece marks a word's first piece with "▁"; BPE marks a piece that
@@ -163,6 +316,11 @@ function wordStarts(tokens) {
   });
 }
 
+// green (sure) to red (unsure): the token's probability as a hue
+function confidenceColor(p) {
+  return `hsl(${Math.round(120 * Math.min(1, Math.max(0, p)))}, 70%, 42%)`;
+}
+
 function drawTokens(t) {
   const box = $("output-tokens");
   box.replaceChildren();
@@ -172,10 +330,82 @@ function drawTokens(t) {
     chip.className = "token" + (starts[row] ? " word-start" : " subword");
     chip.dataset.row = row;
     chip.textContent = tok;
+    if (t.probs && row < t.probs.length) {
+      const p = t.probs[row];
+      chip.dataset.prob = p;
+      chip.dataset.probLabel = p.toFixed(2);
+      chip.style.borderBottomColor = confidenceColor(p);
+      chip.title = `p = ${p.toFixed(3)}: click to keep the translation up to here`;
+    } else {
+      chip.title = "click to keep the translation up to here";
+    }
     chip.addEventListener("mouseenter", () => highlightRow(row));
     chip.addEventListener("mouseleave", clearHighlight);
+    chip.addEventListener("click", () => keepUpTo(row));
     box.append(chip);
   });
+}
+
+// The start of the shown translation, up to and including token `row`, as text to complete.
+function keepUpTo(row) {
+  const tokens = state.view.tokens.slice(0, row + 1).filter((tok) => tok !== "</s>");
+  let text;
+  if (tokens.some((tok) => tok.startsWith("▁"))) text = tokens.join("").replaceAll("▁", " ").trim();
+  else text = tokens.join(" ").replaceAll("@@ ", "").replace(/@@$/, "");
+  $("prefix-text").value = text;
+  $("prefix-text").focus();
+}
+
+// Tokens merged into words (sentencepiece "▁" and BPE "@@" marks dropped): the words that
+// alignment indices count.
+function mergeWords(tokens) {
+  const starts = wordStarts(tokens);
+  const words = [];
+  tokens.forEach((tok, i) => {
+    const piece = tok.replace(/^▁/, "").replace(/@@$/, "");
+    if (starts[i] || !words.length) words.push(piece);
+    else words[words.length - 1] += piece;
+  });
+  return words;
+}
+
+function drawLinks(view) {
+  const source = $("links-source"), target = $("links-target"), svg = $("links-svg");
+  source.replaceChildren();
+  target.replaceChildren();
+  svg.replaceChildren();
+  if (!linksShown()) return;
+  const words = (box, list, side) => list.forEach((w, i) => {
+    const el = document.createElement("span");
+    el.className = "word";
+    el.dataset[side] = i;
+    el.textContent = w;
+    box.append(el);
+  });
+  words(source, mergeWords(view.source_tokens), "src");
+  words(target, mergeWords(view.tokens.filter((tok) => tok !== "</s>")), "tgt");
+  const links = view.alignment || [];
+  $("links-view").dataset.links = links.map(([s, t]) => `${s}-${t}`).join(" ");
+  if (!view.alignment) {
+    $("links-box").querySelector(".hint").textContent = view.label === "your translation" ?
+      "Alignments are shown for the model's translations." : "No alignment for this translation.";
+    return;
+  }
+  $("links-box").querySelector(".hint").textContent =
+    "Each output word linked to the source word its attention weighs most (pieces merged into words).";
+  const box = svg.getBoundingClientRect();
+  for (const [s, t] of links) {
+    const a = source.querySelector(`[data-src="${s}"]`), b = target.querySelector(`[data-tgt="${t}"]`);
+    if (!a || !b) continue;
+    const ra = a.getBoundingClientRect(), rb = b.getBoundingClientRect();
+    const line = document.createElementNS("http://www.w3.org/2000/svg", "line");
+    line.setAttribute("x1", ra.left + ra.width / 2 - box.left);
+    line.setAttribute("y1", 0);
+    line.setAttribute("x2", rb.left + rb.width / 2 - box.left);
+    line.setAttribute("y2", box.height);
+    line.dataset.link = `${s}-${t}`;
+    svg.append(line);
+  }
 }
 
 function drawGrid(t) {
@@ -234,7 +464,7 @@ function clearHighlight() {
 // source tokens with at least half that weight.
 function highlightRow(row) {
   clearHighlight();
-  const t = state.translation;
+  const t = state.view;
   const weights = (t.attention || [])[row] || [];
   for (const el of document.querySelectorAll(`#attention-grid [data-row="${row}"], #output-tokens [data-row="${row}"]`)) {
     el.classList.add(el.classList.contains("token") ? "active" : "active-row");
@@ -255,7 +485,7 @@ function highlightRow(row) {
 function highlightCol(col) {
   clearHighlight();
   for (const el of document.querySelectorAll(`#attention-grid [data-col="${col}"]`)) el.classList.add("active-col");
-  $("hover-info").textContent = `source token "${state.translation.source_tokens[col]}"`;
+  $("hover-info").textContent = `source token "${state.view.source_tokens[col]}"`;
 }
 
 // ---- wiring -----------------------------------------------------------------------------
@@ -276,5 +506,16 @@ $("source-text").addEventListener("keydown", (event) => {
 });
 $("layer-select").addEventListener("change", redrawView);
 $("head-select").addEventListener("change", redrawView);
+$("complete-button").addEventListener("click", complete);
+$("own-button").addEventListener("click", scoreOwn);
+// Switching to links asks for the alignment (a new request); back to the heatmap only redraws.
+function switchView() {
+  $("heatmap-box").hidden = linksShown();
+  $("links-box").hidden = !linksShown();
+  if (linksShown() && state.translation && !state.translation.alignment) redrawView();
+  else if (state.view) drawLinks(state.view);
+}
+$("view-heatmap").addEventListener("change", switchView);
+$("view-links").addEventListener("change", switchView);
 
 loadModel();
