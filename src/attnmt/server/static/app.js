@@ -246,6 +246,7 @@ function showOwn(own, mine, best, bestText) {
 
 function render(t) {
   $("result").hidden = false;
+  $("own-result").hidden = true;  // it compared with the translation replaced now
   $("output-text").textContent = t.text;
   const list = $("alternatives");
   list.replaceChildren();
