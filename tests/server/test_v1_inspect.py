@@ -124,3 +124,45 @@ def test_score_in_the_openapi_schema(served):
     assert "/v1/score" in spec["paths"]
     request = spec["components"]["schemas"]["V1TranslateRequest"]["properties"]
     assert "alignments" in request and "target_prefix" in request
+
+
+# ---- the CTranslate2 engine: scores without attention, prefixes kept -------------------------
+
+@pytest.fixture(scope="module")
+def served_ct2(toy_transformer_run, tmp_path_factory):
+    """`attnmt serve` on the tiny Transformer exported to CTranslate2, and that export loaded here."""
+    pytest.importorskip("ctranslate2")
+    from conftest import ServeProcess
+
+    from attnmt.engines.ctranslate2_export import export_run
+    from attnmt.translator import Translator
+
+    export = export_run(toy_transformer_run, tmp_path_factory.mktemp("ct2") / "export")
+    server = ServeProcess(export)
+    yield server, Translator.load(export, engine="ctranslate2")
+    server.stop()
+
+
+def test_ctranslate2_scores_have_no_attention(served_ct2):
+    server, translator = served_ct2
+    translations = ["dog cat red .", "a child plays ball ."]
+    expected = translator.score(SENTENCES, translations)
+    r = post(server, "/v1/score", json={"texts": SENTENCES, "translations": translations})
+    assert r.status_code == 200, r.text
+    for got, want in zip(r.json()["scores"], expected):
+        assert got["attention"] is None
+        assert got["log_prob"] == pytest.approx(want.log_prob, abs=1e-5)
+        np.testing.assert_allclose(got["token_log_probs"], want.token_log_probs, atol=1e-5)
+
+
+def test_ctranslate2_keeps_the_prefix(served_ct2):
+    server, translator = served_ct2
+    prefixes = ["cat zzzunknown", None]
+    expected = translator.translate(SENTENCES, beam_size=2, target_prefix=prefixes, alignments=True)
+    r = post(server, "/v1/translate", json={"texts": SENTENCES, "beam_size": 2, "target_prefix": prefixes,
+                                           "alignments": True})
+    assert r.status_code == 200, r.text
+    got = r.json()["translations"]
+    assert got[0]["text"].startswith("cat zzzunknown")
+    assert [t["text"] for t in got] == [e.text for e in expected]
+    assert [t["alignment"] for t in got] == [[list(link) for link in e.alignment] for e in expected]

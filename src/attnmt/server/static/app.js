@@ -295,16 +295,18 @@ function showView(view) {
 }
 
 function describeConfidence(view) {
+  const noAttention = view.attention ? "" :
+    "No attention for this translation (the CTranslate2 engine gives none when it scores one).";
   if (!view.probs) {
-    $("confidence-info").textContent = "";
+    $("confidence-info").textContent = noAttention;
     return;
   }
   let least = 0;
   view.probs.forEach((p, i) => { if (p < view.probs[least]) least = i; });
   const total = view.logProb === null || view.logProb === undefined ? "" :
     `log-probability ${view.logProb.toFixed(3)}; `;
-  $("confidence-info").textContent = view.probs.length ?
-    `${total}least sure of "${view.tokens[least]}" (p = ${view.probs[least].toFixed(3)})` : "";
+  $("confidence-info").textContent = (view.probs.length ?
+    `${total}least sure of "${view.tokens[least]}" (p = ${view.probs[least].toFixed(3)}). ` : "") + noAttention;
 }
 
 // Word boundaries: sentencepiece marks a word's first piece with "▁"; BPE marks a piece that
