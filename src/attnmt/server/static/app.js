@@ -401,7 +401,7 @@ function drawLinks(view) {
     const a = source.querySelector(`[data-src="${s}"]`), b = target.querySelector(`[data-tgt="${t}"]`);
     if (!a || !b) continue;
     const ra = a.getBoundingClientRect(), rb = b.getBoundingClientRect();
-    const line = document.createElementNS("http://www.w3.org/2000/svg", "line");
+    const line = document.createElementNS(svg.namespaceURI, "line");
     line.setAttribute("x1", ra.left + ra.width / 2 - box.left);
     line.setAttribute("y1", 0);
     line.setAttribute("x2", rb.left + rb.width / 2 - box.left);
