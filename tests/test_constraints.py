@@ -168,3 +168,33 @@ def test_constraint_batch_pads_and_refuses_empty_constraints():
         constraint_batch([[[]]])
     assert count_occurrences([1, 1, 1], [1, 1]) == 2 and count_occurrences([], [1]) == 0
     assert torch.equal(constraint_batch([[]]).lengths, torch.zeros(1, 1, dtype=torch.long))
+
+
+def test_a_constraint_twice_inside_another_is_dropped_with_a_warning(translator):
+    result = translator.translate(["Hund rot ."], beam_size=3, constraints=[["dog", "dog dog"]])[0]
+    assert occurrences(result.tokens, "dog dog") == 1
+    assert len(result.warnings) == 1 and "'dog' occurs twice inside another" in result.warnings[0]
+
+
+def test_a_prefix_wins_over_the_constraints(translator):
+    """The prefix already holds the constraint: it is met there, and the prefix is kept as typed."""
+    result = translator.translate(["Hund rot ."], beam_size=3, target_prefix=["Dog red red"],
+                                  constraints=[["red"]])[0]
+    assert result.tokens[:3] == ["Dog", "red", "red"] and result.warnings == []
+
+
+def test_random_constraints_on_the_toy_test_set_each_appear_exactly_once(translator, toy_run):
+    """1-3 random phrases of 1-3 lexicon words per sentence (0 for some), beam 4, one batch."""
+    import random
+
+    import toy
+
+    rng = random.Random(7)
+    sources = (toy_run.parent / "toy" / "test.de").read_text(encoding="utf-8").splitlines()
+    constraints = [[" ".join(rng.choice(toy.TGT_WORDS) for _ in range(rng.randint(1, 3)))
+                    for _ in range(rng.randint(0, 3))] for _ in sources]
+    results = translator.translate(sources, beam_size=4, constraints=constraints)
+    for phrases, result in zip(constraints, results):
+        counts = {p: occurrences(result.tokens, p) for p in phrases}
+        dropped = [p for p in phrases if any(q != p and occurrences(q.split(), p) >= 2 for q in phrases)]
+        assert all(n == 1 for p, n in counts.items() if p not in dropped), (counts, result.tokens)

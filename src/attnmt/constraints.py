@@ -12,7 +12,8 @@ How it works, per step (search.py's conventions otherwise: budgets, prefix, atte
       history ends with its tokens; its progress is the longest prefix of it that ends the history.
     * A hypothesis may not complete a constraint it already met (that token is banned), and may
       not end (eos) before it met all its constraints; so each appears exactly once, unless the
-      budget (raised to at least the constraints' tokens + 1) runs out first.
+      budget (raised to at least the constraints' tokens + 1) runs out first. A forced prefix
+      wins over both rules.
     * Candidates per sentence: the 2*beam best extensions (as in plain beam search), each row's
       best token, and each row's next token of every unmet constraint.
     * Each candidate's bank is the number of constraint tokens it has met (whole constraints met,
@@ -177,7 +178,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
             attn = attn.unsqueeze(1)  # (rows, 1, src_len)
             attn_history = attn if attn_history is None else torch.cat([attn_history, attn], 1)
             row_sents = active.repeat_interleave(beam)  # (rows,)
-            logp = _force_prefix(_log_softmax(logits), prefix, row_sents, t)  # (rows, vocab)
+            logp = _log_softmax(logits)  # (rows, vocab)
             n, vocab = active.shape[0], logp.shape[-1]
             tok, lens = cons_tokens[row_sents], cons_lengths[row_sents]  # (rows, cons, cons_len), (rows, cons)
             ends = suffix_matches(history, tok, lens)  # (rows, cons, cons_len + 1)
@@ -189,6 +190,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
             logp = logp.scatter_add(1, last_tok, torch.where(again, neg_inf, 0.0).to(logp.dtype))
             all_met = (met | (lens == 0)).all(dim=1)  # (rows,)
             logp[:, eos_id] = torch.where(all_met, logp[:, eos_id], neg_inf)
+            logp = _force_prefix(logp, prefix, row_sents, t)  # a prefix wins over the rules above
             candidates = (beam_scores.view(-1, 1) + logp).view(n, beam * vocab)
             # candidate flat indices (beam position * vocab + token): (n, cand)
             top_index = candidates.topk(min(2 * beam, beam * vocab), dim=1).indices

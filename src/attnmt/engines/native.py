@@ -99,6 +99,8 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
     src_tokens, src_ids = encode_sources(pipeline, sentences, search_cfg, warnings)
     prefix_ids = encode_prefixes(pipeline, target_prefix, len(sentences), search_cfg, warnings)
     phrases, constraint_ids = encode_constraints(pipeline, constraints, len(sentences), search_cfg)
+    for i in range(len(sentences)):
+        phrases[i], constraint_ids[i] = _drop_contradictions(phrases[i], constraint_ids[i], warnings[i])
     if any(constraint_ids) and beam_size < 2:
         raise ValueError(f"constraints need beam search: beam_size >= 2 (got {beam_size}); a single hypothesis "
                          f"cannot keep both a constraint placed now and one placed later")
@@ -147,6 +149,20 @@ def _result(found, row: int, pipeline: TextPipeline, src_tokens: list[str], src_
     best = alternatives[0]
     attention = found.attention[row][: len(best.tokens), :src_length].float().cpu().numpy()
     return TranslationResult(best.text, best.tokens, src_tokens, attention, best.score, alternatives, warnings)
+
+
+def _drop_contradictions(phrases: list[list[str]], constraint_ids: list[list[int]], warnings: list[str]
+                         ) -> tuple[list[list[str]], list[list[int]]]:
+    """Drop each constraint that occurs twice or more inside another one (e.g. 'dog' in 'dog dog'):
+    both cannot appear exactly once; the longer one is kept, and `warnings` says so."""
+    keep = [not any(j != i and count_occurrences(other, ids) >= 2 for j, other in enumerate(constraint_ids))
+            for i, ids in enumerate(constraint_ids)]
+    for phrase, kept in zip(phrases, keep):
+        if not kept:
+            note = f"constraint {' '.join(phrase)!r} occurs twice inside another constraint: only that one is enforced"
+            log.warning(note)
+            warnings.append(note)
+    return ([p for p, k in zip(phrases, keep) if k], [c for c, k in zip(constraint_ids, keep) if k])
 
 
 def _show_constraints(ids: list[int], tokens: list[str], phrases: list[list[str]],
