@@ -204,7 +204,9 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
             scores = candidates.gather(1, flat)
             scores = torch.cat([scores[:, :-wanted.shape[1]],
                                 scores[:, -wanted.shape[1]:].masked_fill(wanted.logical_not(), neg_inf)], 1)
-            sorted_flat, order = flat.sort(dim=1)  # the same extension twice counts once
+            # the same extension twice counts once: the copy kept is a finite one where there is one
+            sorted_key, order = (flat * 2 + scores.isinf().long()).sort(dim=1)
+            sorted_flat = sorted_key // 2
             repeat = torch.cat([torch.zeros_like(sorted_flat[:, :1], dtype=torch.bool),
                                 sorted_flat[:, 1:] == sorted_flat[:, :-1]], 1)
             scores = scores.masked_fill(torch.zeros_like(repeat).scatter_(1, order, repeat), neg_inf)
