@@ -100,7 +100,7 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
     prefix_ids = encode_prefixes(pipeline, target_prefix, len(sentences), search_cfg, warnings)
     phrases, constraint_ids = encode_constraints(pipeline, constraints, len(sentences), search_cfg)
     for i in range(len(sentences)):
-        phrases[i], constraint_ids[i] = _drop_contradictions(phrases[i], constraint_ids[i], warnings[i])
+        phrases[i], constraint_ids[i] = _drop_contained(phrases[i], constraint_ids[i], warnings[i])
     if any(constraint_ids) and beam_size < 2:
         raise ValueError(f"constraints need beam search: beam_size >= 2 (got {beam_size}); a single hypothesis "
                          f"cannot keep both a constraint placed now and one placed later")
@@ -151,15 +151,19 @@ def _result(found, row: int, pipeline: TextPipeline, src_tokens: list[str], src_
     return TranslationResult(best.text, best.tokens, src_tokens, attention, best.score, alternatives, warnings)
 
 
-def _drop_contradictions(phrases: list[list[str]], constraint_ids: list[list[int]], warnings: list[str]
-                         ) -> tuple[list[list[str]], list[list[int]]]:
-    """Drop each constraint that occurs twice or more inside another one (e.g. 'dog' in 'dog dog'):
-    both cannot appear exactly once; the longer one is kept, and `warnings` says so."""
-    keep = [not any(j != i and count_occurrences(other, ids) >= 2 for j, other in enumerate(constraint_ids))
-            for i, ids in enumerate(constraint_ids)]
-    for phrase, kept in zip(phrases, keep):
+def _drop_contained(phrases: list[list[str]], constraint_ids: list[list[int]], warnings: list[str]
+                    ) -> tuple[list[list[str]], list[list[int]]]:
+    """Drop each constraint that is part of a longer one (e.g. 'small' in 'house small'): met alone
+    first, it would bar the longer one, and inside the longer one it appears anyway. Only the longer
+    one is enforced (exactly once); `warnings` says so."""
+    keep = [not any(len(other) > len(ids) and count_occurrences(other, ids) for other in constraint_ids)
+            for ids in constraint_ids]
+    for phrase, ids, kept in zip(phrases, constraint_ids, keep):
         if not kept:
-            note = f"constraint {' '.join(phrase)!r} occurs twice inside another constraint: only that one is enforced"
+            longer = next(p for p, other in zip(phrases, constraint_ids)
+                          if len(other) > len(ids) and count_occurrences(other, ids))
+            note = (f"constraint {' '.join(phrase)!r} is part of {' '.join(longer)!r}: only the longer one is "
+                    f"enforced")
             log.warning(note)
             warnings.append(note)
     return ([p for p, k in zip(phrases, keep) if k], [c for c, k in zip(constraint_ids, keep) if k])
