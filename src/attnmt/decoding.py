@@ -395,6 +395,8 @@ class Engine(Protocol):
     beam_size (1 = greedy), length_penalty (GNMT alpha; None = the run's search config),
     batch_size (sentences per batch), n_best, sampling_topk / sampling_temperature / seed,
     target_prefix (one text or None per sentence: the translation starts with it).
+    The native engine also takes `constraints` (per sentence, target phrases that must appear
+    exactly once: applicable_constraints' output); `Translator` refuses them for other engines.
     """
 
     name: str
