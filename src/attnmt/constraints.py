@@ -107,6 +107,37 @@ def _advance(ends: Tensor, cons_tokens: Tensor, cons_lengths: Tensor, tokens: Te
     return completes, progress
 
 
+def _candidates(candidates: Tensor, logp: Tensor, ends: Tensor, cons_tokens: Tensor, unmet: Tensor, beam: int
+                ) -> tuple[Tensor, Tensor]:
+    """Each sentence's candidate extensions: its 2*beam best, each row's best token, and each row's
+    next token of every unmet constraint; an extension proposed twice counts once.
+
+    candidates: (n, beam*vocab) scores of every extension; logp: (rows, vocab); ends: (rows, cons,
+    cons_len + 1) suffix_matches; cons_tokens: (rows, cons, cons_len); unmet: (rows, cons) bool.
+    Returns: flat (n, cand) indices into beam*vocab (beam position * vocab + token), and their
+    scores (n, cand), -inf for the repeats and for the constraints already met.
+    """
+    n, vocab, depth = candidates.shape[0], logp.shape[1], cons_tokens.shape[2]
+    device = candidates.device
+    top_index = candidates.topk(min(2 * beam, beam * vocab), dim=1).indices  # (n, 2*beam)
+    row_best = logp.argmax(dim=1).view(n, beam) + torch.arange(beam, device=device) * vocab  # (n, beam)
+    progress = torch.where(ends[:, :, :depth], torch.arange(depth, device=device), 0).max(dim=2).values
+    next_tok = cons_tokens.gather(2, progress.clamp(max=depth - 1).unsqueeze(2)).squeeze(2)  # (rows, cons)
+    row_offset = (torch.arange(n * beam, device=device) % beam * vocab).unsqueeze(1)  # (rows, 1)
+    next_index = (next_tok.clamp(min=0) + row_offset).view(n, -1)  # (n, beam*cons)
+    flat = torch.cat([top_index, row_best, next_index], dim=1)  # (n, cand)
+    scores = candidates.gather(1, flat)
+    wanted = torch.cat([torch.ones_like(flat[:, :top_index.shape[1] + beam], dtype=torch.bool),
+                        unmet.view(n, -1)], dim=1)  # (n, cand)
+    scores = scores.masked_fill(wanted.logical_not(), float("-inf"))
+    # the copy kept of a repeated extension is a finite one where there is one
+    sorted_key, order = (flat * 2 + scores.isinf().long()).sort(dim=1)
+    sorted_flat = sorted_key // 2
+    repeat = torch.cat([torch.zeros_like(sorted_flat[:, :1], dtype=torch.bool),
+                        sorted_flat[:, 1:] == sorted_flat[:, :-1]], dim=1)
+    return flat, scores.masked_fill(torch.zeros_like(repeat).scatter_(1, order, repeat), float("-inf"))
+
+
 def _allocation_order(scores: Tensor, banks: Tensor, num_banks: int) -> Tensor:
     """Round-robin order over banks (highest first) of each sentence's candidates, best first
     within a bank; candidates with score -inf last. scores, banks: (n, cand) -> (n, cand) positions."""
@@ -182,7 +213,6 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
             n, vocab = active.shape[0], logp.shape[-1]
             tok, lens = cons_tokens[row_sents], cons_lengths[row_sents]  # (rows, cons, cons_len), (rows, cons)
             ends = suffix_matches(history, tok, lens)  # (rows, cons, cons_len + 1)
-            depth = tok.shape[2]
             last = (lens - 1).clamp(min=0)  # (rows, cons)
             # a met constraint may not be completed again; eos waits until all are met
             again = met & ends.gather(2, last.unsqueeze(2)).squeeze(2)  # (rows, cons)
@@ -192,24 +222,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
             logp[:, eos_id] = torch.where(all_met, logp[:, eos_id], neg_inf)
             logp = _force_prefix(logp, prefix, row_sents, t)  # a prefix wins over the rules above
             candidates = (beam_scores.view(-1, 1) + logp).view(n, beam * vocab)
-            # candidate flat indices (beam position * vocab + token): (n, cand)
-            top_index = candidates.topk(min(2 * beam, beam * vocab), dim=1).indices
-            row_best = logp.argmax(dim=1).view(n, beam) + torch.arange(beam, device=device) * vocab
-            progress = torch.where(ends[:, :, :depth], torch.arange(depth, device=device), 0).max(dim=2).values
-            next_tok = tok.gather(2, progress.clamp(max=depth - 1).unsqueeze(2)).squeeze(2)  # (rows, cons)
-            wanted = (met.logical_not() & (lens > 0)).view(n, -1)  # (n, beam*cons)
-            next_index = (next_tok.clamp(min=0) + (torch.arange(n * beam, device=device) % beam * vocab)
-                          .unsqueeze(1)).view(n, -1)
-            flat = torch.cat([top_index, row_best, next_index], dim=1)  # (n, cand)
-            scores = candidates.gather(1, flat)
-            scores = torch.cat([scores[:, :-wanted.shape[1]],
-                                scores[:, -wanted.shape[1]:].masked_fill(wanted.logical_not(), neg_inf)], 1)
-            # the same extension twice counts once: the copy kept is a finite one where there is one
-            sorted_key, order = (flat * 2 + scores.isinf().long()).sort(dim=1)
-            sorted_flat = sorted_key // 2
-            repeat = torch.cat([torch.zeros_like(sorted_flat[:, :1], dtype=torch.bool),
-                                sorted_flat[:, 1:] == sorted_flat[:, :-1]], 1)
-            scores = scores.masked_fill(torch.zeros_like(repeat).scatter_(1, order, repeat), neg_inf)
+            flat, scores = _candidates(candidates, logp, ends, tok, met.logical_not() & (lens > 0), beam)
             cand_rows = (flat // vocab + torch.arange(n, device=device).unsqueeze(1) * beam).view(-1)  # (n*cand,)
             cand_tokens = flat % vocab  # (n, cand)
             completes, cand_progress = _advance(ends[cand_rows], tok[cand_rows], lens[cand_rows],
