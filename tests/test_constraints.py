@@ -105,6 +105,8 @@ def test_refusals_name_the_argument(translator):
         translator.translate(["Hund ."], beam_size=2, constraints=[[3]])
     with pytest.raises(ValueError, match="constraints"):
         translator.translate(["Hund ."], beam_size=2, constraints=[[("a", "b", "c")]])
+    with pytest.raises(ValueError, match="constraints: 65 apply to one sentence; at most 64"):
+        translator.translate(["Hund ."], beam_size=2, constraints=[[f"w{i}" for i in range(65)]])
 
 
 def test_ctranslate2_refuses_constraints_clearly(translator):

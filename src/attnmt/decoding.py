@@ -45,6 +45,7 @@ MIN_SAMPLING_TEMPERATURE = 0.01  # already as sharp as greedy; far smaller ones 
 MAX_SAMPLING_TEMPERATURE = 100.0  # already as flat as uniform
 MAX_SAMPLING_TOPK = 2**20        # more than any vocabulary (0 = all)
 MAX_SEED = 2**32 - 1             # what both torch and CTranslate2 take
+MAX_CONSTRAINTS = 64             # terminology constraints applying to one sentence (search rows grow with them)
 
 
 @dataclass
@@ -205,16 +206,21 @@ def applicable_constraints(pipeline: TextPipeline, sentences: Sequence[str], con
     if not any(per_sentence):
         return [[] for _ in sentences]
     src_tokens, _ = encode_sources(pipeline, sentences, search_cfg)
+    source_phrases: dict[str, list[str]] = {}  # a glossary's source phrases, tokenized once per call
     phrases = []
     for tokens, items in zip(src_tokens, per_sentence):
         chosen: list[str] = []
         for item in items:
             if not isinstance(item, str):
                 source, item = item
-                if not _contains(tokens, pipeline.src_tokenizer.tokenize(source) if source.strip() else []):
+                if source not in source_phrases:
+                    source_phrases[source] = pipeline.src_tokenizer.tokenize(source) if source.strip() else []
+                if not _contains(tokens, source_phrases[source]):
                     continue
             if item.strip() and item not in chosen:
                 chosen.append(item)
+        if len(chosen) > MAX_CONSTRAINTS:
+            raise ValueError(f"constraints: {len(chosen)} apply to one sentence; at most {MAX_CONSTRAINTS}")
         phrases.append(chosen)
     return phrases
 
