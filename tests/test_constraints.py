@@ -203,3 +203,29 @@ def test_random_constraints_on_the_toy_test_set_each_appear_exactly_once(transla
         dropped = [p for p in phrases if any(len(q) > len(p) and occurrences(q.split(), p) for q in phrases)]
         assert all(n == 1 for p, n in counts.items() if p not in dropped), (counts, result.tokens)
         assert all("budget" not in w for w in result.warnings)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("constraints", [[[4, 5]], [[5], [4]], [[4], [5, 5]]])
+def test_a_beam_wide_enough_finds_the_best_constrained_translation(seed, constraints):
+    """On a bigram model (tests/test_search.py) with a beam that holds every hypothesis, the search
+    returns the most probable output among those with each constraint exactly once (brute force)."""
+    import itertools
+
+    from test_search import random_bigram
+
+    model, budget, eos = random_bigram(seed), 4, 3
+    src_ids, src_mask, src_lengths = torch.tensor([[4]]), torch.tensor([[True]]), torch.tensor([1])
+    found = constrained_beam_search(model, src_ids, src_mask, src_lengths, constraint_batch([constraints]),
+                                    beam_size=1000, length_penalty=0.0, max_len_ratio=0.0, max_len_offset=budget)
+    words = [0, 1, 2, 4, 5]  # every token but eos (bos included: the model may emit it)
+
+    def log_prob(tokens):
+        previous = [2] + tokens[:-1]
+        return sum(float(model.log_probs[p, t]) for p, t in zip(previous, tokens))
+
+    best = max(log_prob(list(body) + ([eos] if n < budget else []))
+               for n in range(budget + 1) for body in itertools.product(words, repeat=n)
+               if all(count_occurrences(body, c) == 1 for c in constraints))
+    assert all(count_occurrences(found.tokens[0], c) == 1 for c in constraints)
+    assert found.log_probs[0] == pytest.approx(best, abs=1e-9)
