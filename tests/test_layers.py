@@ -16,7 +16,7 @@ LAYERS = {
     "data": 4,
     "models": 5,
     "search": 6,
-    "decoding": 7, "run_dir": 7, "engines": 8,
+    "decoding": 7, "run_dir": 7, "constraints": 7, "engines": 8,
     "evaluation": 9, "significance": 9, "training": 10,
     "translator": 11, "plotting": 12,
     "server": 13, "commands": 14, "cli": 15, "__main__": 16, "__init__": 16,

@@ -231,6 +231,10 @@ def _add_translate(sub) -> None:
     translate.add_argument("--alignments", action="store_true",
                            help="append a tab and the word alignment in Pharaoh format ('0-0 1-2 ...': "
                                 "source-output word indices, from attention)")
+    translate.add_argument("--glossary", default=None, metavar="TERMS.TSV",
+                           help="terminology: 'source phrase<TAB>target phrase' lines; where the source phrase "
+                                "occurs in a sentence, the target phrase appears in its translation exactly once "
+                                "(constrained beam search: native engine, --beam >= 2)")
 
 
 def _add_score(sub) -> None:

@@ -28,6 +28,7 @@ from attnmt.config import MAX_BEAM, MAX_LENGTH_PENALTY, SearchConfig
 from attnmt.data.pipeline import TextPipeline
 from attnmt.data.tokenizers import Tokenizer
 from attnmt.data.vocab import Vocab
+from attnmt.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ MIN_SAMPLING_TEMPERATURE = 0.01  # already as sharp as greedy; far smaller ones 
 MAX_SAMPLING_TEMPERATURE = 100.0  # already as flat as uniform
 MAX_SAMPLING_TOPK = 2**20        # more than any vocabulary (0 = all)
 MAX_SEED = 2**32 - 1             # what both torch and CTranslate2 take
+MAX_CONSTRAINTS = 64             # terminology constraints applying to one sentence (search rows grow with them)
 
 
 @dataclass
@@ -157,6 +159,113 @@ def encode_prefixes(pipeline: TextPipeline, target_prefix, count: int, search_cf
     prefixes = check_prefixes(target_prefix, count)
     _, ids = encode_targets(pipeline, [p or "" for p in prefixes], search_cfg, warnings)
     return ids
+
+
+def _is_phrase_pair(item) -> bool:
+    return (isinstance(item, Sequence) and not isinstance(item, str) and len(item) == 2
+            and all(isinstance(side, str) for side in item))
+
+
+def check_constraints(constraints, count: int) -> list[list]:
+    """`constraints` as one list per sentence (None: none) of target phrases (str) or
+    (source phrase, target phrase) pairs.
+
+    Raises:
+        ValueError: not a list of `count` lists of phrases or pairs, naming constraints.
+    """
+    if constraints is None:
+        return [[] for _ in range(count)]
+    if isinstance(constraints, str) or not isinstance(constraints, Sequence) or len(constraints) != count:
+        raise ValueError(f"constraints must be a list of one list (or None) per sentence: {count} sentences")
+    checked = []
+    for items in constraints:
+        if items is None:
+            items = []
+        if isinstance(items, str) or not isinstance(items, Sequence):
+            raise ValueError("constraints must hold, per sentence, a list of target phrases or "
+                             "(source phrase, target phrase) pairs")
+        for item in items:
+            if not (isinstance(item, str) or _is_phrase_pair(item)):
+                raise ValueError(f"constraints: {item!r} is neither a target phrase nor a "
+                                 f"(source phrase, target phrase) pair")
+        checked.append(list(items))
+    return checked
+
+
+def _contains(tokens: list[str], phrase: list[str]) -> bool:
+    n = len(phrase)
+    return n > 0 and any(tokens[i:i + n] == phrase for i in range(len(tokens) - n + 1))
+
+
+def applicable_constraints(pipeline: TextPipeline, sentences: Sequence[str], constraints, search_cfg: SearchConfig
+                           ) -> list[list[str]]:
+    """Per sentence, the target phrases to force: every target phrase given for it, and the target
+    side of each (source, target) pair whose source phrase (tokenized like the sentence) occurs in it
+    as a run of whole tokens; repeats once, empty phrases dropped, in the order given."""
+    per_sentence = check_constraints(constraints, len(sentences))
+    if not any(per_sentence):
+        return [[] for _ in sentences]
+    src_tokens, _ = encode_sources(pipeline, sentences, search_cfg)
+    source_phrases: dict[str, list[str]] = {}  # a glossary's source phrases, tokenized once per call
+    phrases = []
+    for tokens, items in zip(src_tokens, per_sentence):
+        chosen: list[str] = []
+        for item in items:
+            if not isinstance(item, str):
+                source, item = item
+                if source not in source_phrases:
+                    source_phrases[source] = pipeline.src_tokenizer.tokenize(source) if source.strip() else []
+                if not _contains(tokens, source_phrases[source]):
+                    continue
+            if item.strip() and item not in chosen:
+                chosen.append(item)
+        if len(chosen) > MAX_CONSTRAINTS:
+            raise ValueError(f"constraints: {len(chosen)} apply to one sentence; at most {MAX_CONSTRAINTS}")
+        phrases.append(chosen)
+    return phrases
+
+
+def encode_constraints(pipeline: TextPipeline, constraints: Sequence[Sequence[str]] | None, count: int,
+                       search_cfg: SearchConfig) -> tuple[list[list[list[str]]], list[list[list[int]]]]:
+    """Target phrases per sentence (applicable_constraints' output, or None) -> their tokens and ids
+    per sentence, each phrase once (by ids), empty ones dropped."""
+    if constraints is None:
+        return [[] for _ in range(count)], [[] for _ in range(count)]
+    if len(constraints) != count:
+        raise ValueError(f"constraints must be a list of one list per sentence: {count} sentences")
+    all_tokens, all_ids = [], []
+    for phrases in constraints:
+        tokens, ids = encode_targets(pipeline, list(phrases), search_cfg)
+        kept_tokens, kept_ids = [], []
+        for t, i in zip(tokens, ids):
+            if i and i not in kept_ids:
+                kept_tokens.append(t)
+                kept_ids.append(i)
+        all_tokens.append(kept_tokens)
+        all_ids.append(kept_ids)
+    return all_tokens, all_ids
+
+
+def read_glossary(path) -> list[tuple[str, str]]:
+    """A glossary file: one 'source phrase<TAB>target phrase' per line (UTF-8); empty lines are skipped.
+
+    Raises:
+        DataError: naming file:line, for a line without exactly one tab or with an empty side, or a
+            file that cannot be read.
+    """
+    try:
+        text = open(path, encoding="utf-8").read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: cannot read the glossary: {err}") from None
+    pairs = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        sides = line.split("\t")
+        if len(sides) != 2 or not sides[0].strip() or not sides[1].strip():
+            raise DataError(f"{path}:{number}: expected 'source phrase<TAB>target phrase', got {line[:80]!r}")
+        pairs.append((sides[0].strip(), sides[1].strip()))
+    return pairs
 
 
 def _check_int(name: str, value, low: int, high: int) -> None:
@@ -292,6 +401,8 @@ class Engine(Protocol):
     beam_size (1 = greedy), length_penalty (GNMT alpha; None = the run's search config),
     batch_size (sentences per batch), n_best, sampling_topk / sampling_temperature / seed,
     target_prefix (one text or None per sentence: the translation starts with it).
+    The native engine also takes `constraints` (per sentence, target phrases that must appear
+    exactly once: applicable_constraints' output); `Translator` refuses them for other engines.
     """
 
     name: str

@@ -25,8 +25,8 @@ from torch import nn
 from attnmt.config import Config
 from attnmt.data.batching import make_batches
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
-from attnmt.decoding import (Alternative, Engine, ScoreResult, TranslationResult, check_prefixes, encode_targets,
-                             replace_unknowns, word_alignment)
+from attnmt.decoding import (Alternative, Engine, ScoreResult, TranslationResult, applicable_constraints,
+                             check_constraints, check_prefixes, encode_targets, replace_unknowns, word_alignment)
 from attnmt.devices import resolve_device
 from attnmt.engines.native import NativeEngine
 from attnmt.errors import AttnmtError
@@ -142,8 +142,8 @@ class Translator:
                   length_penalty: float | None = None, batch_size: int = 64, layer: int | None = None,
                   head: int | None = None, n_best: int = 1, sampling_topk: int = 1,
                   sampling_temperature: float = 1.0, seed: int | None = None, replace_unk: bool | None = None,
-                  alignments: bool = False, target_prefix: Sequence[str | None] | None = None
-                  ) -> list[TranslationResult]:
+                  alignments: bool = False, target_prefix: Sequence[str | None] | None = None,
+                  constraints: Sequence | None = None) -> list[TranslationResult]:
         """Translate sentences (a list, or one string); beam_size 1 is greedy search.
 
         `layer` and `head` pick which cross-attention a native Transformer reports (default: the
@@ -158,18 +158,35 @@ class Translator:
         `target_prefix` (one text or None per sentence; a text for a single string) forces the
         start of each translation: its tokens come first, exactly as typed (even words the
         vocabulary lacks), and the model completes them.
+        `constraints` (terminology; native engine, beam_size >= 2): per sentence, None or a list of
+        target phrases and (source phrase, target phrase) pairs; a pair applies when its source
+        phrase occurs in the sentence (as whole tokens, case-sensitive). Each applicable target
+        phrase (tokenized with the target tokenizer) appears in the translation exactly once, by
+        lexically constrained beam search (constraints.py); if the output budget runs out first,
+        the best hypothesis is returned and its `warnings` name the constraint left out. For a
+        single string, `constraints` is that sentence's list. Sentences without constraints
+        decode exactly as without the argument.
         """
         if isinstance(sentences, str):
             sentences = [sentences]
             target_prefix = [target_prefix] if isinstance(target_prefix, str) else target_prefix
+            constraints = None if constraints is None else [constraints]
         if replace_unk is not None and not isinstance(replace_unk, bool):
             raise ValueError(f"replace_unk={replace_unk!r} must be true, false or None")
         prefix_texts = check_prefixes(target_prefix, len(sentences))
         beam = self.cfg.search.beam_size if beam_size is None else beam_size
+        options = {}
+        if any(check_constraints(constraints, len(sentences))):
+            if self.engine.name != "native":
+                raise ValueError(f"constraints: the {self.engine.name} engine has no lexically constrained search; "
+                                 f"use the native engine (engine='native', CLI: --engine native) with the run "
+                                 f"directory")
+            options["constraints"] = applicable_constraints(self.pipeline, list(sentences), constraints,
+                                                            self.cfg.search)
         results = self.engine.translate(list(sentences), beam_size=beam, length_penalty=length_penalty,
                                         batch_size=batch_size, n_best=n_best, layer=layer, head=head,
                                         sampling_topk=sampling_topk, sampling_temperature=sampling_temperature,
-                                        seed=seed, target_prefix=target_prefix)
+                                        seed=seed, target_prefix=target_prefix, **options)
         replace = self.replaces_unk if replace_unk is None else replace_unk
         prefixes, _ = encode_targets(self.pipeline, [p or "" for p in prefix_texts], self.cfg.search)
         for result, prefix in zip(results, prefixes):

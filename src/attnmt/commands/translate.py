@@ -1,25 +1,28 @@
 """`attnmt translate RUN_DIR [RUN_DIR ...] [-i IN] [-o OUT] [--beam K] [--n-best K] [--sampling-topk K]`: one
 translation per input line; with --n-best K > 1, K lines 'rank<TAB>score<TAB>text' per input
 line, then an empty line. --alignments appends a tab and the word alignment ('0-0 1-2 ...',
-source-output word indices) to each translation; --no-replace-unk keeps <unk> in the output."""
+source-output word indices) to each translation; --no-replace-unk keeps <unk> in the output.
+--glossary TERMS.TSV ('source phrase<TAB>target phrase' lines) puts each target phrase whose
+source phrase occurs in a line into its translation exactly once (constrained beam search)."""
 
 from __future__ import annotations
 
 from typing import IO
 
 from attnmt.commands.text_io import open_input, open_output, output_line, read_lines
-from attnmt.decoding import pharaoh
+from attnmt.decoding import pharaoh, read_glossary
 from attnmt.errors import AttnmtError
 from attnmt.translator import Translator
 
 
 def run(args) -> int:
+    glossary = read_glossary(args.glossary) if args.glossary is not None else None
     translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine)
     beam = args.beam if args.beam is not None else (1 if args.sampling_topk != 1 else 5)
     options = dict(beam_size=beam, length_penalty=args.length_penalty, batch_size=args.batch_size,
                    n_best=args.n_best, sampling_topk=args.sampling_topk,
                    sampling_temperature=args.sampling_temperature, seed=args.seed,
-                   replace_unk=args.replace_unk, alignments=args.alignments)
+                   replace_unk=args.replace_unk, alignments=args.alignments, glossary=glossary)
     chunk_size = args.batch_size * 8
     with open_input(args.input) as source, open_output(args.output) as target:
         chunk: list[str] = []
@@ -39,6 +42,10 @@ def _links(result, options: dict) -> str:
 
 
 def _translate(translator: Translator, lines: list[str], options: dict, target: IO[str]) -> None:
+    options = dict(options)
+    glossary = options.pop("glossary")
+    if glossary:
+        options["constraints"] = [glossary] * len(lines)  # each pair applies where its source phrase occurs
     try:
         results = translator.translate(lines, **options)
     except ValueError as err:  # a bad combination of options: a user error, not a traceback

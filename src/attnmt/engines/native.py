@@ -12,6 +12,7 @@ Shapes:
 
 from __future__ import annotations
 
+import logging
 from inspect import signature
 from typing import Sequence
 
@@ -19,22 +20,31 @@ import torch
 from torch import nn
 
 from attnmt.config import SearchConfig
+from attnmt.constraints import constrained_beam_search, constraint_batch, count_occurrences
 from attnmt.data.batching import Batch, length_sorted_chunks, make_batches, make_source_batch
 from attnmt.data.pipeline import TextPipeline
 from attnmt.decoding import (Alternative, ScoreResult, TranslationResult, check_decoding_args, empty_result,
-                             encode_prefixes, encode_sources, prepare_pairs)
+                             encode_constraints, encode_prefixes, encode_sources, prepare_pairs)
 from attnmt.models import eval_mode
 from attnmt.search import beam_search, greedy_search, sample_search
+
+log = logging.getLogger(__name__)
 
 
 def search_batch(model: nn.Module, batch: Batch, *, beam_size: int, length_penalty: float, search_cfg: SearchConfig,
                  bos_id: int, eos_id: int, sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                 generator: torch.Generator | None = None, prefix: torch.Tensor | None = None):
+                 generator: torch.Generator | None = None, prefix: torch.Tensor | None = None,
+                 constraints: list[list[list[int]]] | None = None):
     """Greedy search (beam_size <= 1), beam search, or random sampling (sampling_topk != 1, with
     beam_size 1) over one source batch, the first tokens forced to `prefix` (batch, prefix_len;
-    -1 = none) if given; returns the SearchResult."""
+    -1 = none) if given; with `constraints` (per sentence, target id lists), constrained beam
+    search (constraints.py). Returns the SearchResult."""
     common = dict(max_len_ratio=search_cfg.max_len_ratio, max_len_offset=search_cfg.max_len_offset,
                   bos_id=bos_id, eos_id=eos_id, prefix=prefix)
+    if constraints is not None:
+        return constrained_beam_search(model, batch.src_ids, batch.src_mask, batch.src_lengths,
+                                       constraint_batch(constraints, batch.src_ids.device), beam_size=beam_size,
+                                       length_penalty=length_penalty, **common)
     if sampling_topk != 1:
         return sample_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, topk=sampling_topk,
                              temperature=sampling_temperature, generator=generator, **common)
@@ -66,11 +76,17 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
                    search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64,
                    length_penalty: float | None = None, n_best: int = 1, sampling_topk: int = 1,
                    sampling_temperature: float = 1.0, seed: int | None = None,
-                   target_prefix: Sequence[str | None] | None = None) -> list[TranslationResult]:
+                   target_prefix: Sequence[str | None] | None = None,
+                   constraints: Sequence[Sequence[str]] | None = None) -> list[TranslationResult]:
     """Translate raw sentences in length-sorted batches; results come back in input order.
 
     `target_prefix` (one text or None per sentence) forces the start of each translation; the
     search completes it (search.py).
+
+    `constraints` (per sentence, a list of target phrases) must each appear in the translation
+    exactly once: the sentences that have some are decoded together by constrained beam search
+    (constraints.py; beam_size >= 2), the others by the plain search, exactly as without them.
+    A constraint the budget left unmet is named in the result's warnings.
 
     Each result's `alternatives` holds the best `n_best` hypotheses (at most `beam_size`), best first.
     `sampling_topk` != 1 draws each translation at random from the `sampling_topk` most probable
@@ -82,29 +98,87 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
     warnings: list[list[str]] = [[] for _ in sentences]
     src_tokens, src_ids = encode_sources(pipeline, sentences, search_cfg, warnings)
     prefix_ids = encode_prefixes(pipeline, target_prefix, len(sentences), search_cfg, warnings)
+    phrases, constraint_ids = encode_constraints(pipeline, constraints, len(sentences), search_cfg)
+    for i in range(len(sentences)):
+        phrases[i], constraint_ids[i] = _drop_contained(phrases[i], constraint_ids[i], warnings[i])
+    if any(constraint_ids) and beam_size < 2:
+        raise ValueError(f"constraints need beam search: beam_size >= 2 (got {beam_size}); a single hypothesis "
+                         f"cannot keep both a constraint placed now and one placed later")
     results: list[TranslationResult | None] = [None] * len(sentences)
     lp = search_cfg.length_penalty if length_penalty is None else length_penalty
     vocab = pipeline.tgt_vocab
     with eval_mode(model):
-        for chunk in length_sorted_chunks([len(ids) for ids in src_ids], batch_size):
-            batch = make_source_batch([src_ids[i] for i in chunk], pad_id=pipeline.src_vocab.pad_id).to(device)
-            found = search_batch(model, batch, beam_size=beam_size, length_penalty=lp, search_cfg=search_cfg,
-                                 bos_id=vocab.bos_id, eos_id=vocab.eos_id, sampling_topk=sampling_topk,
-                                 sampling_temperature=sampling_temperature, generator=generator,
-                                 prefix=prefix_batch([prefix_ids[i] for i in chunk], device))
-            for row, i in enumerate(chunk):
-                alternatives = []
-                for hyp in found.nbest[row][:n_best]:
-                    ids = [t for t in hyp.tokens if t != vocab.eos_id]
-                    attention = hyp.attention[: len(ids)].float().numpy()  # (len(ids), src_length)
-                    alternatives.append(Alternative(pipeline.decode_target(ids)[1],
-                                                    vocab.decode(ids, strip_special=False), float(hyp.score),
-                                                    attention))
-                best = alternatives[0]
-                attention = found.attention[row][: len(best.tokens), : len(src_ids[i])].float().cpu().numpy()
-                results[i] = TranslationResult(best.text, best.tokens, src_tokens[i], attention, best.score,
-                                               alternatives, warnings[i])
+        for whole_chunk in length_sorted_chunks([len(ids) for ids in src_ids], batch_size):
+            # sentences without constraints decode exactly as they would without the feature
+            plain = [i for i in whole_chunk if not constraint_ids[i]]
+            constrained = [i for i in whole_chunk if constraint_ids[i]]
+            for chunk, cons in ((plain, None), (constrained, [constraint_ids[i] for i in constrained])):
+                if not chunk:
+                    continue
+                batch = make_source_batch([src_ids[i] for i in chunk], pad_id=pipeline.src_vocab.pad_id).to(device)
+                found = search_batch(model, batch, beam_size=beam_size, length_penalty=lp, search_cfg=search_cfg,
+                                     bos_id=vocab.bos_id, eos_id=vocab.eos_id, sampling_topk=sampling_topk,
+                                     sampling_temperature=sampling_temperature, generator=generator,
+                                     prefix=prefix_batch([prefix_ids[i] for i in chunk], device), constraints=cons)
+                for row, i in enumerate(chunk):
+                    results[i] = _result(found, row, pipeline, src_tokens[i], len(src_ids[i]), n_best,
+                                         phrases[i], constraint_ids[i], warnings[i])
     return [r if r is not None else empty_result(src_tokens[i], warnings[i]) for i, r in enumerate(results)]
+
+
+def _result(found, row: int, pipeline: TextPipeline, src_tokens: list[str], src_length: int, n_best: int,
+            phrases: list[list[str]], constraint_ids: list[list[int]], warnings: list[str]) -> TranslationResult:
+    """Sentence `row` of a SearchResult as a TranslationResult: constraint tokens the vocabulary
+    lacks are shown as typed (not <unk>), and a constraint the output lacks is named in `warnings`."""
+    vocab = pipeline.tgt_vocab
+    alternatives = []
+    for hyp in found.nbest[row][:n_best]:
+        ids = [t for t in hyp.tokens if t != vocab.eos_id]
+        attention = hyp.attention[: len(ids)].float().numpy()  # (len(ids), src_length)
+        tokens, text = vocab.decode(ids, strip_special=False), pipeline.decode_target(ids)[1]
+        if any(t == vocab.unk_id for c in constraint_ids for t in c):
+            tokens = _show_constraints(ids, tokens, phrases, constraint_ids)
+            text = pipeline.tgt_tokenizer.detokenize(tokens)
+        alternatives.append(Alternative(text, tokens, float(hyp.score), attention))
+    best_ids = [t for t in found.nbest[row][0].tokens if t != vocab.eos_id]
+    for phrase, ids in zip(phrases, constraint_ids):
+        if count_occurrences(best_ids, ids) == 0:
+            note = f"constraint {' '.join(phrase)!r} not met: the output budget ran out"
+            log.warning(note)
+            warnings.append(note)
+    best = alternatives[0]
+    attention = found.attention[row][: len(best.tokens), :src_length].float().cpu().numpy()
+    return TranslationResult(best.text, best.tokens, src_tokens, attention, best.score, alternatives, warnings)
+
+
+def _drop_contained(phrases: list[list[str]], constraint_ids: list[list[int]], warnings: list[str]
+                    ) -> tuple[list[list[str]], list[list[int]]]:
+    """Drop each constraint that is part of a longer one (e.g. 'small' in 'house small'): met alone
+    first, it would bar the longer one, and inside the longer one it appears anyway. Only the longer
+    one is enforced (exactly once); `warnings` says so."""
+    keep = [not any(len(other) > len(ids) and count_occurrences(other, ids) for other in constraint_ids)
+            for ids in constraint_ids]
+    for phrase, ids, kept in zip(phrases, constraint_ids, keep):
+        if not kept:
+            longer = next(p for p, other in zip(phrases, constraint_ids)
+                          if len(other) > len(ids) and count_occurrences(other, ids))
+            note = (f"constraint {' '.join(phrase)!r} is part of {' '.join(longer)!r}: only the longer one is "
+                    f"enforced")
+            log.warning(note)
+            warnings.append(note)
+    return ([p for p, k in zip(phrases, keep) if k], [c for c, k in zip(constraint_ids, keep) if k])
+
+
+def _show_constraints(ids: list[int], tokens: list[str], phrases: list[list[str]],
+                      constraint_ids: list[list[int]]) -> list[str]:
+    """`tokens` with each constraint's first occurrence (by id) written as the constraint's own tokens."""
+    tokens = list(tokens)
+    for phrase, c in zip(phrases, constraint_ids):
+        for start in range(len(ids) - len(c) + 1):
+            if ids[start:start + len(c)] == c:
+                tokens[start:start + len(c)] = phrase
+                break
+    return tokens
 
 
 @torch.inference_mode()
@@ -154,8 +228,10 @@ class NativeEngine:
     def translate(self, sentences: Sequence[str], *, beam_size: int, length_penalty: float | None = None,
                   batch_size: int = 64, n_best: int = 1, layer: int | None = None, head: int | None = None,
                   sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                  seed: int | None = None, target_prefix: Sequence[str | None] | None = None) -> list[TranslationResult]:
-        """`layer` and `head` pick which cross-attention a Transformer reports (default: the mean)."""
+                  seed: int | None = None, target_prefix: Sequence[str | None] | None = None,
+                  constraints: Sequence[Sequence[str]] | None = None) -> list[TranslationResult]:
+        """`layer` and `head` pick which cross-attention a Transformer reports (default: the mean);
+        `constraints`: per sentence, target phrases that must appear exactly once (decode_sources)."""
         if layer is not None or head is not None:
             if not hasattr(self.model, "set_attention_view"):
                 raise ValueError("layer/head selection needs a Transformer model")
@@ -165,7 +241,7 @@ class NativeEngine:
                                   search_cfg=self.search_cfg, device=self.device, batch_size=batch_size,
                                   length_penalty=length_penalty, n_best=n_best, sampling_topk=sampling_topk,
                                   sampling_temperature=sampling_temperature, seed=seed,
-                                  target_prefix=target_prefix)
+                                  target_prefix=target_prefix, constraints=constraints)
         finally:
             if layer is not None or head is not None:
                 self.model.set_attention_view(layer=None, head=None)
