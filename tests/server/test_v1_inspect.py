@@ -166,3 +166,27 @@ def test_ctranslate2_keeps_the_prefix(served_ct2):
     assert got[0]["text"].startswith("cat zzzunknown")
     assert [t["text"] for t in got] == [e.text for e in expected]
     assert [t["alignment"] for t in got] == [[list(link) for link in e.alignment] for e in expected]
+
+
+# ---- /v1/translate: glossary (terminology constraints) ------------------------------------------
+
+def test_a_glossary_term_appears_once_where_its_source_phrase_occurs(served, toy_translator):
+    glossary = [["katze", "water"], ["nirgends", "tree"]]  # the second source phrase occurs in no text
+    r = post(served, "/v1/translate", json={"texts": SENTENCES, "beam_size": 3, "glossary": glossary})
+    assert r.status_code == 200, r.text
+    first, second = r.json()["translations"]
+    assert first["tokens"].count("water") == 1 and "tree" not in first["tokens"]  # "katze" is in the first
+    plain = toy_translator.translate(SENTENCES[1:], beam_size=3)[0]
+    assert second["tokens"] == plain.tokens  # no source phrase occurs: decoded exactly as without a glossary
+    constrained = toy_translator.translate(SENTENCES, beam_size=3, constraints=[[tuple(p) for p in glossary]] * 2)
+    assert first["tokens"] == constrained[0].tokens
+
+
+@pytest.mark.parametrize("body,status,text", [
+    ({"beam_size": 1, "glossary": [["katze", "water"]]}, 422, "glossary needs beam_size >= 2"),
+    ({"glossary": [["katze"]]}, 422, "glossary"),
+    ({"glossary": [["katze", 5]]}, 422, "glossary"),
+    ({"glossary": [["a", "b"]] * 65}, 422, "glossary"),
+])
+def test_a_bad_glossary_is_a_422_naming_it(served, body, status, text):
+    assert_error(post(served, "/v1/translate", json={"texts": SENTENCES, **body}), status, text)

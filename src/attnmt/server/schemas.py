@@ -8,7 +8,7 @@ Unknown fields are refused (extra="forbid"), so a typo is an error, not a silent
 from __future__ import annotations
 
 import re
-from typing import Optional, Union
+from typing import Annotated, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -184,6 +184,10 @@ class V1TranslateRequest(_Strict):
     target_prefix: Optional[list[Optional[str]]] = Field(
         None, description="one text (or null) per text: the translation starts with it, the model completes it",
         examples=[["A dog"]])
+    glossary: Optional[list[Annotated[list[str], Field(min_length=2, max_length=2)]]] = Field(
+        None, max_length=64, description="terminology: [source phrase, target phrase] pairs; where a source "
+        "phrase occurs in a text, its translation contains the target phrase exactly once (native engine, "
+        "beam_size >= 2)", examples=[[["Hund", "hound"]]])
     source: Optional[str] = Field(None, description="source language (with target: picks the model; "
                                                     "default: the server's first model)")
     target: Optional[str] = Field(None, description="target language (with source)")

@@ -85,20 +85,29 @@ class TranslationService:
     # ---- work -----------------------------------------------------------------------------
 
     async def translate(self, texts: Sequence[str], settings: DecodeSettings, *, alignments: bool = False,
-                        target_prefix: Sequence[str | None] | None = None) -> list:
-        """TranslationResults for texts; a fault inside the model becomes a 500 ApiError.
+                        target_prefix: Sequence[str | None] | None = None, constraints: Sequence | None = None) -> list:
+        """TranslationResults for texts; a fault inside the model becomes a 500 ApiError, a
+        refused combination of arguments (e.g. a glossary with greedy search) a 422.
 
-        Plain requests share micro-batches; a request with alignments or target prefixes runs as
-        its own batch in the model's worker thread (the batcher's settings carry neither)."""
+        Plain requests share micro-batches; a request with alignments, target prefixes or
+        constraints runs as its own batch in the model's worker thread (the batcher's settings
+        carry none of them)."""
         texts = list(texts)
-        if not alignments and (target_prefix is None or all(p is None for p in target_prefix)):
+        plain = not alignments and not constraints and (target_prefix is None or all(p is None for p in target_prefix))
+        if plain:
             return await self._guarded(self.batcher.translate(texts, settings))
+        prefixes = None if target_prefix is None else list(target_prefix)
+        if constraints and self.translator.engine.name != "native":  # refused before the model is busy
+            raise ApiError(422, f"Invalid request: glossary: the {self.translator.engine.name} engine has no "
+                                f"constrained search; serve the run directory (native engine) to use one")
+        if constraints and settings.beam_size < 2:
+            raise ApiError(422, f"Invalid request: glossary needs beam_size >= 2 (got {settings.beam_size})")
 
         def run():
             return self.translator.translate(texts, beam_size=settings.beam_size,
                                              length_penalty=settings.length_penalty, n_best=settings.n_best,
                                              layer=settings.layer, head=settings.head, alignments=alignments,
-                                             target_prefix=None if target_prefix is None else list(target_prefix))
+                                             target_prefix=prefixes, constraints=constraints)
         return await self._guarded(self.batcher.run_in_worker(run))
 
     async def score(self, sources: Sequence[str], translations: Sequence[str]) -> list:

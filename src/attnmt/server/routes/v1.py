@@ -58,7 +58,8 @@ async def translate(body: V1TranslateRequest, request: Request, x_api_key: Optio
     """Translate texts; per text the tokens, the score, the n-best list (each with its attention)
     and the attention matrix (output tokens x source tokens). `layer`/`head` pick a Transformer's
     cross-attention; `alignments` adds word links; `target_prefix` (one text or null per text)
-    fixes the start of a translation; `source` and `target` pick the model (default: the first)."""
+    fixes the start of a translation; `glossary` pairs are terminology constraints on every text;
+    `source` and `target` pick the model (default: the first)."""
     models.check_access(request, body.api_key if body.api_key is not None else x_api_key)
     service = _route(models, body.source, body.target)
     service.check_texts(body.texts)
@@ -67,8 +68,9 @@ async def translate(body: V1TranslateRequest, request: Request, x_api_key: Optio
                             f"{len(body.texts)} texts (give one text or null per text)")
     settings = service.settings_for(beam_size=body.beam_size, n_best=body.n_best,
                                     length_penalty=body.length_penalty, layer=body.layer, head=body.head)
+    constraints = None if not body.glossary else [[tuple(pair) for pair in body.glossary]] * len(body.texts)
     results = await service.translate(body.texts, settings, alignments=body.alignments,
-                                      target_prefix=body.target_prefix)
+                                      target_prefix=body.target_prefix, constraints=constraints)
     return V1TranslateResponse(translations=[_translation(r, body.attention) for r in results],
                                beam_size=settings.beam_size, layer=body.layer, head=body.head)
 
