@@ -140,3 +140,18 @@ def test_alignment_view_draws_the_links(page, served):
     page.check("#view-heatmap")
     assert page.is_visible("#heatmap-box") and page.is_hidden("#links-box")
     np.testing.assert_allclose(grid_weights(page), np.array(expected["attention"]), atol=1e-6)
+
+
+def test_a_glossary_entry_typed_on_the_page_applies_to_the_next_translation(page, served):
+    open_page(page, served.url, "rnn")
+    page.fill("#beam-size", "3")
+    page.click("#glossary-box summary")
+    page.fill("#glossary-text", "Hund = water")
+    translate_on_page(page, "Hund katze rot .")
+    expected = httpx.post(served.url + "/v1/translate", timeout=120, json={
+        "texts": ["Hund katze rot ."], "beam_size": 3, "n_best": 3, "glossary": [["Hund", "water"]]}).json()
+    tokens = shown_tokens(page)
+    assert tokens == expected["translations"][0]["tokens"] and tokens.count("water") == 1
+    page.fill("#glossary-text", "Hund water")  # no " = ": reported, nothing sent
+    page.click("#translate-button")
+    assert "write it as source phrase = target phrase" in page.text_content("#error-message")

@@ -101,11 +101,28 @@ function linksShown() {
   return $("view-links").checked;
 }
 
+// The glossary box: "source phrase = target phrase" lines -> [[source, target], ...]; a line
+// without " = " or with an empty side is reported, not guessed at.
+function glossaryEntries() {
+  const entries = [];
+  for (const line of $("glossary-text").value.split("\n")) {
+    if (!line.trim()) continue;
+    const at = line.indexOf("=");
+    const source = at < 0 ? "" : line.slice(0, at).trim();
+    const target = at < 0 ? "" : line.slice(at + 1).trim();
+    if (!source || !target) throw new Error(`Glossary line "${line.trim()}": write it as source phrase = target phrase.`);
+    entries.push([source, target]);
+  }
+  return entries;
+}
+
 function requestBody(text, beam, prefix) {
   const body = { texts: [text], beam_size: beam, n_best: Math.min(5, beam), attention: true,
                  layer: optionalInt($("layer-select").value), head: optionalInt($("head-select").value) };
   if (state.model && state.model.arch !== "transformer") { delete body.layer; delete body.head; }
   if (prefix) body.target_prefix = [prefix];
+  const glossary = glossaryEntries();
+  if (glossary.length) body.glossary = glossary;
   if (linksShown()) body.alignments = true;
   return withKey(body);
 }
