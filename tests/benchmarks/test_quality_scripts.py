@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.quality import alignment_toy, langid_multi30k
+from benchmarks.quality import alignment_toy, constraints_multi30k, langid_multi30k
 from benchmarks.quality.alignment_toy import accuracy, gold
 from benchmarks.speed import serve_models
 
@@ -58,3 +58,18 @@ def test_every_quality_script_runs_as_a_file():
             continue
         done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, cwd="/")
         assert done.returncode == 0 and "usage" in done.stdout, (script, done.stderr)
+
+
+def test_constraints_are_drawn_from_the_reference_by_hand():
+    drawn = constraints_multi30k.draw_constraints(["A big dog runs over the green grass .", "Hi ."], 2, seed=1)
+    assert len(drawn[0]) == 2 and set(drawn[0]) <= {"runs", "over", "green", "grass"} and drawn[1] == []
+    assert constraints_multi30k.coverage(["the green grass", "x"], [["green", "dogs"], []]) == 0.5
+
+
+def test_constraints_script_covers_every_constraint(toy_run, tmp_path, capsys):
+    out = tmp_path / "c.json"
+    assert constraints_multi30k.main([str(toy_run), "--split", "test", "--sentences", "10", "--beam", "3",
+                                      "--json", str(out)]) == 0
+    rows = {r["decoding"]: r for r in json.loads(out.read_text())["results"]}
+    assert rows["constrained"]["coverage"] == 1.0 and rows["unconstrained"]["sentences"] == 10
+    assert constraints_multi30k.main([str(toy_run), "--beam", "1"]) == 2
