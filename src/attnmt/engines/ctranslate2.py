@@ -112,9 +112,10 @@ class CTranslate2Engine:
     Output budgets (search.max_len_ratio / max_len_offset) are per sentence, but CTranslate2 takes
     one per call: all sentences of a call go into one translate_batch with the largest budget.
     Greedy and sampled hypotheses are then cut to their own sentence's budget (exact: a sentence's
-    tokens do not depend on the budget). A beam whose hypotheses reached the sentence's own budget
-    is decoded again with it; one whose hypotheses all ended earlier is kept as it is, which is
-    exact unless its search ran past its own budget while returning only shorter hypotheses
+    tokens do not depend on the budget). A beam with a hypothesis that reached the sentence's own
+    budget (its last step) is decoded again with it; one whose hypotheses all ended earlier is
+    kept, which is exact unless its search ran past its own budget while returning only shorter
+    hypotheses
     (possible, rare: budgets are 2 x source + 10 tokens by default).
     """
 
@@ -179,7 +180,8 @@ class CTranslate2Engine:
         if beam_size == 1:  # greedy / sampling: each sentence's tokens do not depend on the budget
             self._cut_to_budgets(found, src_ids, prefix_ids, budgets)
         else:  # a beam may end differently with a smaller budget: those that reached it run again
-            again = [i for i in todo if any(len(tokens) >= budgets[i] for tokens, _, _ in found[i])]
+            # (a hypothesis of budget - 1 tokens ended with eos at the budget's last step)
+            again = [i for i in todo if any(len(tokens) + 1 >= budgets[i] for tokens, _, _ in found[i])]
             for budget in sorted({budgets[i] for i in again}):
                 group = [i for i in again if budgets[i] == budget]
                 found.update(zip(group, self._decode(translator, group, src_ids, prefix_ids, budget,
@@ -215,8 +217,8 @@ class CTranslate2Engine:
         the same for every beam of a sentence, and the same as greedy search's first step."""
         group = [i for i, hyps in found.items() if any(len(tokens) for tokens, _, _ in hyps)]
         first = self._decode(self.translator, group, src_ids, [[] for _ in src_ids], 1, batch_size,
-                             dict(beam_size=1, num_hypotheses=1, length_penalty=0.0, return_scores=True, return_attention=True,
-                                  max_input_length=0, min_decoding_length=1))
+                             dict(beam_size=1, num_hypotheses=1, length_penalty=0.0, return_scores=True,
+                                  return_attention=True, max_input_length=0, min_decoding_length=1))
         for i, hyps in zip(group, first):
             row = hyps[0][2][0]  # (src_len,) the first step's attention
             found[i] = [(tokens, log_prob, [row, *attention[1:]] if tokens else attention)
