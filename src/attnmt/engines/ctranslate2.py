@@ -115,8 +115,7 @@ class CTranslate2Engine:
     tokens do not depend on the budget). A beam with a hypothesis that reached the sentence's own
     budget (its last step) is decoded again with it; one whose hypotheses all ended earlier is
     kept, which is exact unless its search ran past its own budget while returning only shorter
-    hypotheses
-    (possible, rare: budgets are 2 x source + 10 tokens by default).
+    hypotheses (possible, rare: budgets are 2 x source + 10 tokens by default).
     """
 
     name = "ctranslate2"
