@@ -191,7 +191,7 @@ def test_long_inputs_are_cut_alike_and_threads_follow_torch(tmp_path, random_run
 
     run = random_run(tmp_path / "run")
     native, ct2 = _pair(run, tmp_path / "ct2")
-    assert ct2.engine.intra_threads == torch.get_num_threads()
+    assert (ct2.engine.inter_threads, ct2.engine.intra_threads) == (torch.get_num_threads(), 1)
     long = " ".join(["hund", "katze"] * 140)  # 280 tokens: cut to search.max_input_tokens=250
     a, b = native.translate([long], beam_size=1)[0], ct2.translate([long], beam_size=1)[0]
     assert len(a.source_tokens) == len(b.source_tokens) == 250

@@ -12,6 +12,8 @@ can report any layer or head, or their mean.
 from __future__ import annotations
 
 import logging
+import math
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -33,11 +35,19 @@ log = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------------------- the engine
 
-def load_export(path: str | Path, *, device: str = "cpu") -> tuple[CTranslate2Engine, Config]:
+def load_export(path: str | Path, *, device: str = "cpu", inter_threads: int | None = None,
+                intra_threads: int | None = None) -> tuple[CTranslate2Engine, Config]:
     """Open a folder written by `export_run`: the engine and the run's config.
+
+    Threads on a CPU: by default `inter_threads` = torch.get_num_threads() (the threads of the
+    rest of attnmt) translating sub-batches side by side, each with `intra_threads=1`; measured
+    faster than one batch at a time on all threads (docs/performance.md, "CTranslate2 engine").
+    The environment variables ATTNMT_CT2_INTER_THREADS / ATTNMT_CT2_INTRA_THREADS override the
+    defaults where no argument is given. On a GPU: one translator thread, CTranslate2's choice.
 
     Raises:
         AttnmtError: not an export, or CTranslate2 cannot read it.
+        ValueError: a thread count below 0 (inter_threads below 1).
     """
     ctranslate2 = _ctranslate2()
     run = RunDir(path)
@@ -45,19 +55,47 @@ def load_export(path: str | Path, *, device: str = "cpu") -> tuple[CTranslate2En
     run.verify_all()  # the model, vocabularies and config as they were exported
     path, info, cfg, pipeline = run.path, run.export_info(), run.config(), run.pipeline()
     device = "cuda" if str(device).startswith("cuda") else "cpu"
-    # on a CPU, the same threads as the rest of attnmt (torch.set_num_threads / train.num_threads)
-    threads = torch.get_num_threads() if device == "cpu" else 0
+    inter, intra = thread_settings(device, inter_threads, intra_threads)
 
     def open_model():
-        return ctranslate2.Translator(str(path), device=device, inter_threads=1, intra_threads=threads)
+        return ctranslate2.Translator(str(path), device=device, inter_threads=inter, intra_threads=intra)
 
     try:
         translator = open_model()
     except (RuntimeError, ValueError) as err:
         raise AttnmtError(f"{path}: CTranslate2 cannot load this model: {err}") from None
     engine = CTranslate2Engine(translator, pipeline, cfg.search, info, reopen=open_model)
-    engine.intra_threads = threads
+    engine.inter_threads, engine.intra_threads = inter, intra
     return engine, cfg
+
+
+def thread_settings(device: str, inter_threads: int | None = None,
+                    intra_threads: int | None = None) -> tuple[int, int]:
+    """(inter_threads, intra_threads) for a translator: arguments, else the environment
+    (ATTNMT_CT2_INTER_THREADS / ATTNMT_CT2_INTRA_THREADS), else torch's threads x 1 on a CPU
+    and 1 x 0 (CTranslate2's choice) on a GPU.
+
+    Raises:
+        ValueError: inter_threads < 1 or intra_threads < 0 (naming the value and its source).
+    """
+    cpu = device == "cpu"
+    defaults = {"inter_threads": torch.get_num_threads() if cpu else 1, "intra_threads": 1 if cpu else 0}
+    given = {"inter_threads": inter_threads, "intra_threads": intra_threads}
+    chosen = {}
+    for name, lowest in (("inter_threads", 1), ("intra_threads", 0)):
+        value, source = given[name], name
+        if value is None and os.environ.get(f"ATTNMT_CT2_{name.upper()}"):
+            source = f"ATTNMT_CT2_{name.upper()}"
+            try:
+                value = int(os.environ[source])
+            except ValueError:
+                raise ValueError(f"{source}={os.environ[source]!r} must be an integer") from None
+        if value is None:
+            value = defaults[name]
+        if value < lowest:
+            raise ValueError(f"{source}={value} must be >= {lowest}")
+        chosen[name] = value
+    return chosen["inter_threads"], chosen["intra_threads"]
 
 
 class CTranslate2Engine:
@@ -69,11 +107,20 @@ class CTranslate2Engine:
     which are then ranked here by log_prob / gnmt_penalty(len + 1, alpha), as the native engine
     ranks its finished hypotheses; with alpha > 0 the two searches may still keep slightly
     different candidates (their stopping rules differ). Greedy search is the same algorithm in
-    both. Output budgets (search.max_len_ratio / max_len_offset) are applied per sentence.
+    both.
+
+    Output budgets (search.max_len_ratio / max_len_offset) are per sentence, but CTranslate2 takes
+    one per call: all sentences of a call go into one translate_batch with the largest budget.
+    Greedy and sampled hypotheses are then cut to their own sentence's budget (exact: a sentence's
+    tokens do not depend on the budget). A beam with a hypothesis that reached the sentence's own
+    budget (its last step) is decoded again with it; one whose hypotheses all ended earlier is
+    kept, which is exact unless its search ran past its own budget while returning only shorter
+    hypotheses (possible, rare: budgets are 2 x source + 10 tokens by default).
     """
 
     name = "ctranslate2"
-    intra_threads = 0  # CPU threads per batch (load_export sets torch.get_num_threads()); 0 = CTranslate2's choice
+    inter_threads = 1  # sub-batches translated side by side (load_export: torch.get_num_threads() on a CPU)
+    intra_threads = 0  # CPU threads per sub-batch (load_export: 1 on a CPU); 0 = CTranslate2's choice
 
     def __init__(self, translator, pipeline: TextPipeline, search_cfg: SearchConfig, info: dict, *,
                  reopen=None):
@@ -121,37 +168,98 @@ class CTranslate2Engine:
         budgets = output_budget(torch.tensor([len(ids) for ids in src_ids]), cfg.max_len_ratio,
                                 cfg.max_len_offset).tolist() if sentences else []
         budgets = [max(budget, len(ids) + 1) for budget, ids in zip(budgets, prefix_ids)]
-        itos = self.pipeline.tgt_vocab.itos
-        results: list[TranslationResult | None] = [None] * len(sentences)
         options = dict(beam_size=beam_size, num_hypotheses=beam_size if beam_size > 1 else n_best,
                        length_penalty=0.0, return_scores=True, return_attention=True, max_input_length=0,
                        min_decoding_length=0,
                        sampling_topk=sampling_topk, sampling_temperature=sampling_temperature)
-        for chunk in length_sorted_chunks([len(ids) for ids in src_ids], batch_size):
-            for group in _same_budget(chunk, budgets):  # CTranslate2 takes one budget per call
-                prefixes = [[itos[t] for t in prefix_ids[i]] or None for i in group]
-                found = translator.translate_batch([self._source_tokens(src_ids[i]) for i in group],
-                                                   target_prefix=prefixes if any(prefixes) else None,
-                                                   max_decoding_length=budgets[group[0]], **options)
-                for i, result in zip(group, found):
-                    results[i] = self._result(result, src_tokens[i], warnings[i], n_best, alpha,
-                                              beam_size > 1, budgets[i], gnmt_penalty)
-        return [r if r is not None else empty_result(src_tokens[i], warnings[i]) for i, r in enumerate(results)]
+        todo = [i for i, ids in enumerate(src_ids) if ids]  # an empty source gets an empty result
+        found = dict(zip(todo, self._decode(translator, todo, src_ids, prefix_ids,
+                                            max((budgets[i] for i in todo), default=1),
+                                            batch_size, options)))
+        if beam_size == 1:  # greedy / sampling: each sentence's tokens do not depend on the budget
+            self._cut_to_budgets(found, src_ids, prefix_ids, budgets)
+        else:  # a beam may end differently with a smaller budget: those that reached it run again
+            # (a hypothesis of budget - 1 tokens ended with eos at the budget's last step)
+            again = [i for i in todo if any(len(tokens) + 1 >= budgets[i] for tokens, _, _ in found[i])]
+            for budget in sorted({budgets[i] for i in again}):
+                group = [i for i in again if budgets[i] == budget]
+                found.update(zip(group, self._decode(translator, group, src_ids, prefix_ids, budget,
+                                                     batch_size, options)))
+            self._fix_first_attention(found, src_ids, batch_size)
+        results = [self._result(found[i], src_tokens[i], warnings[i], n_best, alpha, beam_size > 1, budgets[i],
+                                gnmt_penalty) if i in found else empty_result(src_tokens[i], warnings[i])
+                   for i in range(len(sentences))]
+        return results
 
-    def _result(self, found, source_tokens: list[str], warnings: list[str], n_best: int, alpha: float,
-                rerank: bool, budget: int, penalty) -> TranslationResult:
-        """One CTranslate2 result -> TranslationResult; beams re-ranked with the GNMT penalty."""
+    def _decode(self, translator, group: list[int], src_ids: list[list[int]], prefix_ids: list[list[int]],
+                budget: int, batch_size: int, options: dict) -> list[list[tuple[list[str], float, list]]]:
+        """One translate_batch over the sentences `group` with one output budget: CTranslate2 sorts
+        them by length into sub-batches of at most `batch_size`, small enough that every
+        inter-op thread gets one. Returns each sentence's (tokens, log_prob, attention) hypotheses."""
+        if not group:
+            return []
+        itos = self.pipeline.tgt_vocab.itos
+        prefixes = [[itos[t] for t in prefix_ids[i]] or None for i in group]
+        workers = max(1, getattr(translator, "num_translators", 1))
+        found = translator.translate_batch([self._source_tokens(src_ids[i]) for i in group],
+                                           target_prefix=prefixes if any(prefixes) else None,
+                                           max_batch_size=max(1, min(batch_size, math.ceil(len(group) / workers))),
+                                           batch_type="examples", max_decoding_length=budget, **options)
+        return [list(zip(r.hypotheses, r.scores, r.attention)) for r in found]
+
+    def _fix_first_attention(self, found: dict, src_ids: list[list[int]], batch_size: int) -> None:
+        """Replace the first step's attention of every beam hypothesis with that of a one-step
+        greedy decode. CTranslate2 4.x on a CPU runs a beam's first step unexpanded and then
+        gathers its attention with the sentence's index into the expanded (batch * beam) rows:
+        sentence b of a sub-batch gets the first attention row of sentence b // beam_size
+        (decoding.cc, BeamSearch::search; the tokens and scores are right). The first step is
+        the same for every beam of a sentence, and the same as greedy search's first step."""
+        group = [i for i, hyps in found.items() if any(len(tokens) for tokens, _, _ in hyps)]
+        first = self._decode(self.translator, group, src_ids, [[] for _ in src_ids], 1, batch_size,
+                             dict(beam_size=1, num_hypotheses=1, length_penalty=0.0, return_scores=True,
+                                  return_attention=True, max_input_length=0, min_decoding_length=1))
+        for i, hyps in zip(group, first):
+            row = hyps[0][2][0]  # (src_len,) the first step's attention
+            found[i] = [(tokens, log_prob, [row, *attention[1:]] if tokens else attention)
+                        for tokens, log_prob, attention in found[i]]
+
+    def _cut_to_budgets(self, found: dict, src_ids: list[list[int]], prefix_ids: list[list[int]],
+                        budgets: list[int]) -> None:
+        """Greedy or sampled hypotheses decoded with the call's largest budget, cut in place to
+        their own sentence's budget, as search.greedy_search ends them: a hypothesis of at least
+        `budget` tokens keeps its first `budget` tokens and no eos, and its log-prob becomes the
+        sum of those tokens' log-probs (prefix tokens count 0, as when decoding), read from
+        score_batch. The rest ended with eos within their budget and stay as they are."""
+        cut = [(i, k) for i, hyps in found.items() for k, (tokens, _, _) in enumerate(hyps)
+               if len(tokens) >= budgets[i]]
+        if not cut:
+            return
+        itos = self.pipeline.tgt_vocab.itos
+        scored = self.translator.score_batch([self._source_tokens(src_ids[i]) for i, _ in cut],
+                                             [found[i][k][0][:budgets[i]] for i, k in cut], max_input_length=0,
+                                             max_batch_size=64)
+        for (i, k), result in zip(cut, scored):
+            tokens, _, attention = found[i][k]
+            budget, forced = budgets[i], len(prefix_ids[i])
+            assert [itos[t] for t in prefix_ids[i]] == list(tokens[:forced])
+            found[i][k] = (tokens[:budget], float(sum(result.log_probs[forced:budget])), attention[:budget])
+        for i in {i for i, _ in cut}:
+            found[i].sort(key=lambda hyp: hyp[1], reverse=True)  # best first, as CTranslate2 returns them
+
+    def _result(self, hyps: list[tuple[list[str], float, list]], source_tokens: list[str], warnings: list[str],
+                n_best: int, alpha: float, rerank: bool, budget: int, penalty) -> TranslationResult:
+        """One sentence's hypotheses -> TranslationResult; beams re-ranked with the GNMT penalty."""
         tokenizer = self.pipeline.tgt_tokenizer
-        hyps = []
-        for tokens, log_prob, attention in zip(found.hypotheses, found.scores, found.attention):
+        ranked = []
+        for tokens, log_prob, attention in hyps:
             scored = len(tokens) + (1 if len(tokens) < budget else 0)  # eos, unless cut at the budget
             score = log_prob / penalty(scored, alpha) if rerank else log_prob
-            hyps.append((score, tokens, attention))
+            ranked.append((score, tokens, attention))
         if rerank:
-            hyps.sort(key=lambda h: h[0], reverse=True)
+            ranked.sort(key=lambda h: h[0], reverse=True)
         alternatives = [Alternative(tokenizer.detokenize(list(tokens)), list(tokens), float(score),
                                     np.asarray(attention, dtype=np.float32).reshape(len(tokens), len(source_tokens)))
-                        for score, tokens, attention in hyps[:n_best]]
+                        for score, tokens, attention in ranked[:n_best]]
         best = alternatives[0]
         return TranslationResult(best.text, best.tokens, source_tokens, best.attention, best.score, alternatives,
                                  warnings)
@@ -173,13 +281,3 @@ class CTranslate2Engine:
         return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1, warnings[i],
                             token_log_probs[i]) for i in range(len(sources))]
 
-
-def _same_budget(chunk: list[int], budgets: list[int]) -> list[list[int]]:
-    """Split a length-sorted chunk where the output budget changes."""
-    groups: list[list[int]] = []
-    for i in chunk:
-        if groups and budgets[groups[-1][0]] == budgets[i]:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    return groups

@@ -1,0 +1,150 @@
+"""How the CTranslate2 engine calls CTranslate2 (issue 25): one translate_batch per call with the
+largest output budget, hypotheses cut to each sentence's own budget afterwards, and the thread
+settings. The rule checked: a sentence ends exactly as it would alone, with its own budget."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ctranslate2")
+
+from attnmt.engines.ctranslate2 import load_export, thread_settings  # noqa: E402
+from attnmt.engines.ctranslate2_export import export_run  # noqa: E402
+from attnmt.translator import Translator  # noqa: E402
+
+# source lengths 1 to 6: six different budgets in one call
+SOURCES = ["hund katze haus", "rot blau", "mann frau kind ball wasser", "baum", "groß klein auto rot hund katze",
+           "", "unbekannt wort hund"]
+
+
+def _alone(translator, sources, **kwargs):
+    """Each sentence in a call of its own: its budget is the call's largest, nothing is cut."""
+    return [translator.translate([s], **kwargs)[0] for s in sources]
+
+
+def _assert_same(together, alone, atol=1e-5):
+    for a, b in zip(together, alone):
+        assert a.tokens == b.tokens
+        assert [alt.tokens for alt in a.alternatives] == [alt.tokens for alt in b.alternatives]
+        if a.tokens or b.tokens:
+            assert abs(a.score - b.score) < atol
+            np.testing.assert_allclose(a.attention, b.attention, atol=1e-6)
+
+
+def _small_budgets(translator, ratio=0.5, offset=1):
+    """Budgets of 0.5 x source + 1 tokens, so that a trained model reaches many of them."""
+    cfg = dataclasses.replace(translator.engine.search_cfg, max_len_ratio=ratio, max_len_offset=offset)
+    translator.engine.search_cfg = cfg
+    return translator
+
+
+@pytest.fixture
+def random_export(tmp_path, random_run):
+    """A random-weights run (every hypothesis runs to its budget) and its export."""
+    run = random_run(tmp_path / "run")
+    return run, export_run(run, tmp_path / "ct2")
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_random_model_sentences_end_as_alone(random_export, beam):
+    run, export = random_export
+    ct2 = Translator.load(export, engine="ctranslate2")
+    together = ct2.translate(SOURCES, beam_size=beam, n_best=min(beam, 2))
+    _assert_same(together, _alone(ct2, SOURCES, beam_size=beam, n_best=min(beam, 2)))
+    budgets = [2 * len(r.source_tokens) + 10 for r in together if r.source_tokens]
+    assert sorted(len(r.tokens) for r in together if r.source_tokens) == sorted(budgets)  # cut, all of them
+    native = Translator.load(run, device="cpu").translate(SOURCES, beam_size=1)
+    if beam == 1:
+        assert [r.tokens for r in native] == [r.tokens for r in together]
+
+
+def test_cut_hypotheses_with_a_prefix_score_as_alone(random_export):
+    run, export = random_export
+    ct2 = Translator.load(export, engine="ctranslate2")
+    prefixes = [None, "dog", "dog cat", None, "tree", None, "dog dog dog"]
+    together = ct2.translate(SOURCES, beam_size=1, target_prefix=prefixes)
+    alone = [ct2.translate([s], beam_size=1, target_prefix=[p])[0] for s, p in zip(SOURCES, prefixes)]
+    _assert_same(together, alone)
+    native = Translator.load(run, device="cpu").translate(SOURCES, beam_size=1, target_prefix=prefixes)
+    for a, b in zip(native, together):
+        assert a.tokens == b.tokens and abs(a.score - b.score) < 1e-4  # forced tokens count 0 in both
+
+
+def _trained_sources(run_dir):
+    corpus = json.loads((run_dir / "config.json").read_text())["data"]["test"]
+    return open(corpus + ".de", encoding="utf-8").read().splitlines()[:40]
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+@pytest.mark.parametrize("ratio,offset", [(0.5, 1), (1.0, 1)])
+def test_trained_model_with_small_budgets_ends_as_alone_and_as_native(prenorm_run, tmp_path, beam, ratio, offset):
+    # the reversal task's translations have as many words as the source: budgets of
+    # 0.5 x source + 1 cut nearly all of them; source + 1 leaves room for the words, and their eos
+    # is the budget's last token (dropped, its log-prob kept, as in search.greedy_search)
+    export_run(prenorm_run, tmp_path / "ct2")
+    ct2 = _small_budgets(Translator.load(tmp_path / "ct2", engine="ctranslate2"), ratio, offset)
+    sources = _trained_sources(prenorm_run)
+    together = ct2.translate(sources, beam_size=beam)
+    _assert_same(together, _alone(ct2, sources, beam_size=beam))
+    budgets = [int(ratio * len(r.source_tokens) + offset) for r in together]
+    assert len(set(budgets)) >= 3  # calls with several budgets
+    ends = [len(r.tokens) - b for r, b in zip(together, budgets)]
+    if ratio < 1:
+        assert ends.count(0) >= 0.9 * len(sources)  # cut at the budget
+    else:
+        assert ends.count(-1) >= 0.8 * len(sources)  # eos as the budget's last token
+    native = Translator.load(prenorm_run, device="cpu")
+    native.engine.search_cfg = ct2.engine.search_cfg
+    expected = native.translate(sources, beam_size=beam)
+    same = [a.tokens == b.tokens for a, b in zip(expected, together)]
+    assert sum(same) >= (1.0 if beam == 1 else 0.95) * len(sources)
+    assert max(abs(a.score - b.score) for a, b, s in zip(expected, together, same) if s) < 1e-4
+
+
+# ----------------------------------------------------------------------------- threads
+
+def test_thread_defaults_arguments_and_environment(monkeypatch):
+    import torch
+
+    monkeypatch.delenv("ATTNMT_CT2_INTER_THREADS", raising=False)
+    monkeypatch.delenv("ATTNMT_CT2_INTRA_THREADS", raising=False)
+    assert thread_settings("cpu") == (torch.get_num_threads(), 1)
+    assert thread_settings("cuda") == (1, 0)
+    assert thread_settings("cpu", 1, 2) == (1, 2)
+    monkeypatch.setenv("ATTNMT_CT2_INTER_THREADS", "1")
+    monkeypatch.setenv("ATTNMT_CT2_INTRA_THREADS", "3")
+    assert thread_settings("cpu") == (1, 3)
+    assert thread_settings("cpu", 2, 1) == (2, 1)  # arguments first
+    with pytest.raises(ValueError, match="inter_threads=0 must be >= 1"):
+        thread_settings("cpu", 0)
+    with pytest.raises(ValueError, match="intra_threads=-1 must be >= 0"):
+        thread_settings("cpu", 1, -1)
+    monkeypatch.setenv("ATTNMT_CT2_INTER_THREADS", "two")
+    with pytest.raises(ValueError, match="ATTNMT_CT2_INTER_THREADS='two' must be an integer"):
+        thread_settings("cpu")
+
+
+def test_thread_settings_reach_the_translator_and_change_no_result(random_export):
+    _, export = random_export
+    results = []
+    for inter, intra in [(2, 1), (1, 2), (1, 1)]:
+        engine, _ = load_export(export, inter_threads=inter, intra_threads=intra)
+        assert (engine.inter_threads, engine.intra_threads) == (inter, intra)
+        assert engine.translator.num_translators == inter
+        results.append(engine.translate(SOURCES * 3, beam_size=2, batch_size=4))
+    for other in results[1:]:
+        _assert_same(results[0], other)
+
+
+def test_beam_attention_is_each_sentences_own_from_the_first_step(random_export):
+    # CTranslate2 4.x gives sentence b of a batch the first attention row of sentence b // beam;
+    # the engine takes that row from a one-step greedy decode instead
+    run, export = random_export
+    engine, _ = load_export(export, inter_threads=1)  # one sub-batch: every sentence shares it
+    native = Translator.load(run, device="cpu").translate(SOURCES, beam_size=3, layer=-1)
+    for a, b in zip(native, engine.translate(SOURCES, beam_size=3)):
+        assert a.tokens == b.tokens
+        if b.tokens:
+            np.testing.assert_allclose(a.attention, b.attention, atol=1e-4)
