@@ -47,9 +47,10 @@ def coverage(outputs: list[str], constraints: list[list[str]]) -> float:
     return found / max(wanted, 1)
 
 
-def decode(translator: Translator, sources: list[str], beam: int, constraints) -> tuple[list[str], float]:
+def decode(translator: Translator, sources: list[str], beam: int, constraints,
+           length_penalty: float | None = None) -> tuple[list[str], float]:
     start = time.perf_counter()
-    results = translator.translate(sources, beam_size=beam, constraints=constraints)
+    results = translator.translate(sources, beam_size=beam, constraints=constraints, length_penalty=length_penalty)
     return [r.text for r in results], time.perf_counter() - start
 
 
@@ -57,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="constraints_multi30k", description=__doc__.split("\n\n")[0])
     p.add_argument("run_dir")
     p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--length-penalty", type=float, default=None, help="GNMT alpha (default: the run's)")
     p.add_argument("--per-sentence", type=int, default=2)
     p.add_argument("--split", default="test_2016_flickr", help="the split to translate (own data: test)")
     p.add_argument("--sentences", type=int, default=None, help="only the first N sentences")
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     with torch_threads(args.threads):
         env = environment("cpu")
         for name, given in (("unconstrained", None), ("constrained", constraints)):
-            outputs, seconds = decode(translator, sources, args.beam, given)
+            outputs, seconds = decode(translator, sources, args.beam, given, args.length_penalty)
             scores = score_translations(outputs, references, tgt_lang=translator.cfg.data.tgt_lang)
             rows.append({"kind": "decode", "decoding": name, "sentences": len(sources), "bleu": scores["bleu"],
                          "chrf": scores["chrf"], "coverage": round(coverage(outputs, constraints), 4),
@@ -85,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{100 * row['coverage']:5.1f}%  {row['sent_per_s']:7.2f} sentences/s")
     write_report(args.json, make_report("constraints_multi30k", command=command(__file__, argv), environment=env,
                                         settings={"run_dir": args.run_dir, "split": args.split, "beam": args.beam,
+                                                  "length_penalty": args.length_penalty,
                                                   "per_sentence": args.per_sentence, "seed": args.seed,
                                                   "constraints": sum(len(c) for c in constraints)},
                                         results=rows, notes=[]))
