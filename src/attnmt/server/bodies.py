@@ -10,6 +10,7 @@ import json
 from urllib.parse import parse_qsl
 
 from fastapi import Request
+from pydantic import BaseModel, ValidationError
 
 from attnmt.server.errors import ApiError
 from attnmt.server.limits import invalid_text
@@ -64,3 +65,19 @@ def _fields(pairs) -> dict:
         else:
             data[key] = value
     return data
+
+
+async def read_model(request: Request, model: type[BaseModel]) -> BaseModel:
+    """The request's body (JSON, form or multipart) as `model`, whose fields are strings.
+
+    Raises:
+        ApiError: 400 naming an unknown parameter or one that is not a string.
+    """
+    try:
+        return model.model_validate(await read_body(request))
+    except ValidationError as err:
+        first = err.errors()[0]
+        name = str(first["loc"][0]) if first.get("loc") else "body"
+        if first.get("type") == "extra_forbidden":
+            raise ApiError(400, f"Invalid request: unknown parameter {name}") from None
+        raise ApiError(400, f"Invalid request: {name} must be a string") from None

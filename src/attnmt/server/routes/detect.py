@@ -9,9 +9,8 @@ from __future__ import annotations
 import asyncio
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import ValidationError
 
-from attnmt.server.bodies import read_body
+from attnmt.server.bodies import read_model
 from attnmt.server.detect import LanguageDetector
 from attnmt.server.errors import ApiError
 from attnmt.server.models import ModelSet
@@ -29,14 +28,7 @@ _BODY_DOC = text_fields_body_doc({"q": "the text whose language to find",
 async def detect(request: Request, models: ModelSet = Depends(get_models),
                  detector: LanguageDetector = Depends(get_detector)) -> list[DetectedLanguage]:
     """The languages the server translates from, most likely first, with confidence in percent."""
-    try:
-        body = DetectRequest.model_validate(await read_body(request))
-    except ValidationError as err:
-        first = err.errors()[0]
-        name = str(first["loc"][0]) if first.get("loc") else "body"
-        if first.get("type") == "extra_forbidden":
-            raise ApiError(400, f"Invalid request: unknown parameter {name}") from None
-        raise ApiError(400, f"Invalid request: {name} must be a string") from None
+    body = await read_model(request, DetectRequest)
     models.check_access(request, body.api_key)
     if not body.q or not body.q.strip():
         raise ApiError(400, "Invalid request: missing q parameter")

@@ -4,9 +4,8 @@ user's better translation, logged with --suggestions FILE; off without it, as Li
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import ValidationError
 
-from attnmt.server.bodies import read_body
+from attnmt.server.bodies import read_model
 from attnmt.server.errors import ApiError
 from attnmt.server.models import ModelSet
 from attnmt.server.routes.deps import get_models
@@ -46,14 +45,7 @@ async def suggest(request: Request, models: ModelSet = Depends(get_models)) -> S
     suggestions = getattr(request.app.state, "suggestions", None)
     if suggestions is None:
         raise ApiError(403, "Suggestions are disabled on this server.")
-    try:
-        body = SuggestRequest.model_validate(await read_body(request))
-    except ValidationError as err:
-        first = err.errors()[0]
-        name = str(first["loc"][0]) if first.get("loc") else "body"
-        if first.get("type") == "extra_forbidden":
-            raise ApiError(400, f"Invalid request: unknown parameter {name}") from None
-        raise ApiError(400, f"Invalid request: {name} must be a string") from None
+    body = await read_model(request, SuggestRequest)
     models.check_access(request, body.api_key)
     for name in ("q", "s", "source", "target"):
         if not getattr(body, name):
