@@ -130,14 +130,15 @@ PREVIOUS_TRAIN_STATE = "train_state.prev.json"  # kept, so that a damaged newest
 LEGACY_TRAIN_STATE = "train_state.pt"  # the pickle of attnmt before safetensors training states
 
 
-def save_train_state(run_dir: Path, state: dict[str, Any]) -> None:
+def save_train_state(run_dir: Path, state: dict[str, Any]) -> set[str]:
     """Save a training state (nested dicts/lists of plain values and tensors) as safetensors + JSON.
 
     The tensors go to a new ``checkpoints/train_state_NNNNNN.safetensors`` and the rest, with that
     file's name and the sha256 of the JSON body, to ``train_state.json``, written last: the JSON
     is the commit point, so a crash at any moment leaves a complete state. The state it replaces
     becomes ``train_state.prev.json`` (with its files), the one `--resume` falls back to when the
-    newest is damaged; older tensor files are deleted.
+    newest is damaged; older tensor files are deleted. Returns the files (relative to `run_dir`)
+    the two kept states name (`train_state_files`).
 
     Raises:
         TypeError: a value that is neither plain data nor a tensor (a programming error).
@@ -158,6 +159,7 @@ def save_train_state(run_dir: Path, state: dict[str, Any]) -> None:
     for old in (run_dir / "checkpoints").glob("train_state_*.safetensors"):
         if str(old.relative_to(run_dir)) not in kept:
             old.unlink(missing_ok=True)
+    return kept
 
 
 def _body_digest(body: Any) -> str:

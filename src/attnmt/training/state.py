@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from attnmt.checkpoint import load_train_state, load_weights, save_train_state, train_state_files, train_states
+from attnmt.checkpoint import load_train_state, load_weights, save_train_state, train_states
 from attnmt.errors import AttnmtError, CheckpointError
 from attnmt.run_dir import RunDir
 from attnmt.training.distributed import SINGLE, World, gather_to_main
@@ -134,9 +134,8 @@ def save_resume_state(run: RunDir, weights: Path, trainable: Trainable, state: T
     }
     if trainable.plateau is not None:
         saved["plateau"] = trainable.plateau.state_dict()
-    save_train_state(run.path, saved)
+    kept = save_train_state(run.path, saved)
     # Mid-epoch weights are needed only while a kept training state names them.
-    kept = train_state_files(run.path)
     for old in (run.path / "checkpoints").glob("resume_step*.safetensors"):
         if str(old.relative_to(run.path)) not in kept:
             old.unlink(missing_ok=True)
