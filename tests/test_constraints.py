@@ -30,7 +30,7 @@ def occurrences(tokens: list[str], phrase: str) -> int:
     return count_occurrences(tokens, phrase.split())
 
 
-@pytest.mark.parametrize("beam", [2, 4])
+@pytest.mark.parametrize("beam", [1, 2, 4])
 def test_every_constraint_appears_exactly_once(translator, beam):
     results = translator.translate(SOURCES, beam_size=beam, n_best=beam, constraints=CONSTRAINTS)
     for result, phrases in zip(results, CONSTRAINTS):
@@ -43,8 +43,10 @@ def test_every_constraint_appears_exactly_once(translator, beam):
             assert all(occurrences(alt.tokens, phrase) == 1 for phrase in phrases or [])
 
 
-@pytest.mark.parametrize("beam", [2, 3])
+@pytest.mark.parametrize("beam", [1, 2, 3])
 def test_sentences_without_constraints_decode_exactly_as_before(translator, beam):
+    """beam 1: the sentences without constraints are decoded by plain greedy search, token for
+    token, though constrained ones share their batch (CONSTRAINTS has both kinds in one chunk)."""
     plain = translator.translate(SOURCES, beam_size=beam, n_best=beam)
     mixed = translator.translate(SOURCES, beam_size=beam, n_best=beam, constraints=CONSTRAINTS)
     # pairs whose source phrase does not occur apply to nothing
@@ -96,9 +98,22 @@ def test_constraints_with_a_prefix(translator):
     assert result.tokens[0] == "Dog" and occurrences(result.tokens, "cat") == 1
 
 
+def test_greedy_with_constraints_returns_one_hypothesis_from_the_internal_beam(translator):
+    """beam_size 1 searches with GREEDY_BEAM hypotheses and returns the best: the same as the
+    constrained search at that beam, with an n-best list of one."""
+    from attnmt.constraints import GREEDY_BEAM
+
+    greedy = translator.translate(SOURCES, beam_size=1, constraints=CONSTRAINTS)
+    wider = translator.translate(SOURCES, beam_size=GREEDY_BEAM, constraints=CONSTRAINTS)
+    for one, two, phrases in zip(greedy, wider, CONSTRAINTS):
+        assert len(one.alternatives) == 1
+        if phrases is not None:
+            assert one.tokens == two.tokens and one.score == pytest.approx(two.score, abs=1e-5)
+
+
 def test_refusals_name_the_argument(translator):
-    with pytest.raises(ValueError, match="beam_size >= 2"):
-        translator.translate(["Hund ."], beam_size=1, constraints=[["cat"]])
+    with pytest.raises(ValueError, match="not sampling"):
+        translator.translate(["Hund ."], beam_size=1, sampling_topk=5, constraints=[["cat"]])
     with pytest.raises(ValueError, match="constraints"):
         translator.translate(["Hund .", "Katze ."], beam_size=2, constraints=[["cat"]])
     with pytest.raises(ValueError, match="constraints"):
@@ -151,12 +166,16 @@ def test_bad_glossary_lines_give_one_error_naming_file_and_line(toy_run, tmp_pat
     assert len(err) == 1 and f"terms.tsv:{line}:" in err[0]
 
 
-def test_glossary_cli_refuses_greedy_and_a_missing_file(toy_run, tmp_path, capsys):
+def test_glossary_cli_greedy_sampling_and_a_missing_file(toy_run, tmp_path, capsys):
     (tmp_path / "terms.tsv").write_text("Hund\tcat\n", encoding="utf-8")
     (tmp_path / "in.txt").write_text("Hund .\n", encoding="utf-8")
+    capsys.readouterr()
     assert main(["translate", str(toy_run), "-i", str(tmp_path / "in.txt"), "--beam", "1",
+                 "--glossary", str(tmp_path / "terms.tsv")]) == 0
+    assert re.findall(r"\w+", capsys.readouterr().out).count("cat") == 1
+    assert main(["translate", str(toy_run), "-i", str(tmp_path / "in.txt"), "--sampling-topk", "5",
                  "--glossary", str(tmp_path / "terms.tsv")]) == 2
-    assert "beam_size >= 2" in capsys.readouterr().err
+    assert "not sampling" in capsys.readouterr().err
     assert main(["translate", str(toy_run), "-i", str(tmp_path / "in.txt"),
                  "--glossary", str(tmp_path / "missing.tsv")]) == 2
     assert "missing.tsv" in capsys.readouterr().err
@@ -188,7 +207,7 @@ def test_a_prefix_wins_over_the_constraints(translator):
 
 
 def test_random_constraints_on_the_toy_test_set_each_appear_exactly_once(translator, toy_run):
-    """1-3 random phrases of 1-3 lexicon words per sentence (0 for some), beam 4, one batch."""
+    """1-3 random phrases of 1-3 lexicon words per sentence (0 for some), greedy and beam 4, one batch."""
     import random
 
     import toy
@@ -197,8 +216,9 @@ def test_random_constraints_on_the_toy_test_set_each_appear_exactly_once(transla
     sources = (toy_run.parent / "toy" / "test.de").read_text(encoding="utf-8").splitlines()
     constraints = [[" ".join(rng.choice(toy.TGT_WORDS) for _ in range(rng.randint(1, 3)))
                     for _ in range(rng.randint(0, 3))] for _ in sources]
+    greedy = translator.translate(sources, beam_size=1, constraints=constraints)
     results = translator.translate(sources, beam_size=4, constraints=constraints)
-    for phrases, result in zip(constraints, results):
+    for phrases, result in zip(constraints + constraints, greedy + results):
         counts = {p: occurrences(result.tokens, p) for p in phrases}
         dropped = [p for p in phrases if any(len(q) > len(p) and occurrences(q.split(), p) for q in phrases)]
         assert all(n == 1 for p, n in counts.items() if p not in dropped), (counts, result.tokens)

@@ -234,7 +234,7 @@ def _add_translate(sub) -> None:
     translate.add_argument("--glossary", default=None, metavar="TERMS.TSV",
                            help="terminology: 'source phrase<TAB>target phrase' lines; where the source phrase "
                                 "occurs in a sentence, the target phrase appears in its translation exactly once "
-                                "(constrained beam search: native engine, --beam >= 2)")
+                                "(constrained search: native engine; greedy or beam)")
 
 
 def _add_score(sub) -> None:

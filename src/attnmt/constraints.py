@@ -26,6 +26,10 @@ How it works, per step (search.py's conventions otherwise: budgets, prefix, atte
       of which is at least its best live one, ended now (exact for length_penalty=0).
     * Finished hypotheses rank by constraints met, then score; sentences without constraints
       should use search.beam_search (the engine does), though this search also decodes them.
+    * Greedy (beam_size 1): one hypothesis cannot both hold a constraint placed now and wait to
+      place it later, so the search runs with an internal beam of GREEDY_BEAM (the fewest that
+      keeps two banks: the hypothesis with most constraint tokens placed and the best with fewer)
+      and returns the best hypothesis alone.
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ from attnmt.models import eval_mode
 from attnmt.search import (Hypothesis, SearchResult, _check_args, _force_prefix, _log_softmax, _prefix_budget,
                            gnmt_penalty, output_budget, tile_index)
 
-__all__ = ["ConstraintBatch", "constraint_batch", "constrained_beam_search", "count_occurrences"]
+__all__ = ["GREEDY_BEAM", "ConstraintBatch", "constraint_batch", "constrained_beam_search", "count_occurrences"]
+
+GREEDY_BEAM = 2  # the internal beam of a constrained search asked for beam_size 1 (module docstring)
 
 
 class ConstraintBatch(NamedTuple):
@@ -163,7 +169,8 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
         model: encoder-decoder with the search interface (search.py).
         src_ids: (batch, src_len) long. src_mask: (batch, src_len) bool. src_lengths: (batch,).
         constraints: ConstraintBatch of (batch, cons, cons_len) tokens and (batch, cons) lengths.
-        beam_size: hypotheses kept per sentence (>= 2: one hypothesis cannot be in two banks).
+        beam_size: hypotheses kept per sentence and returned; 1 (greedy) searches with GREEDY_BEAM
+            (one hypothesis cannot be in two banks) and returns the best.
         length_penalty, max_len_ratio, max_len_offset, bos_id, eos_id, prefix: as search.beam_search;
             each budget is raised to at least the sentence's constraint tokens (+ prefix) + 1.
 
@@ -171,13 +178,13 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
         SearchResult whose n-best lists rank hypotheses meeting more constraints first, then by score.
 
     Raises:
-        ValueError: bad shapes, beam_size < 2 or length_penalty < 0.
+        ValueError: bad shapes, beam_size < 1 or length_penalty < 0.
     """
     _check_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
-    if beam_size < 2 or length_penalty < 0:
-        raise ValueError(f"constrained search needs beam_size >= 2 and length_penalty >= 0; got {beam_size}, "
+    if beam_size < 1 or length_penalty < 0:
+        raise ValueError(f"constrained search needs beam_size >= 1 and length_penalty >= 0; got {beam_size}, "
                          f"{length_penalty}")
-    batch, device, beam = src_ids.shape[0], src_ids.device, beam_size
+    batch, device, beam = src_ids.shape[0], src_ids.device, max(beam_size, GREEDY_BEAM)
     if constraints.tokens.shape[0] != batch or constraints.lengths.shape != constraints.tokens.shape[:2]:
         raise ValueError(f"expected constraints (batch={batch}, cons, cons_len) and (batch, cons); got "
                          f"{tuple(constraints.tokens.shape)}, {tuple(constraints.lengths.shape)}")
@@ -271,6 +278,6 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
             met = cand_met[live]
             beam_scores, prev_ids = live_scores[keep], live_tokens
             active, n_finished, best_finished = active[keep], n_finished[keep], best_finished[keep]
-    nbest = [[h for _, h in sorted(hyps, key=lambda mh: (mh[0], mh[1].score), reverse=True)[:beam]]
+    nbest = [[h for _, h in sorted(hyps, key=lambda mh: (mh[0], mh[1].score), reverse=True)[:beam_size]]
              for hyps in finished]
     return SearchResult.from_nbest(nbest)

@@ -158,7 +158,7 @@ class Translator:
         `target_prefix` (one text or None per sentence; a text for a single string) forces the
         start of each translation: its tokens come first, exactly as typed (even words the
         vocabulary lacks), and the model completes them.
-        `constraints` (terminology; native engine, beam_size >= 2): per sentence, None or a list of
+        `constraints` (terminology; native engine, greedy or beam, not sampling): per sentence, None or a list of
         target phrases and (source phrase, target phrase) pairs; a pair applies when its source
         phrase occurs in the sentence (as whole tokens, case-sensitive). Each applicable target
         phrase (tokenized with the target tokenizer) appears in the translation exactly once, by

@@ -182,8 +182,15 @@ def test_a_glossary_term_appears_once_where_its_source_phrase_occurs(served, toy
     assert first["tokens"] == constrained[0].tokens
 
 
+def test_a_glossary_with_greedy_search(served, toy_translator):
+    r = post(served, "/v1/translate", json={"texts": SENTENCES, "beam_size": 1, "glossary": [["katze", "water"]]})
+    assert r.status_code == 200, r.text
+    first, second = r.json()["translations"]
+    assert first["tokens"].count("water") == 1
+    assert second["tokens"] == toy_translator.translate(SENTENCES[1:], beam_size=1)[0].tokens
+
+
 @pytest.mark.parametrize("body,status,text", [
-    ({"beam_size": 1, "glossary": [["katze", "water"]]}, 422, "glossary needs beam_size >= 2"),
     ({"glossary": [["katze"]]}, 422, "glossary"),
     ({"glossary": [["katze", 5]]}, 422, "glossary"),
     ({"glossary": [["a", "b"]] * 65}, 422, "glossary"),

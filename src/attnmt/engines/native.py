@@ -85,7 +85,8 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
 
     `constraints` (per sentence, a list of target phrases) must each appear in the translation
     exactly once: the sentences that have some are decoded together by constrained beam search
-    (constraints.py; beam_size >= 2), the others by the plain search, exactly as without them.
+    (constraints.py; with beam_size 1, its small internal beam and the best hypothesis), the
+    others by the plain search (greedy or beam), exactly as without them.
     A constraint the budget left unmet is named in the result's warnings.
 
     Each result's `alternatives` holds the best `n_best` hypotheses (at most `beam_size`), best first.
@@ -101,9 +102,8 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
     phrases, constraint_ids = encode_constraints(pipeline, constraints, len(sentences), search_cfg)
     for i in range(len(sentences)):
         phrases[i], constraint_ids[i] = _drop_contained(phrases[i], constraint_ids[i], warnings[i])
-    if any(constraint_ids) and beam_size < 2:
-        raise ValueError(f"constraints need beam search: beam_size >= 2 (got {beam_size}); a single hypothesis "
-                         f"cannot keep both a constraint placed now and one placed later")
+    if any(constraint_ids) and sampling_topk != 1:
+        raise ValueError(f"constraints need greedy or beam search, not sampling (sampling_topk={sampling_topk})")
     results: list[TranslationResult | None] = [None] * len(sentences)
     lp = search_cfg.length_penalty if length_penalty is None else length_penalty
     vocab = pipeline.tgt_vocab

@@ -186,8 +186,8 @@ class V1TranslateRequest(_Strict):
         examples=[["A dog"]])
     glossary: Optional[list[Annotated[list[str], Field(min_length=2, max_length=2)]]] = Field(
         None, max_length=64, description="terminology: [source phrase, target phrase] pairs; where a source "
-        "phrase occurs in a text, its translation contains the target phrase exactly once (native engine, "
-        "beam_size >= 2)", examples=[[["Hund", "hound"]]])
+        "phrase occurs in a text, its translation contains the target phrase exactly once (native engine; "
+        "greedy or beam)", examples=[[["Hund", "hound"]]])
     source: Optional[str] = Field(None, description="source language (with target: picks the model; "
                                                     "default: the server's first model)")
     target: Optional[str] = Field(None, description="target language (with source)")

@@ -87,7 +87,7 @@ class TranslationService:
     async def translate(self, texts: Sequence[str], settings: DecodeSettings, *, alignments: bool = False,
                         target_prefix: Sequence[str | None] | None = None, constraints: Sequence | None = None) -> list:
         """TranslationResults for texts; a fault inside the model becomes a 500 ApiError, a
-        refused combination of arguments (e.g. a glossary with greedy search) a 422.
+        refused combination of arguments (e.g. a glossary with the CTranslate2 engine) a 422.
 
         Plain requests share micro-batches; a request with alignments, target prefixes or
         constraints runs as its own batch in the model's worker thread (the batcher's settings
@@ -100,8 +100,6 @@ class TranslationService:
         if constraints and self.translator.engine.name != "native":  # refused before the model is busy
             raise ApiError(422, f"Invalid request: glossary: the {self.translator.engine.name} engine has no "
                                 f"constrained search; serve the run directory (native engine) to use one")
-        if constraints and settings.beam_size < 2:
-            raise ApiError(422, f"Invalid request: glossary needs beam_size >= 2 (got {settings.beam_size})")
 
         def run():
             return self.translator.translate(texts, beam_size=settings.beam_size,
