@@ -292,3 +292,26 @@ def test_greedy_drops_finished_sentences_without_changing_results(monkeypatch):
     assert compacted.log_probs == kept.log_probs
     for a, b in zip(compacted.attention, kept.attention):
         torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_token_log_probs_are_the_models_along_each_hypothesis(seed):
+    """Every search's token_log_probs, against the bigram table read along the output (eos last
+    when produced): one per attention row, summing to log_prob."""
+    from attnmt.constraints import constrained_beam_search, constraint_batch
+    from attnmt.search import sample_search
+
+    model, src = random_bigram(seed), source([1, 3, 2])
+    found = [greedy_search(model, *src, max_len_ratio=0.0, max_len_offset=5),
+             beam_search(model, *src, beam_size=3, max_len_ratio=0.0, max_len_offset=5),
+             sample_search(model, *src, topk=0, generator=torch.Generator().manual_seed(seed),
+                           max_len_ratio=0.0, max_len_offset=5),
+             constrained_beam_search(model, *src, constraint_batch([[[4]], [], [[5, 4]]]), beam_size=1,
+                                     max_len_ratio=0.0, max_len_offset=5)]
+    for result in found:
+        for hyps in result.nbest:
+            for hyp in hyps:
+                produced = hyp.tokens + [EOS] * (len(hyp.attention) - len(hyp.tokens))
+                expected = [model.log_probs[p, t].item() for p, t in zip([BOS] + produced[:-1], produced)]
+                assert hyp.token_log_probs == pytest.approx(expected, abs=1e-6)
+                assert sum(hyp.token_log_probs) == pytest.approx(hyp.log_prob, abs=1e-6)

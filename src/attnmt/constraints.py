@@ -210,6 +210,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
         best_finished = torch.full((batch,), neg_inf, device=device)  # (n,)
         prev_ids = torch.full((batch * beam,), bos_id, dtype=torch.long, device=device)
         history = prev_ids.new_zeros(batch * beam, 0)  # (rows, t)
+        logp_history = beam_scores.new_zeros(batch * beam, 0)  # (rows, t) the tokens' log-probs
         attn_history = None  # (rows, t, src_len)
         for t in range(int(max_lens.max())):
             logits, state, attn = model.decode_step(prev_ids, state)
@@ -240,6 +241,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
             banks = (met_tokens + partial).view(n, -1)  # (n, cand)
             order = _allocation_order(scores, banks, num_banks)  # (n, cand)
             ranked_scores, ranked_tokens = scores.gather(1, order), cand_tokens.gather(1, order)
+            ranked_logps = logp.view(n, beam * vocab).gather(1, flat).gather(1, order)  # (n, cand) their log-probs
             ranked_flat = order + torch.arange(n, device=device).unsqueeze(1) * order.shape[1]  # into n*cand
             is_eos = ranked_tokens == eos_id
             at_max = t + 1 >= max_lens[active]  # (n,)
@@ -260,12 +262,14 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
                 picked = ranked_flat[sent_idx, cand_idx]  # into n*cand
                 rows = cand_rows[picked]
                 sentences = active[sent_idx].tolist()
-                for i, (sent, past, token, logp_sum, met_count) in enumerate(zip(
+                step_logps = torch.cat([logp_history[rows], ranked_logps[sent_idx, cand_idx].unsqueeze(1)], 1)
+                for i, (sent, past, token, logp_sum, met_count, steps) in enumerate(zip(
                         sentences, history[rows].tolist(), ranked_tokens[sent_idx, cand_idx].tolist(),
-                        ranked_scores[sent_idx, cand_idx].tolist(), met_tokens[picked].tolist())):
+                        ranked_scores[sent_idx, cand_idx].tolist(), met_tokens[picked].tolist(),
+                        step_logps.tolist())):
                     tokens = past if token == eos_id else past + [token]
                     attention = attn_history[rows[i], :, :src_lens[sent]].cpu()  # (t+1, src_length)
-                    finished[sent].append((met_count, Hypothesis(tokens, logp_sum / lp, logp_sum, attention)))
+                    finished[sent].append((met_count, Hypothesis(tokens, logp_sum / lp, logp_sum, attention, steps)))
 
             keep = done.logical_not().nonzero().squeeze(1)  # (n_keep,) host sync
             if keep.numel() == 0:
@@ -274,6 +278,8 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
             live_rows, live_tokens = cand_rows[live], cand_tokens.view(-1)[live]
             state = model.reorder_state(state, live_rows, within_sentences=keep.numel() == n)
             history = torch.cat([history[live_rows], live_tokens.unsqueeze(1)], 1)  # (rows, t+1)
+            live_logps = ranked_logps.gather(1, live_pos)[keep].view(-1, 1)  # (n_keep*beam, 1)
+            logp_history = torch.cat([logp_history[live_rows], live_logps], 1)  # (rows, t+1)
             attn_history = attn_history[live_rows]
             met = cand_met[live]
             beam_scores, prev_ids = live_scores[keep], live_tokens

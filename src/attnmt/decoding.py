@@ -58,6 +58,13 @@ class Alternative:
     attention: "object" = field(default=None, repr=False)  # numpy (len(tokens), src_len), None if unknown
     replaced: list[int] = field(default_factory=list)  # positions in tokens whose <unk> was replaced
     alignment: list[tuple[int, int]] | None = None  # (source word, output word) links, when asked
+    token_log_probs: list[float] | None = None  # TOKEN_LOG_PROBS_DOC
+
+
+# What token_log_probs holds, in Alternative and TranslationResult:
+TOKEN_LOG_PROBS_DOC = ("each output token's log-probability, then <eos>'s when the search produced it (not when "
+                       "the output budget cut it); forced prefix tokens count 0; they sum to the hypothesis' "
+                       "log-probability. None: the engine does not give them (CTranslate2)")
 
 
 @dataclass
@@ -71,6 +78,7 @@ class TranslationResult:
     warnings: list[str] = field(default_factory=list)  # e.g. the input was cut
     replaced: list[int] = field(default_factory=list)  # positions in tokens whose <unk> became a source word
     alignment: list[tuple[int, int]] | None = None  # (source word, output word) links, when asked
+    token_log_probs: list[float] | None = None  # TOKEN_LOG_PROBS_DOC
 
 
 @dataclass
@@ -95,7 +103,8 @@ def empty_result(source_tokens: list[str], warnings: list[str]) -> TranslationRe
     import numpy as np
 
     attention = np.zeros((0, len(source_tokens)), dtype=np.float32)
-    return TranslationResult("", [], source_tokens, attention, 0.0, [Alternative("", [], 0.0, attention)], warnings)
+    alternative = Alternative("", [], 0.0, attention, token_log_probs=[])
+    return TranslationResult("", [], source_tokens, attention, 0.0, [alternative], warnings, token_log_probs=[])
 
 
 def encode_texts(tokenizer: Tokenizer, vocab: Vocab, texts: Sequence[str], search_cfg: SearchConfig,

@@ -16,7 +16,8 @@ Conventions of both searches:
     * A sentence may produce at most ``floor(max_len_ratio * src_len + max_len_offset)`` tokens
       (eos included); a hypothesis that reaches this length ends there, without eos.
     * ``tokens`` exclude bos and eos. ``attention`` has one row per produced token, eos included
-      when produced, and one column per real source token: (len(tokens) [+ 1], src_length).
+      when produced, and one column per real source token: (len(tokens) [+ 1], src_length);
+      ``token_log_probs`` one log-probability per such row.
     * Search runs under ``torch.inference_mode`` with the model in eval mode (restored after).
     * Padding does not change results: each sentence decodes as it would alone.
     * ``prefix`` (batch, prefix_len) long, -1 = no forced token: a sentence's first tokens are
@@ -46,12 +47,15 @@ class Hypothesis(NamedTuple):
         score: ``log_prob / gnmt_penalty(len, alpha)`` (beam search); greedy: ``log_prob``.
         log_prob: sum of the token log-probabilities, eos included.
         attention: (len(tokens) [+ 1 for eos], src_length) on the CPU.
+        token_log_probs: each produced token's log-probability, eos last when produced (one per
+            attention row; forced prefix tokens count 0); they sum to ``log_prob``.
     """
 
     tokens: list[int]
     score: float
     log_prob: float
     attention: Tensor
+    token_log_probs: list[float]
 
 
 class SearchResult(NamedTuple):
@@ -164,6 +168,7 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         tokens = torch.full((batch, steps), eos_id, dtype=torch.long, device=device)
         attention: Tensor | None = None  # allocated at the first step, in the model's dtypes
         log_probs: Tensor | None = None  # (batch,)
+        step_logps: Tensor | None = None  # (batch, steps) each produced token's log-prob
         lengths = torch.zeros(batch, dtype=torch.long, device=device)  # (batch,)
         # the rows still decoded: their sentence, budget, previous token, and whether they ended
         rows = torch.arange(batch, device=device)  # (n,)
@@ -175,10 +180,12 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
             if attention is None:
                 attention = attn.new_zeros(batch, steps, attn.shape[-1])
                 log_probs = best_logp.new_zeros(batch)
+                step_logps = best_logp.new_zeros(batch, steps)
             alive = finished.logical_not()
             lengths.index_add_(0, rows, alive.long())
             log_probs.index_add_(0, rows, torch.where(alive, best_logp, 0.0))
             tokens[:, t].index_copy_(0, rows, prev_ids)
+            step_logps[:, t].index_copy_(0, rows, best_logp)
             attention[:, t].index_copy_(0, rows, attn)
             finished |= (prev_ids == eos_id) | (t + 1 >= row_budgets)
             if (t + 1) % check_every == 0 and t + 1 < steps:
@@ -192,11 +199,19 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
                     finished = finished[keep]
         token_rows = tokens.tolist()  # (batch, steps)
         attention = attention.cpu()  # (batch, steps, src_len)
+    return _single_hypotheses(token_rows, lengths.tolist(), src_lengths.tolist(), log_probs.tolist(),
+                              attention, step_logps.tolist(), eos_id)
+
+
+def _single_hypotheses(token_rows: list[list[int]], lengths: list[int], src_lengths: list[int],
+                       log_probs: list[float], attention: Tensor, step_logps: list[list[float]],
+                       eos_id: int) -> SearchResult:
+    """Greedy or sampled outputs, (batch, steps) rows of which each sentence's first `lengths`
+    steps count, as a SearchResult of one hypothesis per sentence (score = log_prob)."""
     nbest = []
-    for row, n, src_n, logp, attn in zip(token_rows, lengths.tolist(), src_lengths.tolist(),
-                                         log_probs.tolist(), attention):
+    for row, n, src_n, logp, attn, step in zip(token_rows, lengths, src_lengths, log_probs, attention, step_logps):
         out = row[:n - 1] if row[n - 1] == eos_id else row[:n]
-        nbest.append([Hypothesis(out, logp, logp, attn[:n, :src_n])])
+        nbest.append([Hypothesis(out, logp, logp, attn[:n, :src_n], step[:n])])
     return SearchResult.from_nbest(nbest)
 
 
@@ -256,6 +271,7 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
         best_finished = torch.full((batch,), neg_inf, device=device)  # (n,)
         prev_ids = torch.full((batch * beam,), bos_id, dtype=torch.long, device=device)
         history = prev_ids.new_zeros(batch * beam, 0)  # (rows, t) tokens so far
+        logp_history = beam_scores.new_zeros(batch * beam, 0)  # (rows, t) their log-probs
         attn_history = None  # (rows, t, src_len)
         for t in range(int(max_lens.max())):
             logits, state, attn = model.decode_step(prev_ids, state)
@@ -268,6 +284,7 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
             top_scores, top_index = candidates.topk(min(2 * beam, beam * vocab), dim=1)
             top_rows = top_index // vocab + torch.arange(n, device=device).unsqueeze(1) * beam
             top_tokens = top_index % vocab
+            top_logps = logp.view(n, beam * vocab).gather(1, top_index)  # (n, 2*beam) the new tokens' log-probs
             is_eos = top_tokens == eos_id
             at_max = t + 1 >= max_lens[active]  # (n,)
             lp = gnmt_penalty(t + 1, alpha)  # every candidate has t+1 tokens
@@ -282,10 +299,10 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
             sent_idx, cand_idx = finalize.nonzero(as_tuple=True)  # host sync
             if sent_idx.numel():
                 rows = top_rows[sent_idx, cand_idx]
+                step_logps = torch.cat([logp_history[rows], top_logps[sent_idx, cand_idx].unsqueeze(1)], 1)
                 _collect(finished, active[sent_idx].tolist(), history[rows].tolist(),
-                         top_tokens[sent_idx, cand_idx].tolist(),
-                         top_scores[sent_idx, cand_idx].tolist(), attn_history[rows].cpu(),
-                         src_lens, eos_id, lp)
+                         top_tokens[sent_idx, cand_idx].tolist(), top_scores[sent_idx, cand_idx].tolist(),
+                         step_logps.tolist(), attn_history[rows].cpu(), src_lens, eos_id, lp)
 
             keep = done.logical_not().nonzero().squeeze(1)  # (n_keep,) host sync
             if keep.numel() == 0:
@@ -295,6 +312,8 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
             # the same sentences: hypotheses move within them, the source side stays in place
             state = model.reorder_state(state, live_rows, within_sentences=keep.numel() == n)
             history = torch.cat([history[live_rows], live_tokens.unsqueeze(1)], 1)  # (rows, t+1)
+            live_logps = top_logps.gather(1, live_pos)[keep].view(-1, 1)  # (n_keep*beam, 1)
+            logp_history = torch.cat([logp_history[live_rows], live_logps], 1)  # (rows, t+1)
             attn_history = attn_history[live_rows]
             beam_scores, prev_ids = live_scores[keep], live_tokens
             active, n_finished, best_finished = active[keep], n_finished[keep], best_finished[keep]
@@ -303,14 +322,15 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
 
 
 def _collect(finished: list[list[Hypothesis]], sentences: list[int], histories: list[list[int]],
-             last_tokens: list[int], log_probs: list[float], attention: Tensor,
+             last_tokens: list[int], log_probs: list[float], step_logps: list[list[float]], attention: Tensor,
              src_lens: list[int], eos_id: int, lp: float) -> None:
-    """Append m finished hypotheses to their sentences' lists; attention is (m, t+1, src_len)."""
+    """Append m finished hypotheses to their sentences' lists; step_logps are (m, t+1) lists, attention
+    is (m, t+1, src_len)."""
     for i, (sent, prefix, last, logp) in enumerate(
             zip(sentences, histories, last_tokens, log_probs)):
         tokens = prefix if last == eos_id else prefix + [last]
         attn = attention[i, :, :src_lens[sent]]  # (t+1, src_length)
-        finished[sent].append(Hypothesis(tokens, logp / lp, logp, attn))
+        finished[sent].append(Hypothesis(tokens, logp / lp, logp, attn, step_logps[i]))
 
 
 @torch.inference_mode()
@@ -355,7 +375,7 @@ def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         finished = torch.zeros(batch, dtype=torch.bool, device=device)
         lengths = torch.zeros(batch, dtype=torch.long, device=device)
         log_probs = torch.zeros(batch, device=device)
-        tokens, weights = [], []
+        tokens, weights, step_logps = [], [], []
         for t in range(int(max_lens.max())):
             logits, state, attn = model.decode_step(prev_ids, state)  # (batch, vocab), (batch, src_len)
             logp = _force_prefix(_log_softmax(logits), prefix, all_rows, t)  # (batch, vocab)
@@ -367,7 +387,9 @@ def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
             prev_ids = torch.multinomial(probs, 1, generator=generator).squeeze(1)  # (batch,)
             alive = finished.logical_not()
             lengths += alive
-            log_probs = log_probs + torch.where(alive, logp.gather(1, prev_ids[:, None]).squeeze(1), 0.0)
+            token_logp = logp.gather(1, prev_ids[:, None]).squeeze(1)  # (batch,)
+            log_probs = log_probs + torch.where(alive, token_logp, 0.0)
+            step_logps.append(token_logp)
             tokens.append(prev_ids)
             weights.append(attn)
             finished |= (prev_ids == eos_id) | (t + 1 >= max_lens)
@@ -375,9 +397,5 @@ def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
                 break
         token_rows = torch.stack(tokens, dim=1).tolist()  # (batch, t)
         attention = torch.stack(weights, dim=1).cpu()  # (batch, t, src_len)
-    nbest = []
-    for row, n, src_n, logp, attn in zip(token_rows, lengths.tolist(), src_lengths.tolist(),
-                                         log_probs.tolist(), attention):
-        out = row[:n - 1] if row[n - 1] == eos_id else row[:n]
-        nbest.append([Hypothesis(out, logp, logp, attn[:n, :src_n])])
-    return SearchResult.from_nbest(nbest)
+    return _single_hypotheses(token_rows, lengths.tolist(), src_lengths.tolist(), log_probs.tolist(),
+                              attention, torch.stack(step_logps, dim=1).tolist(), eos_id)

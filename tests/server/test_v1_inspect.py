@@ -57,6 +57,27 @@ def test_target_prefix_is_kept_and_completed(served, toy_translator):
     assert got[1]["text"] == toy_translator.translate(SENTENCES[1:], beam_size=2)[0].text
 
 
+@pytest.mark.parametrize("extra", [{"beam_size": 1}, {"beam_size": 3, "n_best": 3},
+                                   {"beam_size": 1, "glossary": [["katze", "water"]]}])
+def test_token_probabilities_agree_with_forced_decoding(served, extra):
+    """Each hypothesis' token_probs, checked against /v1/score of its text (a teacher-forced pass,
+    not the search): one per token plus <eos>, in (0, 1], the same log-probabilities."""
+    r = post(served, "/v1/translate", json={"texts": SENTENCES, **extra})
+    assert r.status_code == 200, r.text
+    hyps = [(source, alt) for source, t in zip(SENTENCES, r.json()["translations"]) for alt in t["alternatives"]]
+    for t in r.json()["translations"]:
+        assert t["token_probs"] == t["alternatives"][0]["token_probs"]
+    scored = post(served, "/v1/score", json={"texts": [s for s, _ in hyps], "attention": False,
+                                             "translations": [a["text"] for _, a in hyps]})
+    assert scored.status_code == 200, scored.text
+    for (_, alt), score in zip(hyps, scored.json()["scores"]):
+        probs = alt["token_probs"]
+        assert len(probs) == len(alt["tokens"]) + 1 == score["num_tokens"]  # the toy outputs end with <eos>
+        assert all(0 < p <= 1 for p in probs)
+        assert sum(math.log(p) for p in probs) == pytest.approx(score["log_prob"], abs=1e-4)
+        np.testing.assert_allclose(alt["token_log_probs"], score["token_log_probs"], atol=1e-4)
+
+
 def test_target_prefix_errors(served):
     assert_error(post(served, "/v1/translate", json={"texts": SENTENCES, "target_prefix": ["a"]}), 422,
                  "target_prefix has 1 entries for 2 texts")
@@ -153,6 +174,14 @@ def test_ctranslate2_scores_have_no_attention(served_ct2):
         assert got["attention"] is None
         assert got["log_prob"] == pytest.approx(want.log_prob, abs=1e-5)
         np.testing.assert_allclose(got["token_log_probs"], want.token_log_probs, atol=1e-5)
+
+
+def test_ctranslate2_gives_no_token_probabilities(served_ct2):
+    server, _ = served_ct2
+    r = post(server, "/v1/translate", json={"texts": SENTENCES, "beam_size": 2, "n_best": 2})
+    assert r.status_code == 200, r.text
+    for t in r.json()["translations"]:
+        assert t["token_probs"] is None and all(a["token_probs"] is None for a in t["alternatives"])
 
 
 def test_ctranslate2_keeps_the_prefix(served_ct2):

@@ -139,7 +139,8 @@ def _result(found, row: int, pipeline: TextPipeline, src_tokens: list[str], src_
         if any(t == vocab.unk_id for c in constraint_ids for t in c):
             tokens = _show_constraints(ids, tokens, phrases, constraint_ids)
             text = pipeline.tgt_tokenizer.detokenize(tokens)
-        alternatives.append(Alternative(text, tokens, float(hyp.score), attention))
+        alternatives.append(Alternative(text, tokens, float(hyp.score), attention,
+                                        token_log_probs=[float(p) for p in hyp.token_log_probs]))
     best_ids = [t for t in found.nbest[row][0].tokens if t != vocab.eos_id]
     for phrase, ids in zip(phrases, constraint_ids):
         if count_occurrences(best_ids, ids) == 0:
@@ -148,7 +149,8 @@ def _result(found, row: int, pipeline: TextPipeline, src_tokens: list[str], src_
             warnings.append(note)
     best = alternatives[0]
     attention = found.attention[row][: len(best.tokens), :src_length].float().cpu().numpy()
-    return TranslationResult(best.text, best.tokens, src_tokens, attention, best.score, alternatives, warnings)
+    return TranslationResult(best.text, best.tokens, src_tokens, attention, best.score, alternatives, warnings,
+                             token_log_probs=best.token_log_probs)
 
 
 def _drop_contained(phrases: list[list[str]], constraint_ids: list[list[int]], warnings: list[str]

@@ -196,6 +196,10 @@ class V1TranslateRequest(_Strict):
 
 ALIGNMENT_DOC = ("[source word, output word] links (word indices; pieces merged into words), one per output "
                  "word, from attention; null unless asked")
+TOKEN_PROBS_DOC = ("each output token's probability, then <eos>'s when the search produced it (not when the "
+                   "output budget cut it); forced target_prefix tokens count 1; their logs sum to the "
+                   "hypothesis' log-probability (as /v1/score gives it). null with the CTranslate2 engine, "
+                   "whose search does not return them: score the output with /v1/score")
 
 
 class V1Alternative(BaseModel):
@@ -206,6 +210,8 @@ class V1Alternative(BaseModel):
         None, description="len(tokens) rows x len(source_tokens) columns (when attention is asked)")
     replaced: list[int] = Field(default_factory=list, description="positions in tokens whose <unk> was replaced")
     alignment: Optional[list[list[int]]] = Field(None, description=ALIGNMENT_DOC)
+    token_log_probs: Optional[list[float]] = Field(None, description="log of token_probs")
+    token_probs: Optional[list[float]] = Field(None, description=TOKEN_PROBS_DOC)
 
 
 class V1Translation(BaseModel):
@@ -220,6 +226,8 @@ class V1Translation(BaseModel):
     replaced: list[int] = Field(default_factory=list,
                                 description="positions in tokens whose <unk> became the most attended source word")
     alignment: Optional[list[list[int]]] = Field(None, description=ALIGNMENT_DOC)
+    token_log_probs: Optional[list[float]] = Field(None, description="log of token_probs")
+    token_probs: Optional[list[float]] = Field(None, description=TOKEN_PROBS_DOC)
 
 
 class V1TranslateResponse(BaseModel):

@@ -33,6 +33,14 @@ def _links(alignment) -> Optional[list[list[int]]]:
     return None if alignment is None else [[int(s), int(t)] for s, t in alignment]
 
 
+def _token_probs(hyp) -> dict:
+    """A hypothesis' per-token log-probabilities and probabilities (None when the engine gives none)."""
+    if hyp.token_log_probs is None:
+        return {"token_log_probs": None, "token_probs": None}
+    logps = [float(p) for p in hyp.token_log_probs]
+    return {"token_log_probs": logps, "token_probs": [math.exp(p) for p in logps]}
+
+
 def _translation(result, with_attention: bool) -> V1Translation:
     def attention(hyp):
         return _matrix(hyp.attention) if with_attention else None
@@ -41,9 +49,10 @@ def _translation(result, with_attention: bool) -> V1Translation:
                          score=float(result.score), attention=attention(result),
                          alternatives=[V1Alternative(text=a.text, tokens=a.tokens, score=float(a.score),
                                                      attention=attention(a), replaced=list(a.replaced),
-                                                     alignment=_links(a.alignment))
+                                                     alignment=_links(a.alignment), **_token_probs(a))
                                        for a in result.alternatives],
-                         warnings=result.warnings, replaced=list(result.replaced), alignment=_links(result.alignment))
+                         warnings=result.warnings, replaced=list(result.replaced), alignment=_links(result.alignment),
+                         **_token_probs(result))
 
 
 def _route(models: ModelSet, source: Optional[str], target: Optional[str]) -> TranslationService:
@@ -55,9 +64,9 @@ def _route(models: ModelSet, source: Optional[str], target: Optional[str]) -> Tr
 @router.post("/translate", response_model=V1TranslateResponse, responses=RESPONSES)
 async def translate(body: V1TranslateRequest, request: Request, x_api_key: Optional[str] = Header(None),
                     models: ModelSet = Depends(get_models)) -> V1TranslateResponse:
-    """Translate texts; per text the tokens, the score, the n-best list (each with its attention)
-    and the attention matrix (output tokens x source tokens). `layer`/`head` pick a Transformer's
-    cross-attention; `alignments` adds word links; `target_prefix` (one text or null per text)
+    """Translate texts; per text the tokens, the score, each token's probability (native engine),
+    the n-best list (each with its attention) and the attention matrix (output tokens x source
+    tokens). `layer`/`head` pick a Transformer's cross-attention; `alignments` adds word links; `target_prefix` (one text or null per text)
     fixes the start of a translation; `glossary` pairs are terminology constraints on every text;
     `source` and `target` pick the model (default: the first)."""
     models.check_access(request, body.api_key if body.api_key is not None else x_api_key)
