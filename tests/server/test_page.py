@@ -181,3 +181,37 @@ def test_layer_and_head_switch_redraws_the_grid(page, served_transformer):
     for i in range(len(views)):
         for j in range(i + 1, len(views)):
             assert views[i].shape != views[j].shape or not np.allclose(views[i], views[j], atol=1e-4)
+
+
+def test_one_pair_shows_no_pair_selector(page, served):
+    open_page(page, served.url, "rnn")
+    assert page.is_hidden("#pair-label")
+
+
+def test_the_pair_selector_translates_with_the_chosen_model(page, serve_process, serve_run, en_de_run):
+    """Two models of different pairs: the selector lists both (from /v1/models); choosing en -> de
+    sends source and target, and the translation, tokens and word probabilities shown are those
+    the API gives for en -> de (not the default de -> en model's)."""
+    server = serve_process([serve_run, en_de_run])
+    english = "dog cat red house ."
+    open_page(page, server.url, "rnn")
+    assert page.is_visible("#pair-label")
+    options = page.eval_on_selector_all("#pair-select option", "els => els.map(e => e.textContent)")
+    assert options == ["de → en", "en → de"]
+    page.select_option("#pair-select", "1")
+    assert "en → de" in page.text_content("#model-info") and "(en)" in page.text_content("#source-label")
+    page.fill("#source-text", english)
+    with page.expect_request(lambda r: r.url.endswith("/v1/translate")) as sent:
+        page.click("#translate-button")
+    page.wait_for_function("!document.getElementById('translate-button').disabled")
+    assert sent.value.post_data_json["source"] == "en" and sent.value.post_data_json["target"] == "de"
+    beam = int(page.input_value("#beam-size"))
+    expected = api_translation(server.url, english, beam, source="en", target="de")
+    default = api_translation(server.url, english, beam)
+    assert expected["text"] != default["text"]  # the pair chosen is what decides
+    assert page.text_content("#output-text") == expected["text"]
+    tokens = page.eval_on_selector_all("#output-tokens .token", "els => els.map(e => e.textContent)")
+    assert tokens == expected["tokens"]
+    probs = page.eval_on_selector_all("#output-tokens .token", "els => els.map(e => Number(e.dataset.prob))")
+    np.testing.assert_allclose(probs, expected["token_probs"][:len(tokens)], atol=1e-4)  # scored by en -> de too
+    assert page.is_hidden("#error-message")

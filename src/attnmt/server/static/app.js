@@ -4,7 +4,8 @@
 const $ = (id) => document.getElementById(id);
 
 const state = {
-  model: null,       // GET /v1/model
+  models: [],        // GET /v1/models: every model the server holds, one per language pair
+  model: null,       // the one chosen in the pair selector (the first: the server's default)
   request: null,     // the last request sent (text, beam, prefix), for layer/head/view redraws
   translation: null, // the last /v1/translate translation shown
   scores: [],        // /v1/score of each n-best alternative (null where scoring failed)
@@ -64,25 +65,42 @@ function fillSelect(select, count) {
   for (let i = 0; i < count; i++) select.append(new Option(String(i), String(i)));
 }
 
-async function loadModel() {
+// The models and the pair selector: shown only when the server holds more than one pair.
+async function loadModels() {
   try {
-    const m = await api("/v1/model");
-    state.model = m;
-    $("model-info").textContent = describeModel(m);
-    $("source-label").textContent = `Source text (${m.source_lang})`;
-    $("output-text").lang = m.target_lang;
-    $("beam-size").value = m.beam_size;
-    $("beam-size").max = m.max_beam;
-    if (m.arch === "transformer" && m.layers && m.heads) {
-      fillSelect($("layer-select"), m.layers);
-      fillSelect($("head-select"), m.heads);
-      $("attention-view").hidden = false;
-    }
-    $("api-key-label").hidden = !m.api_key_required;
+    state.models = await api("/v1/models");
+    const select = $("pair-select");
+    select.replaceChildren(...state.models.map((m, i) => new Option(`${m.source_lang} → ${m.target_lang}`, String(i))));
+    $("pair-label").hidden = state.models.length < 2;
+    useModel(state.models[0]);
   } catch (err) {
     $("model-info").textContent = "model description unavailable";
     show("error-message", err.message);
   }
+}
+
+function useModel(m) {
+  state.model = m;
+  $("model-info").textContent = describeModel(m);
+  $("source-label").textContent = `Source text (${m.source_lang})`;
+  $("output-text").lang = m.target_lang;
+  $("beam-size").value = m.beam_size;
+  $("beam-size").max = m.max_beam;
+  const layered = m.arch === "transformer" && m.layers && m.heads;
+  fillSelect($("layer-select"), layered ? m.layers : 0);
+  fillSelect($("head-select"), layered ? m.heads : 0);
+  $("attention-view").hidden = !layered;
+  $("api-key-label").hidden = !m.api_key_required;
+}
+
+// Another pair: its model's settings, and the translation shown (of the other pair) put away.
+function switchPair() {
+  useModel(state.models[Number($("pair-select").value)]);
+  state.request = null;
+  state.translation = null;
+  $("result").hidden = true;
+  show("warning-message", "");
+  show("error-message", "");
 }
 
 // ---- translating ------------------------------------------------------------------------
@@ -91,9 +109,14 @@ function optionalInt(value) {
   return value === "" ? null : Number.parseInt(value, 10);
 }
 
-function withKey(body) {
+// Every request names the chosen pair (when the server has several) and carries the API key.
+function routed(body) {
   const key = $("api-key").value;
   if (key) body.api_key = key;
+  if (state.models.length > 1 && state.model) {
+    body.source = state.model.source_lang;
+    body.target = state.model.target_lang;
+  }
   return body;
 }
 
@@ -124,7 +147,7 @@ function requestBody(text, beam, prefix) {
   const glossary = glossaryEntries();
   if (glossary.length) body.glossary = glossary;
   if (linksShown()) body.alignments = true;
-  return withKey(body);
+  return routed(body);
 }
 
 async function translate() {
@@ -182,7 +205,7 @@ async function runTranslation(busyText) {
 async function scoreAlternatives(text, t) {
   if (!t.alternatives.length) return [];
   try {
-    const data = await api("/v1/score", withKey({ texts: t.alternatives.map(() => text),
+    const data = await api("/v1/score", routed({ texts: t.alternatives.map(() => text),
                                                   translations: t.alternatives.map((a) => a.text),
                                                   attention: false }));
     return data.scores;
@@ -217,7 +240,7 @@ async function scoreOwn() {
   setBusy(true, "Scoring your translation…");
   try {
     const best = state.translation.alternatives[0] || state.translation;
-    const data = await api("/v1/score", withKey({ texts: [state.request.text, state.request.text],
+    const data = await api("/v1/score", routed({ texts: [state.request.text, state.request.text],
                                                   translations: [own, best.text], attention: true }));
     const [mine, theirs] = data.scores;
     showOwn(own, mine, theirs, best.text);
@@ -524,6 +547,7 @@ $("source-text").addEventListener("keydown", (event) => {
     translate();
   }
 });
+$("pair-select").addEventListener("change", switchPair);
 $("layer-select").addEventListener("change", redrawView);
 $("head-select").addEventListener("change", redrawView);
 $("complete-button").addEventListener("click", complete);
@@ -538,4 +562,4 @@ function switchView() {
 $("view-heatmap").addEventListener("change", switchView);
 $("view-links").addEventListener("change", switchView);
 
-loadModel();
+loadModels();
