@@ -24,6 +24,15 @@ How it works, per step (search.py's conventions otherwise: budgets, prefix, atte
     * eos candidates among the first ``beam`` of that order finish; the first ``beam`` others
       stay live. A sentence is done at its budget, or with ``beam`` finished hypotheses the best
       of which is at least its best live one, ended now (exact for length_penalty=0).
+    * Length-aware scores: with a length penalty (alpha > 0), the GNMT penalty of a hypothesis is
+      taken at min(its length, the rewarded length): the length (eos included) of the sentence's
+      plain beam search best (one more search of the batch, without constraints, at the same
+      beam) plus its constraint tokens. Past it, tokens cost their log-probability and earn no
+      length reward. Without the cap a strong penalty (alpha 3) made long hypotheses win: eos is
+      banned while constraints are unmet, so a hypothesis continues past its natural end, and the
+      longer it gets the larger the divisor; the plain search escapes this only because it stops
+      as soon as its beam has finished, while here the banks keep live hypotheses that have not
+      paid for the constraints yet, holding the sentence open to its budget.
     * Finished hypotheses rank by constraints met, then score; sentences without constraints
       should use search.beam_search (the engine does), though this search also decodes them.
     * Greedy (beam_size 1): one hypothesis cannot both hold a constraint placed now and wait to
@@ -41,7 +50,7 @@ from torch import Tensor, nn
 
 from attnmt.models import eval_mode
 from attnmt.search import (Hypothesis, SearchResult, _check_args, _force_prefix, _log_softmax, _prefix_budget,
-                           gnmt_penalty, output_budget, tile_index)
+                           beam_search, gnmt_penalty, output_budget, tile_index)
 
 __all__ = ["GREEDY_BEAM", "ConstraintBatch", "constraint_batch", "constrained_beam_search", "count_occurrences"]
 
@@ -157,6 +166,18 @@ def _allocation_order(scores: Tensor, banks: Tensor, num_banks: int) -> Tensor:
     return key.argsort(dim=1, stable=True)
 
 
+def _rewarded_lengths(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, cons_total: Tensor,
+                      *, beam: int, alpha: float, **search) -> Tensor:
+    """(batch,) the longest length (eos included) the length penalty rewards: the plain beam
+    search's best length plus the sentence's constraint tokens (module docstring); with alpha = 0
+    (no reward) the search is not run and the lengths are unbounded."""
+    if alpha == 0:
+        return torch.full_like(cons_total, torch.iinfo(torch.long).max)
+    plain = beam_search(model, src_ids, src_mask, src_lengths, beam_size=beam, length_penalty=alpha, **search)
+    plain_lengths = [h.attention.shape[0] for h in (hyps[0] for hyps in plain.nbest)]  # tokens + eos if produced
+    return torch.tensor(plain_lengths, device=cons_total.device) + cons_total
+
+
 @torch.inference_mode()
 def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor,
                             constraints: ConstraintBatch, *, beam_size: int = 5, length_penalty: float = 1.0,
@@ -172,10 +193,12 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
         beam_size: hypotheses kept per sentence and returned; 1 (greedy) searches with GREEDY_BEAM
             (one hypothesis cannot be in two banks) and returns the best.
         length_penalty, max_len_ratio, max_len_offset, bos_id, eos_id, prefix: as search.beam_search;
-            each budget is raised to at least the sentence's constraint tokens (+ prefix) + 1.
+            each budget is raised to at least the sentence's constraint tokens (+ prefix) + 1; the
+            penalty's length is capped (module docstring: length-aware scores).
 
     Returns:
-        SearchResult whose n-best lists rank hypotheses meeting more constraints first, then by score.
+        SearchResult whose n-best lists rank hypotheses meeting more constraints first, then by
+        score: log_prob / gnmt_penalty(min(length, rewarded length), alpha).
 
     Raises:
         ValueError: bad shapes, beam_size < 1 or length_penalty < 0.
@@ -196,6 +219,9 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
     num_banks = int(cons_total.max()) + 1
     src_lens = src_lengths.tolist()
     finished: list[list[tuple[int, Hypothesis]]] = [[] for _ in range(batch)]  # (tokens met, hypothesis)
+    rewarded = _rewarded_lengths(model, src_ids, src_mask, src_lengths, cons_total, beam=beam, alpha=alpha,
+                                 max_len_ratio=max_len_ratio, max_len_offset=max_len_offset, bos_id=bos_id,
+                                 eos_id=eos_id, prefix=prefix)  # (batch,)
     with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
         state = model.reorder_state(state, tile_index(batch, beam, device))  # rows = batch*beam
@@ -245,7 +271,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
             ranked_flat = order + torch.arange(n, device=device).unsqueeze(1) * order.shape[1]  # into n*cand
             is_eos = ranked_tokens == eos_id
             at_max = t + 1 >= max_lens[active]  # (n,)
-            lp = gnmt_penalty(t + 1, alpha)
+            lp = gnmt_penalty(rewarded[active].clamp(max=t + 1), alpha)  # (n,) every candidate has t+1 tokens
             in_beam = torch.arange(order.shape[1], device=device) < beam
             finalize = (is_eos | at_max.unsqueeze(1)) & in_beam & ranked_scores.isfinite()
             # the first beam non-eos candidates in allocation order stay live
@@ -254,7 +280,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
             live_scores = ranked_scores.gather(1, live_pos)
             n_finished += finalize.sum(dim=1)
             best_finished = torch.maximum(
-                best_finished, torch.where(finalize, ranked_scores / lp, neg_inf).max(dim=1).values)
+                best_finished, torch.where(finalize, ranked_scores / lp.unsqueeze(1), neg_inf).max(dim=1).values)
             done = at_max | ((n_finished >= beam) & (best_finished >= live_scores.max(dim=1).values / lp))
 
             sent_idx, cand_idx = finalize.nonzero(as_tuple=True)  # host sync
@@ -263,13 +289,14 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
                 rows = cand_rows[picked]
                 sentences = active[sent_idx].tolist()
                 step_logps = torch.cat([logp_history[rows], ranked_logps[sent_idx, cand_idx].unsqueeze(1)], 1)
-                for i, (sent, past, token, logp_sum, met_count, steps) in enumerate(zip(
+                for i, (sent, past, token, logp_sum, met_count, steps, penalty) in enumerate(zip(
                         sentences, history[rows].tolist(), ranked_tokens[sent_idx, cand_idx].tolist(),
                         ranked_scores[sent_idx, cand_idx].tolist(), met_tokens[picked].tolist(),
-                        step_logps.tolist())):
+                        step_logps.tolist(), lp[sent_idx].tolist())):
                     tokens = past if token == eos_id else past + [token]
                     attention = attn_history[rows[i], :, :src_lens[sent]].cpu()  # (t+1, src_length)
-                    finished[sent].append((met_count, Hypothesis(tokens, logp_sum / lp, logp_sum, attention, steps)))
+                    hypothesis = Hypothesis(tokens, logp_sum / penalty, logp_sum, attention, steps)
+                    finished[sent].append((met_count, hypothesis))
 
             keep = done.logical_not().nonzero().squeeze(1)  # (n_keep,) host sync
             if keep.numel() == 0:
