@@ -1,0 +1,68 @@
+"""`translate` and `score` over files in shards (sharding.py): on one process, or on every rank
+of a torchrun job, resumable after a kill.
+
+Used when both -i and -o name files, and always under torchrun (where they must). stdin/stdout
+keep the streaming path of each command: a pipe cannot be split between ranks nor resumed.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+
+from attnmt.devices import resolve_device
+from attnmt.errors import AttnmtError
+from attnmt.run_dir import RunDir
+from attnmt.sharding import WAIT_FOR_RANKS_S, Work, finish_job, open_job, run_shards, threads_per_rank
+from attnmt.training.distributed import close_world, init_world, launched_by_torchrun
+from attnmt.translator import Translator
+
+log = logging.getLogger(__name__)
+
+
+def wanted(args) -> bool:
+    """Whether this call runs in shards: under torchrun, or from a file into a file."""
+    return launched_by_torchrun() or (args.input is not None and args.output is not None)
+
+
+def model_settings(args) -> dict:
+    """What names the model(s) in a work folder's manifest: each one's folder and its weights
+    file's size and modification time (a retrained run is another model)."""
+    files = [Path(p) / "model.bin" if args.engine == "ctranslate2" else RunDir(p).weights(args.checkpoint)
+             for p in args.run_dir]
+    return {"models": [str(Path(p).resolve()) for p in args.run_dir], "checkpoint": args.checkpoint,
+            "engine": args.engine,
+            "weights": [f"{f.resolve()} {f.stat().st_size} {f.stat().st_mtime_ns}" for f in files]}
+
+
+def run(args, inputs: Sequence[str], settings: dict, make_work: Callable[[Translator], Work]) -> int:
+    """Load the model on this rank's device, do this rank's shards of `inputs` into args.output
+    with `make_work(translator)`, and (rank 0) write the output.
+
+    Raises:
+        AttnmtError: stdin or stdout under torchrun; what open_job raises.
+    """
+    if args.input is None or args.output is None:
+        raise AttnmtError("under torchrun, give -i FILE and -o FILE: the ranks share files, not a stream")
+    threads = torch.get_num_threads()
+    per_rank = threads_per_rank(args.threads)
+    if per_rank:
+        torch.set_num_threads(per_rank)
+    try:
+        device = resolve_device(args.device or "auto", key="--device")
+        world, device = init_world("auto", device, timeout_s=WAIT_FOR_RANKS_S)  # one process: SINGLE
+        log.info("%d rank(s) on %s, %d torch thread(s) each, shards of %d lines", world.size, device.type,
+                 torch.get_num_threads(), args.shard_lines)
+        translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=str(device),
+                                     engine=args.engine)
+        job = open_job(inputs, args.output, shard_lines=args.shard_lines,
+                       settings={**model_settings(args), **settings}, world=world)
+        run_shards(job, make_work(translator))
+        finish_job(job)
+        close_world(world)
+    finally:
+        torch.set_num_threads(threads)
+    return 0
