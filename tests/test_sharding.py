@@ -7,8 +7,10 @@ import hashlib
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ import pytest
 import attnmt
 import attnmt.sharding as sharding
 from attnmt.cli import main
+from attnmt.errors import DataError
 from attnmt.sharding import LinePlan, ShardedJob, plan_lines, read_shard, threads_per_rank, work_folder
 from attnmt.training.distributed import World
 from attnmt.translator import Translator
@@ -83,6 +86,9 @@ def test_plan_lines_cuts_at_newlines_only_and_ranks_take_pending_shards_round_ro
     assert plan_lines(str(tmp_path / "empty.txt"), 3).starts == ()
     with pytest.raises(ValueError, match="shard_lines=0 must be 1 or more"):
         plan_lines(str(tmp_path / "in.txt"), 0)
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(DataError, match="pipe: not a regular file"):
+        plan_lines(str(tmp_path / "pipe"), 3)
     plan = LinePlan(path="x", lines=22, sha256="", starts=tuple(range(8)))
     job = ShardedJob(plans=(plan,), output=Path("out"), shard_lines=3, pending=(0, 2, 3, 5, 6, 7), world=World(1, 2))
     assert job.mine == (2, 5, 7) and job.shard_size(7) == 1 and job.folder == Path("out.shards")
@@ -111,8 +117,9 @@ def test_a_killed_job_resumes_without_redoing_finished_shards(toy_run, files, ex
     assert sorted(p.name for p in folder.glob("shard-*.txt")) == [f"shard-00000{i}.txt" for i in range(4)]
     assert read_lines(folder / "shard-000001.txt") == expected[0][7:14]
     (folder / "shard-000001.txt").write_text("".join(f"done before {i}\n" for i in range(7)), encoding="utf-8")
+    (folder / ".shard-000004.txt.half.tmp").write_text("half-written\n")  # what a kill inside atomic_write leaves
 
-    assert run_ranks(cli, translate_argv(toy_run, files, out)) == [0, 0]
+    assert run_ranks(cli, translate_argv(toy_run, files, out), world_size=3) == [0, 0, 0]  # any number of ranks
     assert read_lines(out) == expected[0][:7] + [f"done before {i}" for i in range(7)] + expected[0][14:]
     assert not folder.exists()
 
@@ -195,6 +202,39 @@ def test_unaligned_score_files_and_streams_under_torchrun_are_refused(toy_run, f
     monkeypatch.setenv("WORLD_SIZE", "2")
     assert main(["translate", str(toy_run), "-i", str(files / "src.txt")]) == 2
     assert "under torchrun, give -i FILE and -o FILE" in capsys.readouterr().err
+
+
+def test_a_pipe_as_input_streams_on_one_process(toy_run, tmp_path, expected):
+    os.mkfifo(tmp_path / "pipe")
+
+    def write():
+        with open(tmp_path / "pipe", "w") as pipe:  # waits for the reader
+            pipe.write(SOURCES[0] + "\n")
+
+    threading.Thread(target=write, daemon=True).start()
+    out = tmp_path / "out.txt"
+    assert main(["translate", str(toy_run), "-i", str(tmp_path / "pipe"), "-o", str(out), "--beam", "2"]) == 0
+    assert read_lines(out) == expected[0][:1] and not work_folder(out).exists()
+
+
+def test_a_pipe_as_output_is_written_to_not_replaced(toy_run, files, tmp_path, expected, monkeypatch, capsys):
+    os.mkfifo(tmp_path / "pipe")
+    received = []
+
+    def read():
+        with open(tmp_path / "pipe", encoding="utf-8") as pipe:  # waits for the writer
+            received.extend(pipe.read().splitlines())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    argv = ["translate", str(toy_run), "-i", str(files / "src.txt"), "-o", str(tmp_path / "pipe"), "--beam", "2"]
+    assert main(argv) == 0
+    reader.join(RANKS_TIMEOUT_S)
+    assert received == expected[0] and stat.S_ISFIFO(os.stat(tmp_path / "pipe").st_mode)
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert main(argv) == 2  # under torchrun it would be replaced: refused before anything else
+    assert "pipe: not a regular file; the output is written to a new file" in capsys.readouterr().err
 
 
 def test_torchrun_translates_a_file_on_two_ranks(toy_run, files, expected, tmp_path):

@@ -23,6 +23,7 @@ import hashlib
 import logging
 import os
 import shutil
+import stat
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -58,10 +59,14 @@ def plan_lines(path: str, shard_lines: int) -> LinePlan:
 
     Raises:
         ValueError: `shard_lines` < 1.
+        DataError: `path` is not a regular file (a pipe cannot be read twice).
         OSError: the file cannot be read (the CLI names it).
     """
     if shard_lines < 1:
         raise ValueError(f"shard_lines={shard_lines} must be 1 or more")
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise DataError(f"{path}: not a regular file; shards are read by line offsets, so give a file "
+                        f"(a pipe or a device streams only on one process, without -o)")
     digest, starts, offset, lines = hashlib.sha256(), [], 0, 0
     with open(path, "rb") as handle:
         for line in handle:  # a binary file splits at b"\n" only
@@ -132,12 +137,20 @@ def threads_per_rank(requested: int | None) -> int | None:
 
 
 def check_output(output: str | os.PathLike) -> None:
-    """Refuse an output that cannot be written before any work: a folder, or a missing parent."""
+    """Refuse, before any work, an output that cannot be written: a folder, a missing parent, or
+    something other than a regular file (a device like /dev/null would be replaced by a file).
+
+    Raises:
+        OSError: the folder cases (named as the OS names them).
+        DataError: not a regular file.
+    """
     path = Path(output)
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     if not path.parent.is_dir():
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+    if os.path.lexists(path) and not path.is_file():
+        raise DataError(f"{path}: not a regular file; the output is written to a new file and renamed into place")
 
 
 def open_job(inputs: Sequence[str], output: str | os.PathLike, *, shard_lines: int, settings: dict,

@@ -8,6 +8,7 @@ keep the streaming path of each command: a pipe cannot be split between ranks no
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -16,7 +17,8 @@ import torch
 from attnmt.devices import resolve_device
 from attnmt.errors import AttnmtError
 from attnmt.run_dir import RunDir
-from attnmt.sharding import WAIT_FOR_RANKS_S, Work, finish_job, open_job, run_shards, threads_per_rank
+from attnmt.sharding import (WAIT_FOR_RANKS_S, Work, check_output, finish_job, open_job, run_shards,
+                             threads_per_rank)
 from attnmt.training.distributed import close_world, init_world, launched_by_torchrun
 from attnmt.translator import Translator
 
@@ -24,8 +26,12 @@ log = logging.getLogger(__name__)
 
 
 def wanted(args) -> bool:
-    """Whether this call runs in shards: under torchrun, or from a file into a file."""
-    return launched_by_torchrun() or (args.input is not None and args.output is not None)
+    """Whether this call runs in shards: under torchrun, or from a regular file into a regular
+    file or a new one. A pipe or a device (/dev/stdin, /dev/null) streams: an input one cannot
+    be read twice, and an output one must be written to, not replaced."""
+    return launched_by_torchrun() or (args.input is not None and args.output is not None
+                                      and os.path.isfile(args.input)
+                                      and (os.path.isfile(args.output) or not os.path.lexists(args.output)))
 
 
 def model_settings(args) -> dict:
@@ -47,6 +53,7 @@ def run(args, inputs: Sequence[str], settings: dict, make_work: Callable[[Transl
     """
     if args.input is None or args.output is None:
         raise AttnmtError("under torchrun, give -i FILE and -o FILE: the ranks share files, not a stream")
+    check_output(args.output)  # before the process group: every rank refuses alike
     threads = torch.get_num_threads()
     per_rank = threads_per_rank(args.threads)
     if per_rank:
