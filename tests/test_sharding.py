@@ -152,6 +152,11 @@ def test_one_process_resumes_too_and_refuses_another_job_s_folder(toy_run, files
         err = capsys.readouterr().err
         assert f"{folder} holds 2 finished shard(s) of another job ({difference})" in err, err
         assert f"or remove {folder} to start over" in err
+    manifest = (folder / "manifest.json").read_text()
+    (folder / "manifest.json").write_text("[]")  # edited by hand: differs in everything, no traceback
+    assert main(translate_argv(toy_run, files, out)) == 2
+    assert "the input changed" in capsys.readouterr().err
+    (folder / "manifest.json").write_text(manifest)
     assert main(translate_argv(toy_run, files, out)) == 0
     assert read_lines(out) == expected[0]
     assert not folder.exists()
@@ -192,12 +197,16 @@ def test_hostile_shard_and_thread_values_are_refused(verb, extra, message, toy_r
     assert exit_.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_unaligned_score_files_and_streams_under_torchrun_are_refused(toy_run, files, tmp_path, capsys, monkeypatch):
+def test_unaligned_files_shard_lines_on_a_stream_and_streams_under_torchrun_are_refused(toy_run, files, tmp_path,
+                                                                                         capsys, monkeypatch):
     short = tmp_path / "short.txt"
     short.write_text("Dog .\n")
     argv = ["score", str(toy_run), "-i", str(files / "src.txt"), "-r", str(short), "-o", str(tmp_path / "o.txt")]
     assert main(argv) == 2
     assert f"{files / 'src.txt'} has 50 lines, {short} has 1" in capsys.readouterr().err
+    assert main(["score", str(toy_run), "-i", str(files / "src.txt"), "-r", str(files / "ref.txt"), *SHARD]) == 2
+    assert "--shard-lines works from -i FILE into -o FILE (regular files) or under torchrun; here the lines " \
+           "stream: drop it" in capsys.readouterr().err  # accepted and ignored would mislead
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("WORLD_SIZE", "2")
     assert main(["translate", str(toy_run), "-i", str(files / "src.txt")]) == 2

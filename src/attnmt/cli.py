@@ -151,9 +151,9 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
 
 def _add_shard_args(p: argparse.ArgumentParser) -> None:
     """translate / score from a file into a file, or under torchrun: in resumable shards (sharding.py)."""
-    p.add_argument("--shard-lines", type=bounded(positive_int, high=MAX_SHARD_LINES), default=10_000, metavar="N",
-                   help="with -i FILE -o FILE (and under torchrun): work in shards of N lines, kept in OUT.shards/ "
-                        "until OUT is written, so a killed job resumes where it stopped")
+    p.add_argument("--shard-lines", type=bounded(positive_int, high=MAX_SHARD_LINES), default=None, metavar="N",
+                   help="with -i FILE -o FILE (and under torchrun): work in shards of N lines (default 10000), kept "
+                        "in OUT.shards/ until OUT is written, so a killed job resumes where it stopped")
     p.add_argument("--threads", type=bounded(positive_int, high=MAX_THREADS), default=None, metavar="N",
                    help="torch CPU threads (default: torch's choice; under torchrun, the CPUs shared among the "
                         "ranks of a node)")

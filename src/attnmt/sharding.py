@@ -37,6 +37,7 @@ from attnmt.training.distributed import SINGLE, World, barrier, broadcast_from_m
 log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
+DEFAULT_SHARD_LINES = 10_000
 WAIT_FOR_RANKS_S = 24 * 3600  # the process group's timeout: a rank may wait this long for the slowest one
 
 # one shard's lines as bytes, one list per input file -> its output lines, each ending in "\n"
@@ -200,7 +201,8 @@ def _start_folder(folder: Path, manifest: dict, shards: int) -> list[int]:
     if path.is_file() and done:
         differences = _differences(read_json(path, AttnmtError), manifest)
         if differences:
-            raise AttnmtError(f"{folder} holds {len(done)} finished shard(s) of another job ({'; '.join(differences)}): "
+            raise AttnmtError(f"{folder} holds {len(done)} finished shard(s) of another job "
+                              f"({'; '.join(differences)}): "
                               f"rerun with the same inputs and settings to resume, or remove {folder} to start over")
         log.info("resuming: %d of %d shard(s) already done in %s", len(done), shards, folder)
     elif not path.is_file() and folder.exists() and any(folder.iterdir()):
@@ -210,8 +212,9 @@ def _start_folder(folder: Path, manifest: dict, shards: int) -> list[int]:
     return [index for index in range(shards) if index not in done]
 
 
-def _differences(old: dict, new: dict) -> list[str]:
-    """What differs between two manifests, in words."""
+def _differences(old: object, new: dict) -> list[str]:
+    """What differs between two manifests, in words (`old` as read: anything JSON holds)."""
+    old = old if isinstance(old, dict) else {}
     found = []
     old_inputs = old.get("inputs") if isinstance(old.get("inputs"), list) else []
     if [i.get("sha256") for i in old_inputs if isinstance(i, dict)] != [i["sha256"] for i in new["inputs"]]:

@@ -14,14 +14,17 @@ from attnmt.translator import Translator
 
 def run(args) -> int:
     if sharded.wanted(args):
-        return sharded.run(args, [args.input, args.reference], {}, lambda translator: _work(translator, args.batch_size))
+        return sharded.run(args, [args.input, args.reference], {},
+                           lambda translator: _work(translator, args.batch_size))
+    sharded.refuse_shard_lines(args)
     sources = read_file(args.input)
     targets = read_file(args.reference)
     if len(sources) != len(targets):
         raise AttnmtError(f"{args.input} has {len(sources)} lines, {args.reference} has {len(targets)}")
-    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine)
-    with open_output(args.output) as target:
-        target.writelines(_score(translator, sources, targets, args.batch_size))
+    with sharded.torch_threads(args.threads):
+        translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine)
+        with open_output(args.output) as target:
+            target.writelines(_score(translator, sources, targets, args.batch_size))
     return 0
 
 

@@ -1,24 +1,26 @@
 """`translate` and `score` over files in shards (sharding.py): on one process, or on every rank
 of a torchrun job, resumable after a kill.
 
-Used when both -i and -o name files, and always under torchrun (where they must). stdin/stdout
-keep the streaming path of each command: a pipe cannot be split between ranks nor resumed.
+Used when -i and -o name regular files (or -o a new one), and always under torchrun (where they
+must). stdin, stdout, pipes and devices keep each command's streaming path: a pipe cannot be
+split between ranks nor resumed, and a device must be written to, not replaced by a file.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import torch
 
 from attnmt.devices import resolve_device
 from attnmt.errors import AttnmtError
 from attnmt.run_dir import RunDir
-from attnmt.sharding import (WAIT_FOR_RANKS_S, Work, check_output, finish_job, open_job, run_shards,
-                             threads_per_rank)
+from attnmt.sharding import (DEFAULT_SHARD_LINES, WAIT_FOR_RANKS_S, Work, check_output, finish_job, open_job,
+                             run_shards, threads_per_rank)
 from attnmt.training.distributed import close_world, init_world, launched_by_torchrun
 from attnmt.translator import Translator
 
@@ -54,22 +56,38 @@ def run(args, inputs: Sequence[str], settings: dict, make_work: Callable[[Transl
     if args.input is None or args.output is None:
         raise AttnmtError("under torchrun, give -i FILE and -o FILE: the ranks share files, not a stream")
     check_output(args.output)  # before the process group: every rank refuses alike
-    threads = torch.get_num_threads()
-    per_rank = threads_per_rank(args.threads)
-    if per_rank:
-        torch.set_num_threads(per_rank)
-    try:
+    with torch_threads(args.threads):
         device = resolve_device(args.device or "auto", key="--device")
         world, device = init_world("auto", device, timeout_s=WAIT_FOR_RANKS_S)  # one process: SINGLE
+        shard_lines = args.shard_lines or DEFAULT_SHARD_LINES
         log.info("%d rank(s) on %s, %d torch thread(s) each, shards of %d lines", world.size, device.type,
-                 torch.get_num_threads(), args.shard_lines)
+                 torch.get_num_threads(), shard_lines)
         translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=str(device),
                                      engine=args.engine)
-        job = open_job(inputs, args.output, shard_lines=args.shard_lines,
+        job = open_job(inputs, args.output, shard_lines=shard_lines,
                        settings={**model_settings(args), **settings}, world=world)
         run_shards(job, make_work(translator))
         finish_job(job)
         close_world(world)
-    finally:
-        torch.set_num_threads(threads)
     return 0
+
+
+@contextmanager
+def torch_threads(requested: int | None) -> Iterator[None]:
+    """torch's CPU threads while the command runs (`--threads`, else sharding.threads_per_rank),
+    restored after (tests call the CLI in one process)."""
+    before = torch.get_num_threads()
+    wanted_threads = threads_per_rank(requested)
+    if wanted_threads:
+        torch.set_num_threads(wanted_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def refuse_shard_lines(args) -> None:
+    """--shard-lines on the streaming path would be ignored: refused instead."""
+    if args.shard_lines is not None:
+        raise AttnmtError("--shard-lines works from -i FILE into -o FILE (regular files) or under torchrun; "
+                          "here the lines stream: drop it, or give both files")

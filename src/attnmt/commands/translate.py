@@ -30,6 +30,14 @@ def run(args) -> int:
         settings = {k: v for k, v in options.items() if k not in ("batch_size", "glossary")}
         settings["glossary"] = sha256_file(args.glossary) if args.glossary is not None else None
         return sharded.run(args, [args.input], settings, lambda translator: _work(translator, options, chunk_size))
+    sharded.refuse_shard_lines(args)
+    with sharded.torch_threads(args.threads):
+        _stream(args, options, chunk_size)
+    return 0
+
+
+def _stream(args, options: dict, chunk_size: int) -> None:
+    """Translate stdin (or -i) to stdout (or -o) line by line, `chunk_size` lines per call."""
     translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine)
     with open_input(args.input) as source, open_output(args.output) as target:
         chunk: list[str] = []
@@ -41,7 +49,6 @@ def run(args) -> int:
                 chunk = []
         if chunk:
             target.writelines(_translate(translator, chunk, options))
-    return 0
 
 
 def _work(translator: Translator, options: dict, chunk_size: int) -> Work:
