@@ -162,6 +162,13 @@ def test_one_process_resumes_too_and_refuses_another_job_s_folder(toy_run, files
     assert not folder.exists()
 
 
+def test_bad_options_are_refused_before_the_work_folder_is_made(toy_run, files, tmp_path, capsys):
+    out = tmp_path / "out.txt"
+    assert main(translate_argv(toy_run, files, out, "--n-best", "3")) == 2
+    assert "n_best=3 must be between 1 and beam_size=2" in capsys.readouterr().err
+    assert not work_folder(out).exists() and not out.exists()
+
+
 def test_a_folder_that_is_not_attnmt_s_is_refused_not_removed(toy_run, files, tmp_path, capsys):
     out = tmp_path / "out.txt"
     work_folder(out).mkdir()

@@ -64,9 +64,10 @@ def run(args, inputs: Sequence[str], settings: dict, make_work: Callable[[Transl
                  torch.get_num_threads(), shard_lines)
         translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=str(device),
                                      engine=args.engine)
+        work = make_work(translator)
         job = open_job(inputs, args.output, shard_lines=shard_lines,
                        settings={**model_settings(args), **settings}, world=world)
-        run_shards(job, make_work(translator))
+        run_shards(job, work)
         finish_job(job)
         close_world(world)
     return 0

@@ -52,7 +52,10 @@ def _stream(args, options: dict, chunk_size: int) -> None:
 
 
 def _work(translator: Translator, options: dict, chunk_size: int) -> Work:
-    """One shard's translation (sharding.py): its lines in chunks of `chunk_size`, as output lines."""
+    """One shard's translation (sharding.py): its lines in chunks of `chunk_size`, as output lines.
+    A bad combination of options is refused here, before the work folder is made."""
+    _translate(translator, [], options)
+
     def work(columns: list[list[bytes]]) -> list[str]:
         lines = list(read_lines(columns[0]))
         return [out for start in range(0, len(lines), chunk_size)
