@@ -110,6 +110,8 @@ def bounded(check, *, low: int | float | None = None, high: int | float | None =
 # Caps of the CLI's own (the decoding ones are decoding.py's, the same in the Python API and the service).
 MAX_WAIT_MS = 60_000.0     # serve --max-wait-ms: longer, a lone request waits as if the server hung
 MAX_VOCAB_SIZE = 1_000_000  # data stats --vocab-size: sentencepiece takes at most 2**31 - 1
+MAX_SHARD_LINES = 1_000_000  # translate/score --shard-lines: a shard's outputs are held in memory
+MAX_THREADS = 1024          # translate/score --threads (the same cap as train.num_threads)
 
 beam_size = bounded(positive_int, high=MAX_BEAM)
 length_penalty = bounded(non_negative_float, high=MAX_LENGTH_PENALTY)
@@ -145,6 +147,16 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
                    help=f"sentencepiece pieces, at most {MAX_VOCAB_SIZE} (default: 8000)")
     p.add_argument("--min-freq", type=positive_int, default=None, help="minimum token frequency in the vocabulary "
                    "(default: 1, as data.min_freq)")
+
+
+def _add_shard_args(p: argparse.ArgumentParser) -> None:
+    """translate / score from a file into a file, or under torchrun: in resumable shards (sharding.py)."""
+    p.add_argument("--shard-lines", type=bounded(positive_int, high=MAX_SHARD_LINES), default=None, metavar="N",
+                   help="with -i FILE -o FILE (and under torchrun): work in shards of N lines (default 10000), kept "
+                        "in OUT.shards/ until OUT is written, so a killed job resumes where it stopped")
+    p.add_argument("--threads", type=bounded(positive_int, high=MAX_THREADS), default=None, metavar="N",
+                   help="torch CPU threads (default: torch's choice; under torchrun, the CPUs shared among the "
+                        "ranks of a node)")
 
 
 def _add_engine_arg(p: argparse.ArgumentParser) -> None:
@@ -217,6 +229,7 @@ def _add_translate(sub) -> None:
     _add_engine_arg(translate)
     translate.add_argument("--n-best", type=beam_size, default=1, metavar="K",
                            help="print the K best: 'rank<TAB>score<TAB>text' lines, an empty line after each sentence")
+    _add_shard_args(translate)
     translate.add_argument("--sampling-topk", type=bounded(non_negative_int, high=MAX_SAMPLING_TOPK), default=1,
                            metavar="K",
                            help="sample from the K most probable tokens (0 = all; 1 = no sampling), e.g. for back-translation")
@@ -247,6 +260,7 @@ def _add_score(sub) -> None:
     score.add_argument("--checkpoint", default="best")
     score.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     _add_engine_arg(score)
+    _add_shard_args(score)
 
 
 def _add_export(sub) -> None:

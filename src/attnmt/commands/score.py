@@ -1,20 +1,45 @@
 """`attnmt score RUN_DIR [RUN_DIR ...] -i SOURCE -r TRANSLATION`: per line 'log_prob<TAB>normalized<TAB>tokens'
-(forced decoding; normalized = log_prob / tokens; tokens count <eos>)."""
+(forced decoding; normalized = log_prob / tokens; tokens count <eos>). With -o FILE, and on every
+rank under torchrun, the pairs are scored in shards of --shard-lines lines that survive a kill
+(commands/sharded.py, sharding.py)."""
 
 from __future__ import annotations
 
-from attnmt.commands.text_io import open_output, read_file
+from attnmt.commands import sharded
+from attnmt.commands.text_io import open_output, read_file, read_lines
 from attnmt.errors import AttnmtError
+from attnmt.sharding import Work
 from attnmt.translator import Translator
 
 
 def run(args) -> int:
+    if sharded.wanted(args):
+        return sharded.run(args, [args.input, args.reference], {},
+                           lambda translator: _work(translator, args.batch_size))
+    sharded.refuse_shard_lines(args)
     sources = read_file(args.input)
     targets = read_file(args.reference)
     if len(sources) != len(targets):
         raise AttnmtError(f"{args.input} has {len(sources)} lines, {args.reference} has {len(targets)}")
-    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine)
-    with open_output(args.output) as target:
-        for result in translator.score(sources, targets, batch_size=args.batch_size):
-            target.write(f"{result.log_prob:.6f}\t{result.normalized:.6f}\t{result.num_tokens}\n")
+    with sharded.torch_threads(args.threads):
+        translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine)
+        with open_output(args.output) as target:
+            target.writelines(_score(translator, sources, targets, args.batch_size))
     return 0
+
+
+def _score(translator: Translator, sources: list[str], targets: list[str], batch_size: int) -> list[str]:
+    """One output line per pair."""
+    return [f"{r.log_prob:.6f}\t{r.normalized:.6f}\t{r.num_tokens}\n"
+            for r in translator.score(sources, targets, batch_size=batch_size)]
+
+
+def _work(translator: Translator, batch_size: int) -> Work:
+    """One shard's scores (sharding.py), in chunks of batch_size * 8 pairs."""
+    chunk = batch_size * 8
+
+    def work(columns: list[list[bytes]]) -> list[str]:
+        sources, targets = (list(read_lines(column)) for column in columns)
+        return [line for start in range(0, len(sources), chunk)
+                for line in _score(translator, sources[start:start + chunk], targets[start:start + chunk], batch_size)]
+    return work

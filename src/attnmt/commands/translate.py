@@ -3,37 +3,64 @@ translation per input line; with --n-best K > 1, K lines 'rank<TAB>score<TAB>tex
 line, then an empty line. --alignments appends a tab and the word alignment ('0-0 1-2 ...',
 source-output word indices) to each translation; --no-replace-unk keeps <unk> in the output.
 --glossary TERMS.TSV ('source phrase<TAB>target phrase' lines) puts each target phrase whose
-source phrase occurs in a line into its translation exactly once (constrained beam search)."""
+source phrase occurs in a line into its translation exactly once (constrained beam search).
+From a file into a file (-i and -o), and on every rank under torchrun, the input is translated in
+shards of --shard-lines lines that survive a kill (commands/sharded.py, sharding.py)."""
 
 from __future__ import annotations
 
-from typing import IO
-
+from attnmt.commands import sharded
 from attnmt.commands.text_io import open_input, open_output, output_line, read_lines
 from attnmt.decoding import pharaoh, read_glossary
 from attnmt.errors import AttnmtError
+from attnmt.files import sha256_file
+from attnmt.sharding import Work
 from attnmt.translator import Translator
 
 
 def run(args) -> int:
     glossary = read_glossary(args.glossary) if args.glossary is not None else None
-    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine)
     beam = args.beam if args.beam is not None else (1 if args.sampling_topk != 1 else 5)
     options = dict(beam_size=beam, length_penalty=args.length_penalty, batch_size=args.batch_size,
                    n_best=args.n_best, sampling_topk=args.sampling_topk,
                    sampling_temperature=args.sampling_temperature, seed=args.seed,
                    replace_unk=args.replace_unk, alignments=args.alignments, glossary=glossary)
     chunk_size = args.batch_size * 8
+    if sharded.wanted(args):
+        settings = {k: v for k, v in options.items() if k not in ("batch_size", "glossary")}
+        settings["glossary"] = sha256_file(args.glossary) if args.glossary is not None else None
+        return sharded.run(args, [args.input], settings, lambda translator: _work(translator, options, chunk_size))
+    sharded.refuse_shard_lines(args)
+    with sharded.torch_threads(args.threads):
+        _stream(args, options, chunk_size)
+    return 0
+
+
+def _stream(args, options: dict, chunk_size: int) -> None:
+    """Translate stdin (or -i) to stdout (or -o) line by line, `chunk_size` lines per call."""
+    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine)
     with open_input(args.input) as source, open_output(args.output) as target:
         chunk: list[str] = []
         for line in read_lines(source):
             chunk.append(line)
             if len(chunk) >= chunk_size:
-                _translate(translator, chunk, options, target)
+                target.writelines(_translate(translator, chunk, options))
+                target.flush()
                 chunk = []
         if chunk:
-            _translate(translator, chunk, options, target)
-    return 0
+            target.writelines(_translate(translator, chunk, options))
+
+
+def _work(translator: Translator, options: dict, chunk_size: int) -> Work:
+    """One shard's translation (sharding.py): its lines in chunks of `chunk_size`, as output lines.
+    A bad combination of options is refused here, before the work folder is made."""
+    _translate(translator, [], options)
+
+    def work(columns: list[list[bytes]]) -> list[str]:
+        lines = list(read_lines(columns[0]))
+        return [out for start in range(0, len(lines), chunk_size)
+                for out in _translate(translator, lines[start:start + chunk_size], options)]
+    return work
 
 
 def _links(result, options: dict) -> str:
@@ -41,7 +68,8 @@ def _links(result, options: dict) -> str:
     return "\t" + pharaoh(result.alignment or []) if options["alignments"] else ""
 
 
-def _translate(translator: Translator, lines: list[str], options: dict, target: IO[str]) -> None:
+def _translate(translator: Translator, lines: list[str], options: dict) -> list[str]:
+    """The output lines of `lines`: one per line, or with --n-best K lines and an empty one."""
     options = dict(options)
     glossary = options.pop("glossary")
     if glossary:
@@ -50,11 +78,12 @@ def _translate(translator: Translator, lines: list[str], options: dict, target: 
         results = translator.translate(lines, **options)
     except ValueError as err:  # a bad combination of options: a user error, not a traceback
         raise AttnmtError(str(err)) from None
+    out = []
     for result in results:
         if options["n_best"] == 1:
-            target.write(output_line(result.text + _links(result, options)))
+            out.append(output_line(result.text + _links(result, options)))
             continue
         for rank, alt in enumerate(result.alternatives, 1):
-            target.write(output_line(f"{rank}\t{alt.score:.6f}\t{alt.text}" + _links(alt, options)))
-        target.write("\n")
-    target.flush()
+            out.append(output_line(f"{rank}\t{alt.score:.6f}\t{alt.text}" + _links(alt, options)))
+        out.append("\n")
+    return out

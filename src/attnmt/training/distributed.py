@@ -23,6 +23,7 @@ import logging
 import os
 from contextlib import nullcontext
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Sequence
 
 import torch
@@ -66,12 +67,14 @@ def env_rank() -> int:
     return int(os.environ.get("RANK", "0") or 0)
 
 
-def init_world(backend: str, device: torch.device) -> tuple[World, torch.device]:
+def init_world(backend: str, device: torch.device, *, timeout_s: float | None = None) -> tuple[World, torch.device]:
     """Join torchrun's process group, or return (SINGLE, device) outside torchrun.
 
     Args:
         backend: `train.backend`: 'auto' (NCCL when `device` is CUDA, else gloo), 'gloo' or 'nccl'.
         device: the device `train.device` resolved to; on CUDA each rank takes cuda:LOCAL_RANK.
+        timeout_s: how long a collective (a barrier) waits for the other ranks; None: torch's
+            default (30 minutes for gloo). Sharded inference waits longer (sharding.py).
 
     Returns:
         (this process's World, the device it trains on)
@@ -96,7 +99,8 @@ def init_world(backend: str, device: torch.device) -> tuple[World, torch.device]
         torch.cuda.set_device(device)
     import torch.distributed as dist
 
-    dist.init_process_group(chosen, rank=rank, world_size=size)
+    timeout = None if timeout_s is None else timedelta(seconds=timeout_s)
+    dist.init_process_group(chosen, rank=rank, world_size=size, timeout=timeout)
     if rank != 0:  # rank 0 speaks for the job; the others only warn
         logging.getLogger("attnmt").setLevel(logging.WARNING)
     log.info("process group: %d ranks over %s, this is rank %d on %s", size, chosen, rank, device)

@@ -1,0 +1,94 @@
+"""`translate` and `score` over files in shards (sharding.py): on one process, or on every rank
+of a torchrun job, resumable after a kill.
+
+Used when -i and -o name regular files (or -o a new one), and always under torchrun (where they
+must). stdin, stdout, pipes and devices keep each command's streaming path: a pipe cannot be
+split between ranks nor resumed, and a device must be written to, not replaced by a file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import torch
+
+from attnmt.devices import resolve_device
+from attnmt.errors import AttnmtError
+from attnmt.run_dir import RunDir
+from attnmt.sharding import (DEFAULT_SHARD_LINES, WAIT_FOR_RANKS_S, Work, check_output, finish_job, open_job,
+                             run_shards, threads_per_rank)
+from attnmt.training.distributed import close_world, init_world, launched_by_torchrun
+from attnmt.translator import Translator
+
+log = logging.getLogger(__name__)
+
+
+def wanted(args) -> bool:
+    """Whether this call runs in shards: under torchrun, or from a regular file into a regular
+    file or a new one. A pipe or a device (/dev/stdin, /dev/null) streams: an input one cannot
+    be read twice, and an output one must be written to, not replaced."""
+    return launched_by_torchrun() or (args.input is not None and args.output is not None
+                                      and os.path.isfile(args.input)
+                                      and (os.path.isfile(args.output) or not os.path.lexists(args.output)))
+
+
+def model_settings(args) -> dict:
+    """What names the model(s) in a work folder's manifest: each one's folder and its weights
+    file's size and modification time (a retrained run is another model)."""
+    files = [Path(p) / "model.bin" if args.engine == "ctranslate2" else RunDir(p).weights(args.checkpoint)
+             for p in args.run_dir]
+    return {"models": [str(Path(p).resolve()) for p in args.run_dir], "checkpoint": args.checkpoint,
+            "engine": args.engine,
+            "weights": [f"{f.resolve()} {f.stat().st_size} {f.stat().st_mtime_ns}" for f in files]}
+
+
+def run(args, inputs: Sequence[str], settings: dict, make_work: Callable[[Translator], Work]) -> int:
+    """Load the model on this rank's device, do this rank's shards of `inputs` into args.output
+    with `make_work(translator)`, and (rank 0) write the output.
+
+    Raises:
+        AttnmtError: stdin or stdout under torchrun; what open_job raises.
+    """
+    if args.input is None or args.output is None:
+        raise AttnmtError("under torchrun, give -i FILE and -o FILE: the ranks share files, not a stream")
+    check_output(args.output)  # before the process group: every rank refuses alike
+    with torch_threads(args.threads):
+        device = resolve_device(args.device or "auto", key="--device")
+        world, device = init_world("auto", device, timeout_s=WAIT_FOR_RANKS_S)  # one process: SINGLE
+        shard_lines = args.shard_lines or DEFAULT_SHARD_LINES
+        log.info("%d rank(s) on %s, %d torch thread(s) each, shards of %d lines", world.size, device.type,
+                 torch.get_num_threads(), shard_lines)
+        translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=str(device),
+                                     engine=args.engine)
+        work = make_work(translator)
+        job = open_job(inputs, args.output, shard_lines=shard_lines,
+                       settings={**model_settings(args), **settings}, world=world)
+        run_shards(job, work)
+        finish_job(job)
+        close_world(world)
+    return 0
+
+
+@contextmanager
+def torch_threads(requested: int | None) -> Iterator[None]:
+    """torch's CPU threads while the command runs (`--threads`, else sharding.threads_per_rank),
+    restored after (tests call the CLI in one process)."""
+    before = torch.get_num_threads()
+    wanted_threads = threads_per_rank(requested)
+    if wanted_threads:
+        torch.set_num_threads(wanted_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def refuse_shard_lines(args) -> None:
+    """--shard-lines on the streaming path would be ignored: refused instead."""
+    if args.shard_lines is not None:
+        raise AttnmtError("--shard-lines works from -i FILE into -o FILE (regular files) or under torchrun; "
+                          "here the lines stream: drop it, or give both files")
