@@ -10,9 +10,11 @@ from collections import Counter
 
 import pytest
 from bs4 import BeautifulSoup, Tag
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 from attnmt.decoding import TranslationResult
+from fuzzing import fuzz
+
 from attnmt.markup import MAX_DEPTH, AlignedTranslation, MarkupDocument, aligned_translation, locate, translate_html
 
 
@@ -193,7 +195,7 @@ def shuffled(seed: int, drop: float):
     return translate
 
 
-@settings(max_examples=150, deadline=None)
+@fuzz(150, 3000)
 @given(FRAGMENTS, st.integers(0, 2**16), st.sampled_from([0.0, 0.3]))
 def test_generated_fragments_keep_tags_attributes_and_nesting(html, seed, drop):
     out = translate_html(html, shuffled(seed, drop))
@@ -205,3 +207,12 @@ def test_generated_fragments_keep_tags_attributes_and_nesting(html, seed, drop):
         kept = " ".join(str(s) for s in reparsed.find_all(string=True) if s.find_parent("code") is None
                        and not s.__class__.__name__ == "Comment")
         assert sorted(kept.split()) == words
+
+
+@fuzz(150, 3000)
+@given(st.lists(st.sampled_from(["<", ">", "</", "/>", "<!", "<?", "<![CDATA[", "]]>", "-->", "<!--", "&", "&#", ";",
+                                 "=", '"', "'", "p", "b", "a href", "br", "script", "x", " ", "\n", "\x00"])
+                | st.characters(exclude_categories=("Cs",)), max_size=40).map("".join))
+def test_any_text_gives_html_that_parses_back_the_same(text):
+    out = translate_html(text, upper)
+    assert structure(out) == structure(text)

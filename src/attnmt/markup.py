@@ -37,6 +37,7 @@ sentencepiece pieces of one word joined; `locate` finds each in the text by its 
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Callable, Sequence
@@ -206,6 +207,8 @@ class _Layout:
         self.text = run.text
         self.out = lead + translation.text.strip() + trail
         self.source = locate(translation.source_words, run.text)   # (n,) spans in run.text
+        self.source_starts = [start for start, _ in self.source]
+        self.source_ends = [end for _, end in self.source]
         self.target = locate(translation.target_words, self.out)   # (m,) spans in self.out
         self.links: dict[int, list[int]] = {}
         for src, tgt in translation.alignment:
@@ -214,13 +217,14 @@ class _Layout:
         self.items = self.place(run.items, 0, len(self.target), 0, len(self.out))
 
     def targets(self, item: _Item, lo: int, hi: int) -> list[int]:
-        """The output words in [lo, hi) linked to the source words that `item` wraps."""
-        words = [i for i, (start, end) in enumerate(self.source) if start < item.end and end > item.start]
+        """The output words in [lo, hi) linked to the source words that `item` wraps (those whose
+        span overlaps the item's; spans are in order, so both ends are found by bisection)."""
+        words = range(bisect_right(self.source_ends, item.start), bisect_left(self.source_starts, item.end))
         return sorted(t for i in words for t in self.links.get(i, ()) if lo <= t < hi)
 
     def boundary(self, item: _Item) -> int:
         """The output boundary at the relative position of the item's start among the source words."""
-        before = sum(1 for _, end in self.source if end <= item.start)
+        before = bisect_right(self.source_ends, item.start)  # the words that end before it starts
         return round(before * len(self.target) / len(self.source)) if self.source else 0
 
     def point_offset(self, item: _Item, point: int, lo: int, hi: int, cend: int) -> int:
