@@ -91,7 +91,7 @@ class FileStore:
         if not NAME.fullmatch(name):
             return None
         path = self.folder / name
-        if not path.is_file():
+        if path.is_symlink() or not path.is_file():  # the store writes no links: one is not its own
             return None
         if self._expired(path):
             path.unlink(missing_ok=True)
