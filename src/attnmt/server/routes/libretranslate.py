@@ -75,14 +75,8 @@ async def translate(request: Request, models: ModelSet = Depends(get_models)):
     texts = body.q if batch else [body.q]
     models.check_texts(texts)
     text_format = body.format or "text"
-    if body.source == "auto":
-        readable = texts if text_format != "html" else [
-            " ".join(d.sentences) for d in await asyncio.to_thread(parse_html, texts, "q")]
-        detected = await detect_sources(request, models, readable, body.target)
-        sources = [d["language"] for d in detected]
-    else:
-        models.route(body.source, body.target)
-        sources = [body.source] * len(texts)
+    detected = await _detect(request, models, body, texts, html=text_format == "html")
+    sources = [d["language"] for d in detected] if detected is not None else [body.source] * len(texts)
     if text_format not in FORMATS:
         raise ApiError(400, f"{text_format} format is not supported: use {' or '.join(FORMATS)}")
     if text_format == "html":
@@ -97,12 +91,23 @@ async def translate(request: Request, models: ModelSet = Depends(get_models)):
     answer = LibreTranslateResponse(translatedText=translated if batch else translated[0])
     if alternatives:
         answer.alternatives = others if batch else others[0]
-    if body.source == "auto":
+    if detected is not None:
         languages = [DetectedLanguage(**d) for d in detected]
         answer.detectedLanguage = languages if batch else languages[0]
     if any(warnings):
         answer.warnings = warnings if batch else warnings[0]
     return answer
+
+
+async def _detect(request: Request, models: ModelSet, body: LibreTranslateRequest, texts: list[str], *,
+                  html: bool) -> list[dict] | None:
+    """With `source: auto`, each text's language (of its text without tags, for HTML); otherwise
+    None, once the pair is known to be served."""
+    if body.source != "auto":
+        models.route(body.source, body.target)
+        return None
+    readable = [" ".join(d.sentences) for d in await asyncio.to_thread(parse_html, texts, "q")] if html else texts
+    return await detect_sources(request, models, readable, body.target)
 
 
 async def translate_plain(models: ModelSet, texts: list[str], sources: list[str], target: str,
