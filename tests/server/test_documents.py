@@ -216,6 +216,12 @@ def test_download_path_tricks_get_404(refusing_server, path):
     assert "error" in json.loads(body)
 
 
+def test_file_auto_source(file_server):
+    r = upload(file_server, "a.html", b"<p>Hund <b>rot</b> .</p>", source="auto")
+    assert r.status_code == 200, r.text
+    assert "<b>" in httpx.get(r.json()["translatedFileUrl"]).text
+
+
 def test_file_rate_limit(thread_server, toy_translator):
     server = thread_server(toy_translator, req_limit=1)
     files = {"file": ("a.txt", b"Hund .")}

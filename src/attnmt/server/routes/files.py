@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
 from starlette.datastructures import UploadFile
 
-from attnmt.server.documents import decode_upload, translate_document
+from attnmt.server.documents import decode_upload, parse_html, translate_document
 from attnmt.server.errors import ApiError
 from attnmt.server.filestore import SUFFIXES, FileStore
 from attnmt.server.limits import invalid_text
@@ -28,7 +28,7 @@ from attnmt.server.schemas import ErrorResponse, TranslateFileResponse
 router = APIRouter(tags=["LibreTranslate"])
 
 FIELDS = ("source", "target", "api_key")
-DETECT_CHARS = 4000  # `source: auto` guesses the language from the file's first characters
+DETECT_CHARS = 4000  # `source: auto` guesses the language from the first characters of the file's text
 MEDIA_TYPES = {".txt": "text/plain; charset=utf-8", ".html": "text/html; charset=utf-8"}
 _FILE_DOC = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "additionalProperties": False, "required": ["file", "source", "target"], "properties": {
@@ -105,7 +105,9 @@ async def translate_file(request: Request, models: ModelSet = Depends(get_models
     text = decode_upload(data)
     source, target = fields["source"], fields["target"]
     if source == "auto":
-        source = (await detect_sources(request, models, [text[:DETECT_CHARS]], target))[0]["language"]
+        readable = (" ".join((await asyncio.to_thread(parse_html, [text], "the file"))[0].sentences)
+                    if suffix == ".html" else text)
+        source = (await detect_sources(request, models, [readable[:DETECT_CHARS]], target))[0]["language"]
     models.route(source, target)
     translated = await translate_document(models, text, suffix, source, target,
                                           max_sentences=settings.max_sentences)
