@@ -37,6 +37,11 @@ REFUSED = [
     ("attention {rnn} Hund --beam 100000", r"argument --beam: 100000 must be at most 16"),
     ("serve {rnn} --beam 17", r"argument --beam: 17 must be at most 16"),
     ("serve {rnn} --max-wait-ms 1e308", r"argument --max-wait-ms: 1e308 must be at most 60000"),
+    ("serve {rnn} --file-limit-kb 1025", r"argument --file-limit-kb: 1025 must be at most 1000"),
+    ("serve {rnn} --files-expire-minutes 1e308", r"argument --files-expire-minutes: 1e308 must be at most 10080"),
+    ("serve {rnn} --files-expire-minutes 0", r"argument --files-expire-minutes: 0 must be a finite number > 0"),
+    ("serve {rnn} --max-files " + HUGE, r"argument --max-files: " + HUGE + r" must be at most 100000"),
+    ("serve {rnn} --max-sentences 0", r"argument --max-sentences: 0 must be a positive integer"),
     ("data stats --tokenizer sentencepiece --vocab-size " + HUGE, r"argument --vocab-size: " + HUGE + r" must be at most 1000000"),
 ]
 

@@ -40,6 +40,7 @@ from attnmt.config import packaged_configs
 from attnmt.decoding import (MAX_BEAM, MAX_LENGTH_PENALTY, MAX_SAMPLING_TEMPERATURE, MAX_SAMPLING_TOPK, MAX_SEED,
                              MIN_SAMPLING_TEMPERATURE)
 from attnmt.errors import AttnmtError
+from attnmt.server.settings import MAX_EXPIRE_MINUTES, MAX_FILE_KB, MAX_FILES, MAX_SENTENCES
 
 # sub-command -> "module:function" (commands/, one module per verb); the function takes the parsed
 # argparse.Namespace and returns an exit code. Imported lazily so that `attnmt --help` does not load torch.
@@ -321,6 +322,16 @@ def _add_serve(sub) -> None:
                        help="at most N requests a minute per client and per API key (more: 429)")
     serve.add_argument("--suggestions", default=None, metavar="FILE",
                        help="turn POST /suggest on: append each suggestion to FILE as one JSON line")
+    serve.add_argument("--max-sentences", type=bounded(positive_int, high=MAX_SENTENCES), default=1000,
+                       help="most sentences in one request's HTML or in one file (more: 413)")
+    serve.add_argument("--files-dir", default=None, metavar="DIR",
+                       help="where /translate_file keeps translated files (default: a temporary folder, removed at exit)")
+    serve.add_argument("--file-limit-kb", type=bounded(positive_int, high=MAX_FILE_KB), default=512,
+                       help="largest file /translate_file takes, in kB (more: 413)")
+    serve.add_argument("--files-expire-minutes", type=bounded(positive_float, high=MAX_EXPIRE_MINUTES), default=60.0,
+                       help="how long a translated file can be downloaded")
+    serve.add_argument("--max-files", type=bounded(positive_int, high=MAX_FILES), default=1000,
+                       help="most translated files kept at once (more, none expired: 429)")
     serve.add_argument("--checkpoint", default="best")
     serve.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     serve.add_argument("--engine", choices=["native", "ctranslate2"], default=None,

@@ -30,7 +30,7 @@ from fuzzing import fuzz
 from logged_server import LoggedServer
 
 # Examples per test (tests/fuzzing.py: CI / ATTNMT_FUZZ=deep): schemathesis's count is per API
-# operation (5 operations), hypothesis's per body kind.
+# operation (12 operations), hypothesis's per body kind.
 SCHEMA_FUZZ = fuzz(50, 1000)
 BODY_FUZZ = fuzz(120, 5000)
 
@@ -94,7 +94,7 @@ def plausible(draw, form: bool = False):
     """A request that would be translated, with 0-2 of its fields (or new keys) set to anything."""
     q = draw(texts | (st.lists(texts, max_size=3) if not form else st.nothing()))
     body = {"q": q, "source": draw(st.sampled_from(["de", "auto"])), "target": "en"}
-    body.update(draw(st.fixed_dictionaries({}, optional={"format": st.just("text"),
+    body.update(draw(st.fixed_dictionaries({}, optional={"format": st.sampled_from(["text", "html"]),
                                                          "alternatives": st.integers(0, 3)})))
     for _ in range(draw(st.integers(0, 2))):
         key = draw(st.sampled_from(FIELDS) | text)

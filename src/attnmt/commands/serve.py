@@ -28,7 +28,10 @@ def settings_from_args(args) -> ServeSettings:
         return ServeSettings(host=args.host, port=args.port, max_wait_ms=args.max_wait_ms,
                              max_batch_sentences=args.max_batch_sentences, max_texts=args.max_texts,
                              beam_size=args.beam, api_key=args.api_key, cors_origin=args.cors_origin,
-                             req_limit=args.req_limit, suggestions=args.suggestions)
+                             req_limit=args.req_limit, suggestions=args.suggestions,
+                             max_sentences=args.max_sentences, files_dir=args.files_dir,
+                             file_limit_kb=args.file_limit_kb, files_expire_minutes=args.files_expire_minutes,
+                             max_files=args.max_files)
     except ValueError as err:
         raise AttnmtError(str(err)) from None
 

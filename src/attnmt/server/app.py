@@ -4,8 +4,8 @@
     app = create_app(ServeSettings(), models=[("de-en", load_de_en), ("en-de", load_en_de)])
 
 The lifespan hook loads each model once (off the event loop, one after the other), starts a
-micro-batcher per model, and on shutdown (after uvicorn has let the requests in flight finish)
-stops them.
+micro-batcher per model and opens the store of translated files, and on shutdown (after uvicorn
+has let the requests in flight finish) stops them (a temporary store's folder is removed).
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from fastapi.staticfiles import StaticFiles
 from attnmt import __version__
 from attnmt.server.detect import LanguageDetector
 from attnmt.server.errors import install_error_handlers
+from attnmt.server.filestore import FileStore
 from attnmt.server.limits import RequestLimits
 from attnmt.server.models import ModelSet
 from attnmt.server.ratelimit import RateLimiter
-from attnmt.server.routes import detect, frontend, health, libretranslate, page, v1
+from attnmt.server.routes import detect, files, frontend, health, libretranslate, page, v1
 from attnmt.server.routes.page import STATIC
 from attnmt.server.service import TranslationService
 from attnmt.server.settings import ServeSettings
@@ -43,6 +44,7 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
         raise ValueError("create_app needs either load or models")
     loads = [(name, load)] if models is None else list(models)
     suggestions = SuggestionLog(settings.suggestions) if settings.suggestions else None  # refused before loading
+    store = FileStore(settings.files_dir, expire_s=settings.files_expire_minutes * 60, max_files=settings.max_files)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -65,6 +67,7 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
         app.state.models = model_set
         app.state.suggestions = suggestions
         app.state.limiter = RateLimiter(settings.req_limit) if settings.req_limit else None
+        app.state.files = store
         app.state.service = model_set.default
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
         log.info("serving %s; open http://%s:%d/ (API reference at /docs)",
@@ -72,6 +75,7 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
         try:
             yield
         finally:
+            store.close()
             for service in services:
                 await service.batcher.close()
                 log.info("%s stopped after %d batches, %d sentences", service.name, service.batcher.stats.batches,
@@ -81,7 +85,8 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
                   description="LibreTranslate-compatible translation API, plus attnmt's own /v1 API with "
                               "tokens, scores and attention weights.")
     install_error_handlers(app)
-    for router in (libretranslate.router, detect.router, frontend.router, v1.router, health.router, page.router):
+    for router in (libretranslate.router, files.router, detect.router, frontend.router, v1.router, health.router,
+                   page.router):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     if settings.cors_origin:

@@ -33,7 +33,7 @@ class LibreTranslateRequest(_Strict):
     q: Optional[Union[str, list[str]]] = Field(None, description="text, or a list of texts")
     source: Optional[str] = Field(None, description="source language code, or 'auto'", examples=["de"])
     target: Optional[str] = Field(None, description="target language code", examples=["en"])
-    format: Optional[str] = Field("text", description="'text' (plain text; 'html' is not supported)")
+    format: Optional[str] = Field("text", description="'text', or 'html' (the markup is kept; no alternatives)")
     alternatives: Optional[int] = Field(0, description="how many alternative translations to add")
     api_key: Optional[str] = Field(None, description="needed when the server runs with --api-key")
 
@@ -60,14 +60,14 @@ def libretranslate_body_schema(*, form: bool, max_alternatives: int) -> dict:
     count = {"type": "integer", "minimum": 0, "maximum": max_alternatives}
     alternatives = (count if form else
                     {"anyOf": [count, {"type": "string", "pattern": "^([0-9]|1[0-5])$"}, {"type": "null"}]})
-    plain = {"type": "string", "enum": ["text"]}
+    formats = {"type": "string", "enum": ["text", "html"]}
     return {"type": "object", "additionalProperties": False, "required": ["q", "source", "target"], "properties": {
         "q": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
               "description": "text, or a list of texts" + (" (repeat the field)" if form else "")},
         "source": text("source language code, or 'auto'"),
         "target": text("target language code"),
-        "format": (plain if form else {"anyOf": [plain, {"type": "null"}]}) | {
-            "default": "text", "description": "'text' (plain text; 'html' is not supported)"},
+        "format": (formats if form else {"anyOf": [formats, {"type": "null"}]}) | {
+            "default": "text", "description": "'text', or 'html' (the markup is kept; no alternatives)"},
         "alternatives": alternatives | {"default": 0, "description": "how many alternative translations to add"},
         "api_key": text("needed when the server runs with --api-key", nullable=True)}}
 
@@ -143,6 +143,12 @@ class LibreTranslateResponse(BaseModel):
     detectedLanguage: Optional[Union[DetectedLanguage, list[DetectedLanguage]]] = None
     warnings: Optional[Union[list[str], list[list[str]]]] = Field(
         None, description="attnmt's addition: present when an input was cut")
+
+
+class TranslateFileResponse(BaseModel):
+    """POST /translate_file: where to download the translation (until it expires)."""
+
+    translatedFileUrl: str = Field(..., description="absolute URL of GET /download_file/<name>")
 
 
 class Language(BaseModel):

@@ -11,6 +11,10 @@ from dataclasses import dataclass
 from attnmt.config import MAX_BEAM  # the one beam cap: beam_size outside 1..MAX_BEAM gets 422
 
 MAX_BODY_BYTES = 1 << 20   # requests over 1 MiB get 413
+MAX_FILE_KB = 1000         # --file-limit-kb at most: a file and its form fit in one body
+MAX_FILES = 100_000        # --max-files at most
+MAX_SENTENCES = 100_000    # --max-sentences at most
+MAX_EXPIRE_MINUTES = 7 * 24 * 60  # --files-expire-minutes at most (a week)
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,11 @@ class ServeSettings:
     cors_origin: str | None = None     # the one origin allowed cross-origin access (None: none)
     req_limit: int | None = None       # requests per minute per client and per API key (None: no limit)
     suggestions: str | None = None     # the JSON-lines file POST /suggest appends to (None: /suggest is off)
+    max_sentences: int = 1000          # sentences of one request's HTML or of one file (more: 413)
+    files_dir: str | None = None       # where /translate_file keeps its results (None: a temporary folder)
+    file_limit_kb: int = 512           # an uploaded file's size limit (more: 413)
+    files_expire_minutes: float = 60.0 # a translated file is served this long, then deleted
+    max_files: int = 1000              # translated files kept at once (more, none expired: 429)
 
     def __post_init__(self):
         if not 0 <= self.port <= 65535:
@@ -42,3 +51,12 @@ class ServeSettings:
             raise ValueError("api_key must not be empty")
         if self.req_limit is not None and self.req_limit < 1:
             raise ValueError(f"req_limit={self.req_limit} must be >= 1")
+        if not 1 <= self.max_sentences <= MAX_SENTENCES:
+            raise ValueError(f"max_sentences={self.max_sentences} must be in 1..{MAX_SENTENCES}")
+        if not 1 <= self.file_limit_kb <= min(MAX_FILE_KB, self.max_body_bytes // 1000):
+            raise ValueError(f"file_limit_kb={self.file_limit_kb} must be in 1..{min(MAX_FILE_KB, self.max_body_bytes // 1000)}"
+                             f" (a file travels in a request body of at most {self.max_body_bytes} bytes)")
+        if not 0 < self.files_expire_minutes <= MAX_EXPIRE_MINUTES:
+            raise ValueError(f"files_expire_minutes={self.files_expire_minutes} must be in (0, {MAX_EXPIRE_MINUTES}]")
+        if not 1 <= self.max_files <= MAX_FILES:
+            raise ValueError(f"max_files={self.max_files} must be in 1..{MAX_FILES}")

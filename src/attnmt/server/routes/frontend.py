@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends, Request
 
 from attnmt.server.bodies import read_model
 from attnmt.server.errors import ApiError
+from attnmt.server.filestore import SUFFIXES
 from attnmt.server.models import ModelSet
 from attnmt.server.routes.deps import get_models
 from attnmt.server.routes.libretranslate import ERRORS
@@ -35,7 +36,7 @@ async def frontend_settings(request: Request, models: ModelSet = Depends(get_mod
     return FrontendSettings(charLimit=-1, frontendTimeout=FRONTEND_TIMEOUT_MS, apiKeys=settings.api_key is not None,
                             keyRequired=settings.api_key is not None,
                             suggestions=getattr(request.app.state, "suggestions", None) is not None,
-                            filesTranslation=False, supportedFilesFormat=[],
+                            filesTranslation=True, supportedFilesFormat=list(SUFFIXES),
                             language={"source": source, "target": target})
 
 

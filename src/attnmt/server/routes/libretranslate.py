@@ -4,7 +4,8 @@ Request and response shapes, messages and status codes follow LibreTranslate's a
 clients work unchanged: missing parameters, unknown languages and formats get 400, a wrong API
 key 403, a fault inside the model 500, each as {"error": "..."}. Where attnmt's rules differ:
 an empty `q` string translates to an empty string (LibreTranslate says "missing q"), more texts
-than --max-texts get 413, and a cut input adds a `warnings` field.
+than --max-texts (or, with `format: "html"`, more sentences than --max-sentences) get 413, and a
+cut input adds a `warnings` field. `format: "html"` keeps the markup (markup.py), without alternatives.
 """
 
 from __future__ import annotations
@@ -13,15 +14,18 @@ import asyncio
 from fastapi import APIRouter, Depends, Request
 from pydantic import ValidationError
 
-from attnmt.server.errors import ApiError
 from attnmt.server.bodies import read_body
+from attnmt.server.documents import parse_html, translate_html_texts
+from attnmt.server.errors import ApiError
 from attnmt.server.models import ModelSet
 from attnmt.server.routes.deps import get_detector, get_models
-from attnmt.server.schemas import (ErrorResponse, Language, LibreTranslateRequest, LibreTranslateResponse,
+from attnmt.server.schemas import (DetectedLanguage, ErrorResponse, Language, LibreTranslateRequest, LibreTranslateResponse,
                                    libretranslate_body_schema)
 from attnmt.server.settings import MAX_BEAM
 
 router = APIRouter(tags=["LibreTranslate"])
+
+FORMATS = ("text", "html")  # html: markup.py keeps the tags, placed by the model's word alignment
 
 ERRORS = {400: {"model": ErrorResponse, "description": "Invalid request"},
           403: {"model": ErrorResponse, "description": "Invalid API key"},
@@ -70,19 +74,49 @@ async def translate(request: Request, models: ModelSet = Depends(get_models)):
     batch = isinstance(body.q, list)
     texts = body.q if batch else [body.q]
     models.check_texts(texts)
-    if body.source == "auto":
-        detected = await detect_sources(request, models, texts, body.target)
-        sources = [d["language"] for d in detected]
-    else:
-        models.route(body.source, body.target)
-        sources = [body.source] * len(texts)
     text_format = body.format or "text"
-    if text_format != "text":
-        raise ApiError(400, f"{text_format} format is not supported: this server translates plain text")
+    detected = await _detect(request, models, body, texts, html=text_format == "html")
+    sources = [d["language"] for d in detected] if detected is not None else [body.source] * len(texts)
+    if text_format not in FORMATS:
+        raise ApiError(400, f"{text_format} format is not supported: use {' or '.join(FORMATS)}")
+    if text_format == "html":
+        if alternatives:
+            raise ApiError(400, "Invalid request: alternatives are not available with format html")
+        translated, warnings = await translate_html_texts(models, texts, sources, body.target,
+                                                          max_sentences=models.default.settings.max_sentences)
+        others: list[list[str]] = [[] for _ in texts]
+    else:
+        translated, others, warnings = await translate_plain(models, texts, sources, body.target, alternatives)
 
+    answer = LibreTranslateResponse(translatedText=translated if batch else translated[0])
+    if alternatives:
+        answer.alternatives = others if batch else others[0]
+    if detected is not None:
+        languages = [DetectedLanguage(**d) for d in detected]
+        answer.detectedLanguage = languages if batch else languages[0]
+    if any(warnings):
+        answer.warnings = warnings if batch else warnings[0]
+    return answer
+
+
+async def _detect(request: Request, models: ModelSet, body: LibreTranslateRequest, texts: list[str], *,
+                  html: bool) -> list[dict] | None:
+    """With `source: auto`, each text's language (of its text without tags, for HTML); otherwise
+    None, once the pair is known to be served."""
+    if body.source != "auto":
+        models.route(body.source, body.target)
+        return None
+    readable = [" ".join(d.sentences) for d in await asyncio.to_thread(parse_html, texts, "q")] if html else texts
+    return await detect_sources(request, models, readable, body.target)
+
+
+async def translate_plain(models: ModelSet, texts: list[str], sources: list[str], target: str,
+                          alternatives: int) -> tuple[list[str], list[list[str]], list[list[str]]]:
+    """Plain texts translated (one call per source language): their translations, the distinct
+    alternatives of each (without the best), and each one's warnings."""
     results: list = [None] * len(texts)
     for source in dict.fromkeys(sources):  # one call per source language (one, unless auto)
-        service = models.route(source, body.target)
+        service = models.route(source, target)
         settings = service.settings_for(beam_size=max(service.beam_size, alternatives + 1), n_best=alternatives + 1)
         where = [i for i, s in enumerate(sources) if s == source]
         for i, result in zip(where, await service.translate([texts[i] for i in where], settings)):
@@ -96,14 +130,7 @@ async def translate(request: Request, models: ModelSet = Depends(get_models)):
                 out.append(alt.text)
         return out
 
-    answer = LibreTranslateResponse(translatedText=[r.text for r in results] if batch else results[0].text)
-    if alternatives:
-        answer.alternatives = [others(r) for r in results] if batch else others(results[0])
-    if body.source == "auto":
-        answer.detectedLanguage = detected if batch else detected[0]
-    if any(r.warnings for r in results):
-        answer.warnings = [r.warnings for r in results] if batch else results[0].warnings
-    return answer
+    return [r.text for r in results], [others(r) for r in results], [r.warnings for r in results]
 
 
 async def detect_sources(request: Request, models: ModelSet, texts: list[str], target: str) -> list[dict]:

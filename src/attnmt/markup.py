@@ -1,0 +1,368 @@
+"""HTML translation that keeps the markup: the text is translated per block, inline tags are put
+back around the output words that the model's attention aligns with the words they wrapped.
+
+    doc = MarkupDocument("<p>Ein <b>roter</b> Ball.</p>")
+    doc.sentences                                    # ["Ein roter Ball."]
+    doc.render([aligned_translation(result, subword=False)])   # "<p>A <b>red</b> ball.</p>"
+
+Parsing is Beautiful Soup's over Python's html.parser, which keeps a fragment as written (no
+added <html>/<body>) and every attribute as its text. What becomes what:
+
+- **Sentences.** Each block (any element that is not one of INLINE, and the document itself)
+  contributes its maximal runs of inline content (text and inline elements, nested to any depth)
+  as one sentence each; a child block ends a run. A run with no text but whitespace is left as it is.
+- **Untouched.** `<script>`, `<style>`, `<code>`, `<pre>`, `<textarea>`, `<svg>`, `<math>`,
+  `<template>`, any element with `translate="no"` (HTML's own attribute), void elements (`<br>`,
+  `<img>`, ...), comments and declarations are *atoms*: kept whole, contents and all.
+- **Attributes** are never translated and never changed: the elements of the input are reused.
+  (Beautiful Soup writes whitespace-only text between tags as one newline or space.)
+
+Where an inline element goes (its *placement*), given the translation's word alignment (source
+word -> output word links, decoding.word_alignment: an output word links to the source word it
+attends to most):
+
+1. An element wrapping source words S wraps the output words min(T)..max(T), T being the output
+   words linked to S that lie within its parent's placement (clipped, so nesting is kept).
+2. An atom, or an element with no such output word, sits empty at the output boundary of the same
+   relative position: after round(k * m / n) output words when k of the n source words precede it
+   (m output words), clipped into its parent's placement.
+3. Siblings are laid out in the order of their first output word (a point before a word at the
+   same boundary, then source order on ties); a sibling starts no earlier than the end of the one
+   before it, and one left without words sits empty at that point. So siblings never overlap and
+   the output nests exactly as the input did: every element, attribute and atom comes out once.
+
+A "word" is what the alignment counts (decoding.token_words): a Moses token, or the
+sentencepiece pieces of one word joined; `locate` finds each in the text by its characters.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from typing import Callable, Sequence
+
+from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
+from bs4.element import PreformattedString
+
+from attnmt.decoding import SPM_WORD_START, token_words
+
+INLINE = frozenset("a abbr acronym b bdi bdo big cite data del dfn em font i ins kbd label mark q s samp small "
+                   "span strike strong sub sup time tt u var".split())
+OPAQUE = frozenset("script style code pre textarea svg math template noscript iframe object".split())
+VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
+BREAKS = frozenset("br hr".split())  # void elements that separate the words on their two sides
+
+
+@dataclass(frozen=True)
+class AlignedTranslation:
+    """One sentence's translation with the word alignment that places the tags."""
+
+    text: str                                 # the translation
+    source_words: Sequence[str]               # the words the alignment's source indices count
+    target_words: Sequence[str]               # the words of `text` its output indices count
+    alignment: Sequence[tuple[int, int]]      # (source word, output word) links
+
+
+def aligned_translation(result, *, subword: bool) -> AlignedTranslation:
+    """A decoding.TranslationResult (translated with alignments=True) as an AlignedTranslation:
+    tokens joined into the words that word_alignment counts."""
+    return AlignedTranslation(result.text, _words(result.source_tokens, subword), _words(result.tokens, subword),
+                              list(result.alignment or []))
+
+
+def _words(tokens: Sequence[str], subword: bool) -> list[str]:
+    words: list[str] = []
+    for token, index in zip(tokens, token_words(tokens, subword)):
+        piece = token.replace(SPM_WORD_START, "") if subword else token
+        if index == len(words):
+            words.append(piece)
+        else:
+            words[index] += piece
+    return words
+
+
+def _fold(char: str) -> str:
+    lowered = char.lower()
+    return lowered if len(lowered) == 1 else char
+
+
+def locate(words: Sequence[str], text: str) -> list[tuple[int, int]]:
+    """The character span [start, end) of each word in `text`, in order, matched by characters with
+    whitespace ignored and case folded (a tokenizer may lowercase, normalize or cut the text). A
+    word none of whose characters is found gets an empty span where the previous one ended."""
+    positions = [i for i, char in enumerate(text) if not char.isspace()]
+    chars = "".join(_fold(text[i]) for i in positions)
+    owners = [k for k, word in enumerate(words) for char in word if not char.isspace()]
+    wanted = "".join(_fold(char) for word in words for char in word if not char.isspace())
+    if chars.startswith(wanted):  # the usual case (a cut input is a prefix)
+        matched = list(range(len(wanted)))
+    else:  # compared within a window: a tokenizer changes characters only locally
+        matched = [-1] * len(wanted)
+        window = chars[:4 * len(wanted) + 64]
+        for a, b, size in SequenceMatcher(None, window, wanted, autojunk=False).get_matching_blocks():
+            matched[b:b + size] = range(a, a + size)
+    spans, end = [], 0
+    found: list[list[int]] = [[] for _ in words]
+    for owner, at in zip(owners, matched):
+        if at >= 0:
+            found[owner].append(positions[at])
+    for hits in found:
+        start = max(min(hits), end) if hits else end
+        end = max(max(hits) + 1, start) if hits else end
+        spans.append((start, end))
+    return spans
+
+
+def is_atom(node: PageElement) -> bool:
+    """Kept whole wherever it is: comments, declarations, void and opaque elements."""
+    if isinstance(node, PreformattedString):
+        return True
+    return isinstance(node, Tag) and (node.name in VOID or node.name in OPAQUE
+                                      or str(node.get("translate", "")).strip().lower() == "no")
+
+
+def is_inline(node: PageElement) -> bool:
+    """Part of a sentence: text, an atom, or an INLINE element holding only inline content."""
+    if isinstance(node, NavigableString) or is_atom(node):
+        return True
+    return isinstance(node, Tag) and node.name in INLINE and all(is_inline(child) for child in node.children)
+
+
+@dataclass
+class _Item:
+    """An element or atom inside a sentence, with its character span in the sentence's source text."""
+
+    node: PageElement
+    start: int
+    end: int
+    atom: bool
+    children: list[_Item] = field(default_factory=list)
+
+
+@dataclass
+class _Run:
+    """One sentence: consecutive inline nodes of a block, their text and their elements."""
+
+    parent: Tag
+    nodes: list[PageElement]
+    text: str
+    items: list[_Item]
+    breaks: list[int]  # character positions of BREAKS elements in `text`
+
+    @property
+    def sentence(self) -> str:
+        """The text the model reads: whitespace collapsed, a space at each break."""
+        cuts = [0, *self.breaks, len(self.text)]
+        return " ".join(" ".join(self.text[a:b] for a, b in zip(cuts, cuts[1:])).split())
+
+
+class _Text:
+    """The text of a sentence as its nodes add to it, with its length so far."""
+
+    def __init__(self):
+        self.parts: list[str] = []
+        self.length = 0
+        self.breaks: list[int] = []  # where a BREAKS element separates words
+
+    def add(self, piece: str) -> None:
+        self.parts.append(piece)
+        self.length += len(piece)
+
+
+def _gather(nodes: Sequence[PageElement], text: _Text) -> list[_Item]:
+    """Add the text of `nodes` to `text`; return their elements and atoms with character spans."""
+    items = []
+    for node in nodes:
+        start = text.length
+        if is_atom(node):
+            items.append(_Item(node, start, start, atom=True))
+            if isinstance(node, Tag) and node.name in BREAKS:
+                text.breaks.append(start)
+        elif isinstance(node, NavigableString):
+            text.add(str(node))
+        else:
+            children = _gather(list(node.children), text)
+            items.append(_Item(node, start, text.length, atom=False, children=children))
+    return items
+
+
+@dataclass
+class _Placed:
+    """An item placed in the output text: its character span there, and its children's."""
+
+    item: _Item
+    start: int
+    end: int
+    children: list[_Placed] = field(default_factory=list)
+    pad: str = ""  # text after it (a space kept around a point)
+
+
+class _Layout:
+    """The placement of one sentence's items in its translation (the rules of the module docstring)."""
+
+    def __init__(self, run: _Run, translation: AlignedTranslation):
+        lead = run.text[:len(run.text) - len(run.text.lstrip())]
+        trail = run.text[len(run.text.rstrip()):]
+        self.text = run.text
+        self.out = lead + translation.text.strip() + trail
+        self.source = locate(translation.source_words, run.text)   # (n,) spans in run.text
+        self.source_starts = [start for start, _ in self.source]
+        self.source_ends = [end for _, end in self.source]
+        self.target = locate(translation.target_words, self.out)   # (m,) spans in self.out
+        self.links: dict[int, list[int]] = {}
+        for src, tgt in translation.alignment:
+            if 0 <= tgt < len(self.target):
+                self.links.setdefault(src, []).append(tgt)
+        self.items = self.place(run.items, 0, len(self.target), 0, len(self.out))
+
+    def targets(self, item: _Item, lo: int, hi: int) -> list[int]:
+        """The output words in [lo, hi) linked to the source words that `item` wraps (those whose
+        span overlaps the item's; spans are in order, so both ends are found by bisection)."""
+        words = range(bisect_right(self.source_ends, item.start), bisect_left(self.source_starts, item.end))
+        return sorted(t for i in words for t in self.links.get(i, ()) if lo <= t < hi)
+
+    def boundary(self, item: _Item) -> int:
+        """The output boundary at the relative position of the item's start among the source words."""
+        before = bisect_right(self.source_ends, item.start)  # the words that end before it starts
+        return round(before * len(self.target) / len(self.source)) if self.source else 0
+
+    def point_offset(self, item: _Item, point: int, lo: int, hi: int, cend: int) -> int:
+        """Where an item placed at output boundary `point` goes: right after the previous word when
+        the source had no space before it ("Hund<br>"), else at the start of the next word."""
+        spaced = item.start == 0 or self.text[item.start - 1].isspace()
+        if not spaced and point > lo:
+            return self.target[point - 1][1]
+        return self.target[point][0] if point < hi else cend
+
+    def pad(self, item: _Item, chars: tuple[int, int]) -> str:
+        """A space after an atom that had spaces on both sides in the source and that lands
+        after a space, before a word ("a <code>x</code> b" -> "A <code>x</code> B")."""
+        spaced = (0 < item.start and self.text[item.start - 1].isspace() and item.end < len(self.text)
+                  and self.text[item.end].isspace())
+        gap = 0 < chars[0] < len(self.out) and self.out[chars[0] - 1].isspace() and not self.out[chars[0]].isspace()
+        return " " if item.atom and spaced and gap else ""
+
+    def place(self, items: list[_Item], lo: int, hi: int, cstart: int, cend: int) -> list[_Placed]:
+        """Place `items` (siblings) within output words [lo, hi), characters [cstart, cend)."""
+        keyed = []
+        for order, item in enumerate(items):
+            words = [] if item.atom else self.targets(item, lo, hi)
+            first = words[0] if words else min(max(self.boundary(item), lo), hi)
+            keyed.append(((first, 1 if words else 0, order), item, words))
+        placed, cursor, pos = [], lo, cstart
+        for _, item, words in sorted(keyed, key=lambda k: k[0]):
+            start = max(words[0], cursor) if words else cursor
+            if words and words[-1] >= start:
+                end = words[-1] + 1
+                chars = (self.target[start][0], self.target[end - 1][1])
+                children = self.place(item.children, start, end, *chars)
+            else:  # a point: an atom, or an element with no words of its own left
+                point = min(max(self.boundary(item), cursor), hi)
+                offset = max(self.point_offset(item, point, lo, hi, cend), pos)
+                end, chars = point, (offset, offset)
+                children = [] if item.atom else self.place(item.children, point, point, offset, offset)
+            placed.append(_Placed(item, chars[0], chars[1], children, self.pad(item, chars)))
+            cursor, pos = end, chars[1]
+        return placed
+
+    def fill(self, placed: list[_Placed], cstart: int, cend: int) -> list[PageElement]:
+        """The nodes for characters [cstart, cend) of the output: text and the placed elements,
+        each refilled with its own placed content (atoms as they were)."""
+        nodes: list[PageElement] = []
+        pos = cstart
+        for place in placed:
+            if place.start > pos:
+                nodes.append(NavigableString(self.out[pos:place.start]))
+            if not place.item.atom:
+                element = place.item.node
+                element.clear()
+                for child in self.fill(place.children, place.start, place.end):
+                    element.append(child)
+            nodes.append(place.item.node)
+            if place.pad:
+                nodes.append(NavigableString(place.pad))
+            pos = max(pos, place.end)
+        if cend > pos:
+            nodes.append(NavigableString(self.out[pos:cend]))
+        return nodes
+
+
+MAX_DEPTH = 128  # elements nested deeper are refused (the layout recurses once per level)
+
+
+def _depth(soup: BeautifulSoup) -> int:
+    deepest, stack = 0, [(soup, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tag))
+    return deepest
+
+
+class MarkupDocument:
+    """An HTML fragment or document split into sentences; `render(translations)` gives it back
+    with each sentence translated and its markup placed (once: it rewrites the parsed tree).
+
+    Raises:
+        ValueError: elements nested deeper than MAX_DEPTH.
+    """
+
+    def __init__(self, html: str):
+        self.soup = BeautifulSoup(html, "html.parser", multi_valued_attributes=None)
+        depth = _depth(self.soup)
+        if depth > MAX_DEPTH:
+            raise ValueError(f"the HTML nests elements {depth} deep; at most {MAX_DEPTH} are read")
+        self.runs: list[_Run] = []
+        self._collect(self.soup)
+        self._rendered = False
+
+    @property
+    def sentences(self) -> list[str]:
+        """The text of each sentence, whitespace collapsed, in document order."""
+        return [run.sentence for run in self.runs]
+
+    def _collect(self, block: Tag) -> None:
+        run: list[PageElement] = []
+        for child in list(block.children):
+            if is_inline(child):
+                run.append(child)
+                continue
+            self._add_run(block, run)
+            run = []
+            self._collect(child)
+        self._add_run(block, run)
+
+    def _add_run(self, block: Tag, nodes: list[PageElement]) -> None:
+        text = _Text()
+        items = _gather(nodes, text)
+        joined = "".join(text.parts)
+        if joined.strip():
+            self.runs.append(_Run(block, list(nodes), joined, items, text.breaks))
+
+    def render(self, translations: Sequence[AlignedTranslation]) -> str:
+        """The document with each sentence replaced by its translation, markup placed.
+
+        Raises:
+            ValueError: not one translation per sentence, or a second call.
+        """
+        if len(translations) != len(self.runs):
+            raise ValueError(f"{len(translations)} translations for {len(self.runs)} sentences")
+        if self._rendered:
+            raise ValueError("a MarkupDocument renders once")
+        self._rendered = True
+        for run, translation in zip(self.runs, translations):
+            layout = _Layout(run, translation)
+            nodes = layout.fill(layout.items, 0, len(layout.out))
+            index = run.parent.index(run.nodes[0])
+            for node in run.nodes:
+                node.extract()
+            for offset, node in enumerate(nodes):
+                run.parent.insert(index + offset, node)
+        return self.soup.decode(formatter="minimal")
+
+
+def translate_html(html: str, translate: Callable[[list[str]], Sequence[AlignedTranslation]]) -> str:
+    """`html` with its text translated by `translate` (sentences -> their AlignedTranslations)."""
+    document = MarkupDocument(html)
+    return document.render(list(translate(document.sentences)) if document.runs else [])

@@ -1,0 +1,126 @@
+"""LibreTranslate's file translation: POST /translate_file (a multipart form: `file`, `source`,
+`target`, `api_key`) answers {"translatedFileUrl": absolute URL}, which GET /download_file/<name>
+serves until it expires (server/filestore.py).
+
+.txt files are translated line by line, .html files with their markup kept (markup.py). A file
+over --file-limit-kb gets 413; an empty file, another extension, a second file or a file that is
+not UTF-8 get 400; a full store 429; a name that is not one the store gave out, or has expired, 404.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import PurePath
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import FileResponse
+from starlette.datastructures import UploadFile
+
+from attnmt.server.documents import decode_upload, parse_html, translate_document
+from attnmt.server.errors import ApiError
+from attnmt.server.filestore import SUFFIXES, FileStore
+from attnmt.server.limits import invalid_text
+from attnmt.server.models import ModelSet
+from attnmt.server.routes.deps import get_models
+from attnmt.server.routes.libretranslate import ERRORS, detect_sources
+from attnmt.server.schemas import ErrorResponse, TranslateFileResponse
+
+router = APIRouter(tags=["LibreTranslate"])
+
+FIELDS = ("source", "target", "api_key")
+DETECT_CHARS = 4000  # `source: auto` guesses the language from the first characters of the file's text
+MEDIA_TYPES = {".txt": "text/plain; charset=utf-8", ".html": "text/html; charset=utf-8"}
+_FILE_DOC = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
+    "type": "object", "additionalProperties": False, "required": ["file", "source", "target"], "properties": {
+        "file": {"type": "string", "format": "binary", "description": f"a {' or '.join(SUFFIXES)} file, UTF-8"},
+        "source": {"type": "string", "description": "source language code, or 'auto'"},
+        "target": {"type": "string", "description": "target language code"},
+        "api_key": {"type": "string", "description": "needed when the server runs with --api-key"}}}}}}}
+
+
+def get_files(request: Request) -> FileStore:
+    store = getattr(request.app.state, "files", None)
+    if store is None:
+        raise ApiError(503, "the server is still starting")
+    return store
+
+
+async def read_file_form(request: Request) -> tuple[dict[str, str], UploadFile]:
+    """The form's text fields and its one file; 400 for anything else."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "application/x-www-form-urlencoded":  # such a form cannot hold a file
+        raise ApiError(400, "Invalid request: missing file parameter (send the file in a multipart/form-data body)")
+    if content_type != "multipart/form-data":
+        raise ApiError(400, f"Invalid request: send the file as multipart/form-data, not {content_type or 'an untyped body'}")
+    try:
+        form = await request.form(max_files=len(FIELDS) + 1, max_fields=len(FIELDS) + 1)
+    except Exception:  # malformed, or more parts than the form can hold
+        raise ApiError(400, "Invalid request: malformed form body (one file, and source, target, api_key)") from None
+    fields, files = {}, []
+    for key, value in form.multi_items():
+        if key == "file" and not isinstance(value, str):
+            files.append(value)
+        elif key not in FIELDS:
+            raise ApiError(400, f"Invalid request: unknown parameter {key}")
+        elif not isinstance(value, str):
+            raise ApiError(400, f"Invalid request: {key} must be text, not a file")
+        elif key in fields:
+            raise ApiError(400, f"Invalid request: {key} is given twice")
+        else:
+            fields[key] = value
+    if len(files) != 1:
+        raise ApiError(400, "Invalid request: missing file parameter" if not files else
+                            f"Invalid request: send one file per request, not {len(files)}")
+    problem = invalid_text(fields)
+    if problem:
+        raise ApiError(400, problem)
+    return fields, files[0]
+
+
+def file_suffix(upload: UploadFile) -> str:
+    """The upload's extension, one of SUFFIXES (.htm counts as .html); 400 otherwise."""
+    suffix = PurePath(upload.filename or "").suffix.lower()
+    suffix = ".html" if suffix == ".htm" else suffix
+    if suffix not in SUFFIXES:
+        raise ApiError(400, f"Invalid request: {suffix or 'a file without an extension'} is not supported: "
+                            f"send {', '.join(SUFFIXES)}")
+    return suffix
+
+
+@router.post("/translate_file", response_model=TranslateFileResponse, responses=ERRORS, openapi_extra=_FILE_DOC)
+async def translate_file(request: Request, models: ModelSet = Depends(get_models)) -> TranslateFileResponse:
+    """Translate a .txt or .html file; the answer is the URL of the translation (served for
+    --files-expire-minutes)."""
+    store = get_files(request)
+    fields, upload = await read_file_form(request)
+    models.check_access(request, fields.get("api_key"))
+    for name in ("source", "target"):
+        if not fields.get(name):
+            raise ApiError(400, f"Invalid request: missing {name} parameter")
+    suffix = file_suffix(upload)
+    settings = models.default.settings
+    data = await upload.read(settings.file_limit_kb * 1000 + 1)
+    if len(data) > settings.file_limit_kb * 1000:
+        raise ApiError(413, f"Invalid request: the file is over {settings.file_limit_kb} kB (--file-limit-kb)")
+    text = decode_upload(data)
+    source, target = fields["source"], fields["target"]
+    if source == "auto":
+        readable = (" ".join((await asyncio.to_thread(parse_html, [text], "the file"))[0].sentences)
+                    if suffix == ".html" else text)
+        source = (await detect_sources(request, models, [readable[:DETECT_CHARS]], target))[0]["language"]
+    models.route(source, target)
+    translated = await translate_document(models, text, suffix, source, target,
+                                          max_sentences=settings.max_sentences)
+    name = await asyncio.to_thread(store.save, translated, suffix)
+    return TranslateFileResponse(translatedFileUrl=str(request.url_for("download_file", name=name)))
+
+
+@router.get("/download_file/{name}", name="download_file", response_class=FileResponse,
+            responses={200: {"content": {t.split(";")[0]: {} for t in MEDIA_TYPES.values()}},
+                       404: {"model": ErrorResponse, "description": "No such file, or it has expired"}})
+async def download_file(name: str, request: Request) -> FileResponse:
+    """A file that POST /translate_file translated, while it has not expired."""
+    path = await asyncio.to_thread(get_files(request).find, name)
+    if path is None:
+        raise ApiError(404, "File not found: it may have expired")
+    return FileResponse(path, media_type=MEDIA_TYPES[path.suffix], filename=f"translated{path.suffix}")

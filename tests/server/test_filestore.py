@@ -1,0 +1,59 @@
+"""server/filestore.py without HTTP: names, expiry by modification time, the cap, the folder's
+ownership, and a folder that cannot be used (refused at start-up, naming the flag)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from attnmt.errors import AttnmtError
+from attnmt.server.errors import ApiError
+from attnmt.server.filestore import FileStore
+
+
+def test_names_are_random_and_only_they_are_found(tmp_path):
+    store = FileStore(tmp_path, expire_s=60, max_files=100)
+    names = {store.save(b"x", ".txt") for _ in range(50)}
+    assert len(names) == 50 and all(re.fullmatch(r"[A-Za-z0-9_-]{32}\.txt", n) for n in names)
+    name = next(iter(names))
+    assert store.find(name) == tmp_path / name and (tmp_path / name).read_bytes() == b"x"
+    (tmp_path / "other.txt").write_text("not the store's")
+    for bad in ("other.txt", "../" + name, name + "/", name.upper() + "x", "", ".", name[:-4] + ".py"):
+        assert store.find(bad) is None
+    with pytest.raises(ValueError, match="suffix"):
+        store.save(b"x", ".sh")
+
+
+def test_expired_files_are_deleted_and_make_room(tmp_path):
+    now = [1_000_000.0]
+    store = FileStore(tmp_path, expire_s=60, max_files=2, clock=lambda: now[0])
+    (tmp_path / "notes.txt").write_text("the user's, old")
+    os.utime(tmp_path / "notes.txt", (0, 0))
+    first, second = store.save(b"1", ".txt"), store.save(b"2", ".html")
+    os.utime(tmp_path / first, (now[0] - 61, now[0] - 61))
+    os.utime(tmp_path / second, (now[0], now[0]))
+    assert store.find(first) is None and not (tmp_path / first).exists()
+    store.save(b"3", ".txt")
+    with pytest.raises(ApiError, match=r"Too many translated files .*\(2\)") as refused:
+        store.save(b"4", ".txt")
+    assert refused.value.status == 429
+    assert store.find(second) is not None
+    assert (tmp_path / "notes.txt").exists()  # only the store's own names are ever swept
+
+
+def test_a_temporary_folder_is_removed_on_close_a_given_one_is_not(tmp_path):
+    owned = FileStore(None, expire_s=60, max_files=10)
+    owned.save(b"x", ".txt")
+    owned.close()
+    assert not owned.folder.exists()
+    given = FileStore(tmp_path / "kept", expire_s=60, max_files=10)
+    given.close()
+    assert (tmp_path / "kept").is_dir()
+
+
+def test_an_unusable_folder_is_refused_naming_the_flag(tmp_path):
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(AttnmtError, match=r"--files-dir .*a_file.*: cannot write files there"):
+        FileStore(tmp_path / "a_file" / "sub", expire_s=60, max_files=10)

@@ -1,0 +1,218 @@
+"""markup.py: HTML split into sentences per block and put back with its inline tags placed by word
+alignment. Translations come from fake translators written here (upper-casing, reversing,
+dropping words) whose alignments are known, so every expected output is worked out by hand;
+structure is checked by re-parsing the output and comparing tags, attributes and nesting."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+from bs4 import BeautifulSoup, Tag
+from hypothesis import given, strategies as st
+
+from attnmt.decoding import TranslationResult
+from fuzzing import fuzz
+
+from attnmt.markup import MAX_DEPTH, AlignedTranslation, MarkupDocument, aligned_translation, locate, translate_html
+
+
+def upper(sentences):
+    """Word for word, upper-cased, in order: word i -> word i."""
+    out = []
+    for sentence in sentences:
+        words = sentence.split()
+        out.append(AlignedTranslation(sentence.upper(), words, [w.upper() for w in words],
+                                      [(i, i) for i in range(len(words))]))
+    return out
+
+
+def reverse(sentences):
+    """Word for word in reverse order: word i -> word n-1-i."""
+    out = []
+    for sentence in sentences:
+        words = sentence.split()
+        n = len(words)
+        out.append(AlignedTranslation(" ".join(reversed(words)), words, words[::-1],
+                                      [(n - 1 - j, j) for j in range(n)]))
+    return out
+
+
+def structure(html: str) -> Counter:
+    """Every element as (its ancestors' and its own (name, attributes)) path: equal counters mean
+    the same tags, the same attributes, nested the same way."""
+    soup = BeautifulSoup(html, "html.parser", multi_valued_attributes=None)
+    paths = Counter()
+    for element in soup.find_all(True):
+        chain = [element, *[p for p in element.parents if isinstance(p, Tag) and p is not soup]]
+        paths[tuple((e.name, tuple(sorted(e.attrs.items()))) for e in reversed(chain))] += 1
+    return paths
+
+
+def test_nested_and_adjacent_inline_tags_in_order():
+    html = '<p>ein <b>roter <i>Ball</i></b> <a href="/x?a=1&amp;b=2" title="Titel">und</a><span> ein</span> Hund</p>'
+    assert translate_html(html, upper) == ('<p>EIN <b>ROTER <i>BALL</i></b> <a href="/x?a=1&amp;b=2" title="Titel">UND'
+                                           '</a> <span>EIN</span> HUND</p>')
+
+
+def test_reordered_words_carry_their_tags():
+    html = '<p>ein <b>roter <i>Ball</i></b> und <a href="#h">Hund</a></p>'
+    # output words: Hund und Ball roter ein; <b> wraps the outputs of "roter Ball" (2..3), <i> that of Ball (2)
+    assert translate_html(html, reverse) == '<p><a href="#h">Hund</a> und <b><i>Ball</i> roter</b> ein</p>'
+
+
+def test_blocks_are_sentences_of_their_own():
+    html = ("<div>vor <b>dem</b><p>erster Satz</p>nach <ul><li>eins</li><li>zwei <em>drei</em></li></ul></div>"
+            "<h1>Titel</h1>")
+    assert MarkupDocument(html).sentences == ["vor dem", "erster Satz", "nach", "eins", "zwei drei", "Titel"]
+    assert translate_html(html, upper) == ("<div>VOR <b>DEM</b><p>ERSTER SATZ</p>NACH <ul><li>EINS</li><li>ZWEI "
+                                           "<em>DREI</em></li></ul></div><h1>TITEL</h1>")
+
+
+def test_an_inline_element_holding_a_block_is_a_block():
+    html = "<a href='/'>Seite <div>innen</div></a>"
+    assert MarkupDocument(html).sentences == ["Seite", "innen"]
+    assert structure(translate_html(html, upper)) == structure(html)
+
+
+def test_entities_are_text_for_the_model_and_escaped_again():
+    html = "<p>Fisch &amp; Chips &lt;b&gt; caf&eacute;&nbsp;<b>gut&#33;</b></p>"
+    assert MarkupDocument(html).sentences == ["Fisch & Chips <b> café\xa0gut!".replace("\xa0", " ")]
+    out = translate_html(html, upper)
+    assert out == "<p>FISCH &amp; CHIPS &lt;B&gt; CAFÉ <b>GUT!</b></p>"
+    assert structure(out) == structure(html)
+
+
+def test_void_elements_stay_and_break_words():
+    html = '<p>Hund<br>Katze <img src="a.png" alt="ein Bild"> Haus<br/></p>'
+    assert MarkupDocument(html).sentences == ["Hund Katze Haus"]
+    out = translate_html(html, upper)
+    assert out == '<p>HUND<br/> KATZE <img alt="ein Bild" src="a.png"/> HAUS<br/></p>'
+    assert structure(out) == structure(html)  # alt is not translated
+
+
+def test_script_style_code_and_translate_no_pass_through():
+    html = ('<html><head><style>p > b { color: red }</style><script>if (a < b) { x = "<b>&amp;" }</script></head>'
+            '<body><p>lauf <code>rm -rf &lt;dir&gt;</code> jetzt <span translate="no">Marke</span></p>'
+            '<pre>  zwei   Leer</pre></body></html>')
+    out = translate_html(html, upper)
+    soup, source = BeautifulSoup(out, "html.parser"), BeautifulSoup(html, "html.parser")
+    for name in ("style", "script", "code", "pre", "span"):
+        assert str(soup.find(name)) == str(source.find(name))
+    assert soup.find("p").get_text() == "LAUF rm -rf <dir> JETZT Marke"
+
+
+def test_comments_doctype_and_whitespace_between_blocks_are_kept():
+    html = "<!DOCTYPE html>\n<html>\n  <body>\n    <!-- Notiz -->\n    <p>hallo</p>\n  </body>\n</html>\n"
+    # Beautiful Soup writes whitespace-only text between tags as one newline (or space)
+    expected = "<!DOCTYPE html>\n\n<html>\n<body>\n<!-- Notiz -->\n<p>HALLO</p>\n</body>\n</html>\n"
+    assert translate_html(html, upper) == expected
+
+
+def test_a_tag_whose_words_the_model_dropped_stays_empty():
+    def drop_middle(sentences):
+        words = sentences[0].split()  # "ein roter Ball" -> "A ball": roter has no output word
+        return [AlignedTranslation("A ball", words, ["A", "ball"], [(0, 0), (2, 1)])]
+
+    assert translate_html("<p>ein <b>roter</b> Ball</p>", drop_middle) == "<p>A <b></b>ball</p>"
+
+
+def test_adjacent_tags_aligned_to_one_word_do_not_overlap():
+    def merge(sentences):  # both source words -> the one output word
+        words = sentences[0].split()
+        return [AlignedTranslation("Haustür", words, ["Haustür"], [(0, 0), (1, 0)])]
+
+    out = translate_html("<p><b>house</b> <i>door</i></p>", merge)
+    assert out == "<p><b>Haustür</b><i></i></p>"
+
+
+def test_empty_translation_keeps_every_tag():
+    def nothing(sentences):
+        return [AlignedTranslation("", s.split(), [], []) for s in sentences]
+
+    html = '<p>ein <b>roter <i>Ball</i></b><br> <a href="x">da</a></p>'
+    assert structure(translate_html(html, nothing)) == structure(html)
+
+
+def test_locate_matches_words_by_characters():
+    assert locate(["ein", "hund", "."], "Ein  Hund.") == [(0, 3), (5, 9), (9, 10)]  # lowercased, split off
+    assert locate(["fi", "sch"], "\ufb01sch") == [(0, 0), (1, 4)]  # a ligature no word matches: empty span
+    assert locate(["a", "b"], "a b c d e") == [(0, 1), (2, 3)]  # a cut input: a prefix
+    assert locate([], "a") == []
+
+
+def test_locate_normalized_characters_fall_back_to_matching():
+    spans = locate(["Cafe", "gut"], "Café gut")  # "é" normalized away by a tokenizer
+    assert spans == [(0, 3), (5, 8)]
+
+
+def test_aligned_translation_joins_sentencepiece_pieces():
+    result = TranslationResult(text="Der Hund", tokens=["▁Der", "▁Hu", "nd"], source_tokens=["▁The", "▁d", "og"],
+                               attention=None, alignment=[(0, 0), (1, 1)])
+    aligned = aligned_translation(result, subword=True)
+    assert (aligned.source_words, aligned.target_words) == (["The", "dog"], ["Der", "Hund"])
+    assert aligned_translation(result, subword=False).source_words == ["▁The", "▁d", "og"]
+
+
+def test_too_deep_nesting_is_refused():
+    with pytest.raises(ValueError, match=f"at most {MAX_DEPTH}"):
+        MarkupDocument("<b>" * (MAX_DEPTH + 5) + "x")
+
+
+def test_render_checks_its_translations():
+    document = MarkupDocument("<p>a</p><p>b</p>")
+    with pytest.raises(ValueError, match="1 translations for 2 sentences"):
+        document.render(upper(["a"]))
+
+
+# ---- property: generated fragments from a small tag alphabet ----------------------------------
+
+WORDS = st.sampled_from(["hund", "Katze", "&amp;", "&lt;x&gt;", "caf&eacute;", "rot.", "&nbsp;", " ", "  "])
+LEAF = st.one_of(WORDS, st.just("<br>"), st.just('<img src="a.png" alt="Bild &quot;1&quot;">'),
+                 st.just("<code>a &lt; b</code>"), st.just("<!-- c -->"))
+
+
+def _wrap(children):
+    inline = st.sampled_from(["<b>{}</b>", "<i>{}</i>", '<span class="x  y">{}</span>', '<a href="/p?q=1&amp;r=2">{}</a>'])
+    block = st.sampled_from(["<p>{}</p>", '<div id="d">{}</div>', "<li>{}</li>"])
+    return st.tuples(st.one_of(inline, block), st.lists(children, max_size=4)).map(lambda t: t[0].format("".join(t[1])))
+
+
+FRAGMENTS = st.lists(st.recursive(LEAF, _wrap, max_leaves=20), min_size=1, max_size=5).map("".join)
+
+
+def shuffled(seed: int, drop: float):
+    """A translator that permutes each sentence's words (upper-cased) and drops some, by `seed`."""
+    def translate(sentences):
+        rng, out = random.Random(seed), []
+        for sentence in sentences:
+            words = sentence.split()
+            order = [i for i in rng.sample(range(len(words)), len(words)) if rng.random() >= drop]
+            out.append(AlignedTranslation(" ".join(words[i].upper() for i in order), words,
+                                          [words[i].upper() for i in order], [(i, j) for j, i in enumerate(order)]))
+        return out
+    return translate
+
+
+@fuzz(150, 3000)
+@given(FRAGMENTS, st.integers(0, 2**16), st.sampled_from([0.0, 0.3]))
+def test_generated_fragments_keep_tags_attributes_and_nesting(html, seed, drop):
+    out = translate_html(html, shuffled(seed, drop))
+    assert structure(out) == structure(html)
+    reparsed, source = BeautifulSoup(out, "html.parser"), BeautifulSoup(html, "html.parser")
+    assert [str(c) for c in reparsed.find_all("code")] == [str(c) for c in source.find_all("code")]
+    if drop == 0.0:  # every word comes out, once, translated
+        words = sorted(w.upper() for s in MarkupDocument(html).sentences for w in s.split())
+        kept = " ".join(str(s) for s in reparsed.find_all(string=True) if s.find_parent("code") is None
+                       and not s.__class__.__name__ == "Comment")
+        assert sorted(kept.split()) == words
+
+
+@fuzz(150, 3000)
+@given(st.lists(st.sampled_from(["<", ">", "</", "/>", "<!", "<?", "<![CDATA[", "]]>", "-->", "<!--", "&", "&#", ";",
+                                 "=", '"', "'", "p", "b", "a href", "br", "script", "x", " ", "\n", "\x00"])
+                | st.characters(exclude_categories=("Cs",)), max_size=40).map("".join))
+def test_any_text_gives_html_that_parses_back_the_same(text):
+    out = translate_html(text, upper)
+    assert structure(out) == structure(text)
