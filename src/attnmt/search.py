@@ -10,7 +10,7 @@ The model interface (docs/architecture.md): ``encode(src_ids, src_mask, src_leng
 ``init_state(enc) -> dict`` (batch on dim 0), ``decode_step(prev_ids, state) -> (logits, state,
 attn)`` and ``reorder_state(state, index, *, within_sentences=False)`` (True: the index only
 moves rows among their own sentence's beams, so the source side may stay in place). Search
-never looks inside the state.
+never looks inside the state, and decodes each state once (a model may fill buffers in place).
 
 Conventions of both searches:
     * A sentence may produce at most ``floor(max_len_ratio * src_len + max_len_offset)`` tokens
