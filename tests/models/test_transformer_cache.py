@@ -1,12 +1,14 @@
-"""The Transformer's preallocated self-attention cache: filled in place, grown by doubling,
-gathered by reorder_state; every search through it gives the outputs of a decoder with no
-cache at all (the reference below re-runs the public ``forward`` over the whole prefix at
-every step), token for token, with scores and attention to float64 rounding."""
+"""The Transformer's decoding: the preallocated self-attention cache (filled in place, grown by
+doubling, gathered by reorder_state) and the fused q, k, v projection. Every search through them
+gives the outputs of a decoder with no cache at all (the reference below re-runs the public
+``forward`` over the whole prefix at every step), token for token, with scores and attention to
+float64 rounding; checkpoints keep the three projections' parameters."""
 
 import pytest
 import torch
 from torch import Tensor, nn
 
+from attnmt.checkpoint import load_weights, load_weights_file, save_weights
 from attnmt.constraints import constrained_beam_search, constraint_batch
 from attnmt.models.transformer import CACHE_START, TransformerSeq2Seq
 from attnmt.search import beam_search, greedy_search
@@ -110,3 +112,20 @@ def test_the_cache_is_filled_in_place_and_doubles_when_full():
     reordered = model.reorder_state(state, index)
     assert torch.equal(reordered["self_kv"], state["self_kv"][index])
     assert reordered["self_kv"].untyped_storage().data_ptr() != storages[-1]  # a copy, not a view
+
+
+def test_a_saved_checkpoint_loads_unchanged_and_decoding_follows_it(tmp_path):
+    """The fused q, k, v projection keeps the three Linear layers' parameters: a weights file
+    lists them under their names, loads into a model that already decoded (and built its stacked
+    copy), and that model then translates as the one that saved it."""
+    saved, other = toy_transformer(3), toy_transformer(4)
+    src = padded_batch([5, 2, 4])
+    assert greedy_search(saved, *src).tokens != greedy_search(other, *src).tokens  # other's copy built
+    save_weights(saved, tmp_path / "weights.safetensors")
+    names = set(load_weights_file(tmp_path / "weights.safetensors"))
+    assert {f"decoder_layers.1.self_attn.{p}_proj.{t}" for p in ("query", "key", "value")
+            for t in ("weight", "bias")} <= names
+    assert names == set(other.state_dict())
+    load_weights(other, tmp_path / "weights.safetensors")
+    assert_same(greedy_search(other, *src), greedy_search(saved, *src))
+    assert_same(beam_search(other, *src, beam_size=3), beam_search(Recomputing(saved), *src, beam_size=3))

@@ -140,17 +140,18 @@ class DecoderLayer(_Sublayers):
             or None.
         """
         h = self.sublayer_input(x, self.self_attn_norm)
-        k, v = self.self_attn.project_kv(h)  # (batch, heads, tgt_len, head_dim)
-        mask = None
-        if cache is not None:
+        q, mask = None, None
+        if cache is not None:  # decoding: q, k, v in one matmul (outside autograd)
+            q, k, v = self.self_attn.project_qkv(h)  # each (batch, heads, tgt_len, head_dim)
             tgt_len = h.shape[1]
             cache[0][:, :, -tgt_len:].copy_(k)
             cache[1][:, :, -tgt_len:].copy_(v)
             k, v = cache  # (batch, heads, t + tgt_len, head_dim)
         else:
+            k, v = self.self_attn.project_kv(h)  # (batch, heads, tgt_len, head_dim)
             mask = causal_mask(h.shape[1], h.device)[None]
         # under bf16 autocast k, v are bf16 while LayerNorm gives float32; MHA wants one dtype
-        out = self.self_attn(h.to(k.dtype), mask=mask, kv=(k, v), need_weights=False).context
+        out = self.self_attn(h.to(k.dtype), mask=mask, kv=(k, v), projected_query=q, need_weights=False).context
         x = self.residual(x, out, self.self_attn_norm)
         h = self.sublayer_input(x, self.cross_attn_norm)
         out, weights = self.cross_attn(h.to(cross_kv[0].dtype), mask=src_mask, kv=cross_kv,
