@@ -29,7 +29,7 @@ Conventions of both searches:
 from __future__ import annotations
 
 import bisect
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -294,8 +294,8 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
             best_finished = torch.maximum(
                 best_finished, torch.where(finalize, top_scores / lp, neg_inf).max(dim=1).values)
             done = at_max | ((n_finished >= beam) & (best_finished >= live_scores[:, 0] / lp))
-            trail.finish(attn, finalize, active.unsqueeze(1).expand_as(finalize), top_rows, top_tokens,
-                         top_scores, top_logps)
+            trail.finish(attn, finalize, active.unsqueeze(1), top_rows, top_tokens, top_scores, top_logps,
+                         top_scores.new_full((1, 1), lp, dtype=torch.float64))  # a fill: no host-to-device copy
 
             keep = done.logical_not().nonzero().squeeze(1)  # (n_keep,) host sync
             if keep.numel() == 0:
@@ -307,21 +307,38 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
             state = model.reorder_state(state, live_rows, within_sentences=keep.numel() == n)
             beam_scores, prev_ids = live_scores[keep], live_tokens
             active, n_finished, best_finished = active[keep], n_finished[keep], best_finished[keep]
-        return SearchResult.from_nbest(trail.nbest(batch, beam, alpha, src_lengths.tolist(), eos_id))
+        return SearchResult.from_nbest(trail.nbest(batch, beam, src_lengths.tolist(), eos_id))
+
+
+class _Ended(NamedTuple):
+    """A finished hypothesis as the trail recorded it, before its tokens are traced back."""
+
+    step: int  # the step it ended at (its length is step + 1, eos included when produced)
+    sentence: int
+    row: int  # its row at that step
+    token: int  # its last token (eos, or any token at the length budget)
+    log_prob: float
+    token_log_prob: float  # its last token's
+    penalty: float  # the length penalty that divides log_prob
+    met: int  # constraint tokens met (constrained search; 0 otherwise)
+
+    @property
+    def score(self) -> float:
+        return self.log_prob / self.penalty
 
 
 class _BeamTrail:
-    """What beam search needs to rebuild hypotheses, one small record per step (rows_t: the
+    """What a beam search needs to rebuild hypotheses, one small record per step (rows_t: the
     rows decoded at step t):
 
         attention[t]  (rows_t, src_len)  each row's cross-attention at step t
         parents[t]    (rows_t+1,)        the row at step t that each row of step t+1 extends
         tokens[t], logps[t]  (rows_t+1,) the token it appended at step t and its log-prob
-        ended[t]      the step's candidates, flat: whether each ends there, the step, its sentence,
-                      row, token, log_prob and token log-prob
+        ended[t]      the step's candidates, flat: whether each ends there, then the _Ended fields
 
     Nothing grows with the hypotheses' length per step; ``nbest`` follows the back-pointers
-    once, for the hypotheses that make the n-best lists only.
+    once, for the hypotheses that make the n-best lists only. Used by beam_search and
+    constraints.constrained_beam_search.
     """
 
     def __init__(self) -> None:
@@ -331,13 +348,17 @@ class _BeamTrail:
         self.logps: list[Tensor] = []
         self.ended: list[tuple[Tensor, ...]] = []
 
-    def finish(self, attn: Tensor, finalize: Tensor, *candidates: Tensor) -> None:
-        """Record step t: its attention (rows_t, src_len) and its (n, 2*beam) candidates'
-        sentence, row, token, log_prob and token log-prob, of which ``finalize`` ends some; kept
-        on the device, so that finding them waits until the search is over."""
+    def finish(self, attn: Tensor, finalize: Tensor, sentences: Tensor, rows: Tensor, tokens: Tensor,
+               log_probs: Tensor, token_logps: Tensor, penalties: Tensor, met: Tensor | None = None) -> None:
+        """Record step t: its attention (rows_t, src_len) and its candidates, each (n, cand) and
+        ``finalize`` saying which end here; kept on the device, so that finding the finished
+        ones waits until the search is over. Penalties are kept in float64 (exact for Python
+        floats and float32 alike)."""
         self.attention.append(attn)
-        step = torch.full_like(candidates[0], len(self.ended))
-        self.ended.append(tuple(x.reshape(-1) for x in (finalize, step, *candidates)))
+        step = torch.full_like(rows, len(self.ended))
+        met = torch.zeros_like(rows) if met is None else met
+        fields = (finalize, step, sentences, rows, tokens, log_probs, token_logps, penalties.double(), met)
+        self.ended.append(tuple(x.expand_as(rows).reshape(-1) for x in fields))
 
     def extend(self, parents: Tensor, tokens: Tensor, logps: Tensor) -> None:
         """Record the live hypotheses after step t: (rows_t+1,) back-pointers, tokens, log-probs."""
@@ -345,26 +366,26 @@ class _BeamTrail:
         self.tokens.append(tokens)
         self.logps.append(logps)
 
-    def nbest(self, batch: int, beam: int, alpha: float, src_lens: list[int], eos_id: int
-              ) -> list[list[Hypothesis]]:
-        """Each sentence's best ``beam`` finished hypotheses by score (ties: first finished first)."""
-        finalize, *ended = (torch.cat(x) for x in zip(*self.ended))
-        steps, sentences, rows, last, scores, last_logps = (x[finalize].tolist() for x in ended)
-        ranked: list[list[tuple[float, int]]] = [[] for _ in range(batch)]  # (score, hypothesis)
-        for h, (sent, step, logp) in enumerate(zip(sentences, steps, scores)):
-            ranked[sent].append((logp / gnmt_penalty(step + 1, alpha), h))
-        picked = sorted(h for hyps in ranked for _, h in sorted(hyps, key=lambda sh: sh[0], reverse=True)[:beam])
+    def nbest(self, batch: int, size: int, src_lens: list[int], eos_id: int,
+              key: Callable[[_Ended], Any] = lambda e: e.score) -> list[list[Hypothesis]]:
+        """Each sentence's best ``size`` finished hypotheses by ``key`` (ties: first finished first)."""
+        finalize, *fields = (torch.cat(x) for x in zip(*self.ended))
+        ended = [_Ended(*e) for e in zip(*(x[finalize].tolist() for x in fields))]
+        ranked: list[list[int]] = [[] for _ in range(batch)]
+        for i, e in enumerate(ended):
+            ranked[e.sentence].append(i)
+        best = [sorted(hyps, key=lambda i: key(ended[i]), reverse=True)[:size] for hyps in ranked]
+        picked = sorted(i for hyps in best for i in hyps)  # by step: the order _trace wants
         if not picked:
             return [[] for _ in range(batch)]
-        tokens, logps, attention = self._trace([steps[h] for h in picked], [rows[h] for h in picked])
+        tokens, logps, attention = self._trace([ended[i].step for i in picked], [ended[i].row for i in picked])
         hyps = {}
-        for i, h in enumerate(picked):
-            n = steps[h] + 1
-            out = tokens[i][:steps[h]] + ([] if last[h] == eos_id else [last[h]])
-            hyps[h] = Hypothesis(out, scores[h] / gnmt_penalty(n, alpha), scores[h],
-                                 attention[i, :n, :src_lens[sentences[h]]], logps[i][:steps[h]] + [last_logps[h]])
-        return [[hyps[h] for _, h in sorted(hyps_s, key=lambda sh: sh[0], reverse=True)[:beam]]
-                for hyps_s in ranked]
+        for j, i in enumerate(picked):
+            e = ended[i]
+            out = tokens[j][:e.step] + ([] if e.token == eos_id else [e.token])
+            hyps[i] = Hypothesis(out, e.score, e.log_prob, attention[j, :e.step + 1, :src_lens[e.sentence]],
+                                 logps[j][:e.step] + [e.token_log_prob])
+        return [[hyps[i] for i in hyps_of_sentence] for hyps_of_sentence in best]
 
     def _trace(self, steps: list[int], rows: list[int]) -> tuple[list[list[int]], list[list[float]], Tensor]:
         """Follow the back-pointers of k hypotheses, sorted by the step they ended at, from their
