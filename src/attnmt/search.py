@@ -379,7 +379,7 @@ class _BeamTrail:
         if not picked:
             return [[] for _ in range(batch)]
         tokens, logps, attention = self._trace([ended[i].step for i in picked], [ended[i].row for i in picked])
-        hyps = {}
+        hyps: dict[int, Hypothesis] = {}
         for j, i in enumerate(picked):
             e = ended[i]
             out = tokens[j][:e.step] + ([] if e.token == eos_id else [e.token])
