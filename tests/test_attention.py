@@ -494,3 +494,33 @@ def test_dropout_only_in_training():
     mha.eval()
     assert not torch.allclose(train, mha(x, x).context)
     torch.testing.assert_close(mha(x, x).context, mha(x, x, need_weights=False).context)
+
+
+def test_mha_project_qkv_is_the_three_projections_and_follows_their_weights():
+    """Outside autograd project_qkv runs one matmul over the stacked weights; the result is
+    the three Linear layers' (written out here), also after a weight changes in place or the
+    module changes dtype; with autograd on it does not fuse."""
+    torch.manual_seed(7)
+    mha = MultiHeadAttention(8, 2).to(DTYPE)
+    x = torch.randn(3, 4, 8, dtype=DTYPE)
+
+    def expected():  # (batch, heads, len, head_dim) each
+        return [(x @ p.weight.T + p.bias).view(3, 4, 2, 4).transpose(1, 2)
+                for p in (mha.query_proj, mha.key_proj, mha.value_proj)]
+
+    with torch.no_grad():
+        assert mha._fused_qkv() is not None
+        for got, want in zip(mha.project_qkv(x), expected()):
+            torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
+        mha.key_proj.weight.mul_(2.0)  # in place: the stacked copy must follow
+        for got, want in zip(mha.project_qkv(x), expected()):
+            torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
+        mha.float()
+        x = x.float()
+        assert all(t.dtype == torch.float32 for t in mha.project_qkv(x))
+        for got, want in zip(mha.project_qkv(x), expected()):
+            torch.testing.assert_close(got, want)
+        q, k, v = mha.project_qkv(x)
+        fused_out = mha(x, kv=(k, v), projected_query=q).context
+    assert mha._fused_qkv() is None  # autograd on: the three Linear layers
+    torch.testing.assert_close(fused_out, mha(x, x).context)

@@ -273,6 +273,24 @@ def test_finished_sentences_leave_the_beam(reverser, monkeypatch):
     assert rows[0] == 6 and rows[-1] == 3  # both sentences, then the long one alone
 
 
+def test_beam_search_stops_when_no_live_hypothesis_can_win():
+    """Eos has probability 0.9 after every token. Beam 2, by hand: step 1 finishes <eos>
+    (0.9) and keeps "4" (0.06) and "5" (0.04); step 2 finishes "4 <eos>" and "5 <eos>", so the
+    sentence holds 3 >= beam finished hypotheses, and the best live one ("4 4", 0.0036) cannot
+    beat 0.9 (alpha 0: log-probs only fall). The search ends after 2 of its 30 steps."""
+    probs = torch.full((6, 6), 1e-12, dtype=torch.float64)
+    probs[:, EOS], probs[:, 4], probs[:, 5] = 0.9, 0.06, 0.04
+    model = BigramModel(probs.log())
+    steps = []
+    decode_step = model.decode_step
+    model.decode_step = lambda prev_ids, state: steps.append(len(prev_ids)) or decode_step(prev_ids, state)
+    result = beam_search(model, *source([1]), beam_size=2, length_penalty=0.0, max_len_ratio=0.0,
+                         max_len_offset=30)
+    assert steps == [2, 2]
+    assert [h.tokens for h in result.nbest[0]] == [[], [4]]
+    assert result.scores[0] == pytest.approx(math.log(0.9))
+
+
 def test_greedy_drops_finished_sentences_without_changing_results(monkeypatch):
     """Rows that ended leave the greedy batch at each check; the results stay those of a search
     that keeps every row to the end (check_every past the budget: no check at all)."""

@@ -376,8 +376,10 @@ class MultiHeadAttention(nn.Module):
         impl: "math", "sdpa" or "auto" (SDPA when ``need_weights=False``).
 
     Incremental decoding: ``k, v = mha.project_kv(keys, values)`` gives (batch, heads, src_len,
-    head_dim); cache them (concatenate new steps on dim 2) and call
-    ``mha(query_step, mask=..., kv=(k, v))`` with query (batch, 1, d_model).
+    head_dim); cache them (append new steps on dim 2) and call
+    ``mha(query_step, mask=..., kv=(k, v))`` with query (batch, 1, d_model). For self-attention,
+    ``q, k, v = mha.project_qkv(x)`` projects all three in one matmul; pass
+    ``projected_query=q`` with the cached ``kv``.
     """
 
     def __init__(
@@ -418,6 +420,41 @@ class MultiHeadAttention(nn.Module):
             )
         return self._split_heads(self.key_proj(keys)), self._split_heads(self.value_proj(values))
 
+    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention's q, k, v of x (batch, len, d_model), each (batch, heads, len, head_dim).
+
+        Without autograd the three projections run as one matmul over their weights stacked
+        (built once and rebuilt when a weight changes or moves: the parameters, their names and
+        the checkpoints stay those of the three Linear layers); with autograd, as three.
+        """
+        fused = self._fused_qkv()
+        if fused is None:
+            k, v = self.project_kv(x)
+            return self._split_heads(self.query_proj(x)), k, v
+        q, k, v = F.linear(x, *fused).chunk(3, dim=-1)  # each (batch, len, d_model)
+        return self._split_heads(q), self._split_heads(k), self._split_heads(v)
+
+    def _fused_qkv(self) -> tuple[Tensor, Tensor | None] | None:
+        """The stacked (3 * d_model, d_model) weight and (3 * d_model,) bias, cached with the
+        parameters they came from and those parameters' version counters; None where fusing does
+        not apply (autograd on, key / value sizes other than d_model, inference-mode parameters)."""
+        params = [t for proj in (self.query_proj, self.key_proj, self.value_proj)
+                  for t in (proj.weight, proj.bias) if t is not None]
+        if torch.is_grad_enabled() or self.kdim != self.d_model or self.vdim != self.d_model \
+                or any(t.is_inference() for t in params):
+            return None
+        cached = self.__dict__.get("_fused_cache")  # (sources, versions, weight, bias)
+        if cached is None or len(cached[0]) != len(params) or any(
+                old.data_ptr() != new.data_ptr() or version != new._version
+                for old, version, new in zip(cached[0], cached[1], params)):
+            weight = torch.cat([p.weight for p in (self.query_proj, self.key_proj, self.value_proj)])
+            bias = None if self.query_proj.bias is None else torch.cat(
+                [p.bias for p in (self.query_proj, self.key_proj, self.value_proj)])
+            # holding the sources keeps their memory from being reused at the same address
+            cached = ([t.detach() for t in params], [t._version for t in params], weight, bias)
+            self.__dict__["_fused_cache"] = cached
+        return cached[2], cached[3]
+
     def forward(
         self,
         query: Tensor,
@@ -426,6 +463,7 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         *,
         kv: tuple[Tensor, Tensor] | None = None,
+        projected_query: Tensor | None = None,
         need_weights: bool = True,
         average_heads: bool = True,
     ) -> AttentionOutput:
@@ -438,6 +476,8 @@ class MultiHeadAttention(nn.Module):
             mask: bool, True = may attend; (batch, src_len) or (batch, tgt_len, src_len).
             kv: already projected (k, v), each (batch, heads, src_len, head_dim), from
                 ``project_kv``.
+            projected_query: q (batch, heads, tgt_len, head_dim) from ``project_qkv`` (the
+                query then only gives the shapes).
             need_weights: False allows the SDPA fast path and returns weights=None.
             average_heads: weights averaged over heads (batch, tgt_len, src_len), else
                 (batch, heads, tgt_len, src_len).
@@ -472,7 +512,8 @@ class MultiHeadAttention(nn.Module):
                 f"query and kv must have the same batch size; got query {tuple(query.shape)}, "
                 f"k {tuple(k.shape)}"
             )
-        q = self._split_heads(self.query_proj(inputs.query))  # (batch, heads, tgt_len, head_dim)
+        q = self._split_heads(self.query_proj(inputs.query)) if projected_query is None else projected_query
+        # q: (batch, heads, tgt_len, head_dim)
         mask = None if inputs.mask is None else inputs.mask.unsqueeze(1)
         # mask: (batch, 1, tgt_len, src_len), broadcast over heads
         fast = _use_fast_path(type(self).__name__, self.impl, need_weights)

@@ -49,7 +49,7 @@ import torch
 from torch import Tensor, nn
 
 from attnmt.models import eval_mode
-from attnmt.search import (Hypothesis, SearchResult, _check_args, _force_prefix, _log_softmax, _prefix_budget,
+from attnmt.search import (SearchResult, _BeamTrail, _check_args, _force_prefix, _log_softmax, _prefix_budget,
                            beam_search, gnmt_penalty, output_budget, tile_index)
 
 __all__ = ["GREEDY_BEAM", "ConstraintBatch", "constraint_batch", "constrained_beam_search", "count_occurrences"]
@@ -217,8 +217,8 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
     cons_tokens, cons_lengths = constraints.tokens.to(device), constraints.lengths.to(device)
     cons_total = cons_lengths.sum(dim=1)  # (batch,) constraint tokens per sentence
     num_banks = int(cons_total.max()) + 1
-    src_lens = src_lengths.tolist()
-    finished: list[list[tuple[int, Hypothesis]]] = [[] for _ in range(batch)]  # (tokens met, hypothesis)
+    trail = _BeamTrail()  # attention, log-probs and back-pointers per step (search.py)
+    window = max(int(cons_tokens.shape[2]), 1)  # the history suffix_matches reads: the longest constraint
     rewarded = _rewarded_lengths(model, src_ids, src_mask, src_lengths, cons_total, beam=beam, alpha=alpha,
                                  max_len_ratio=max_len_ratio, max_len_offset=max_len_offset, bos_id=bos_id,
                                  eos_id=eos_id, prefix=prefix)  # (batch,)
@@ -235,13 +235,9 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
         n_finished = torch.zeros(batch, dtype=torch.long, device=device)  # (n,)
         best_finished = torch.full((batch,), neg_inf, device=device)  # (n,)
         prev_ids = torch.full((batch * beam,), bos_id, dtype=torch.long, device=device)
-        history = prev_ids.new_zeros(batch * beam, 0)  # (rows, t)
-        logp_history = beam_scores.new_zeros(batch * beam, 0)  # (rows, t) the tokens' log-probs
-        attn_history = None  # (rows, t, src_len)
+        history = prev_ids.new_zeros(batch * beam, 0)  # (rows, min(t, window)) the last tokens
         for t in range(int(max_lens.max())):
-            logits, state, attn = model.decode_step(prev_ids, state)
-            attn = attn.unsqueeze(1)  # (rows, 1, src_len)
-            attn_history = attn if attn_history is None else torch.cat([attn_history, attn], 1)
+            logits, state, attn = model.decode_step(prev_ids, state)  # attn: (rows, src_len)
             row_sents = active.repeat_interleave(beam)  # (rows,)
             logp = _log_softmax(logits)  # (rows, vocab)
             n, vocab = active.shape[0], logp.shape[-1]
@@ -283,34 +279,19 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
                 best_finished, torch.where(finalize, ranked_scores / lp.unsqueeze(1), neg_inf).max(dim=1).values)
             done = at_max | ((n_finished >= beam) & (best_finished >= live_scores.max(dim=1).values / lp))
 
-            sent_idx, cand_idx = finalize.nonzero(as_tuple=True)  # host sync
-            if sent_idx.numel():
-                picked = ranked_flat[sent_idx, cand_idx]  # into n*cand
-                rows = cand_rows[picked]
-                sentences = active[sent_idx].tolist()
-                step_logps = torch.cat([logp_history[rows], ranked_logps[sent_idx, cand_idx].unsqueeze(1)], 1)
-                for i, (sent, past, token, logp_sum, met_count, steps, penalty) in enumerate(zip(
-                        sentences, history[rows].tolist(), ranked_tokens[sent_idx, cand_idx].tolist(),
-                        ranked_scores[sent_idx, cand_idx].tolist(), met_tokens[picked].tolist(),
-                        step_logps.tolist(), lp[sent_idx].tolist())):
-                    tokens = past if token == eos_id else past + [token]
-                    attention = attn_history[rows[i], :, :src_lens[sent]].cpu()  # (t+1, src_length)
-                    hypothesis = Hypothesis(tokens, logp_sum / penalty, logp_sum, attention, steps)
-                    finished[sent].append((met_count, hypothesis))
+            trail.finish(attn, finalize, active.unsqueeze(1), cand_rows[ranked_flat], ranked_tokens, ranked_scores,
+                         ranked_logps, lp.unsqueeze(1), met_tokens[ranked_flat])
 
             keep = done.logical_not().nonzero().squeeze(1)  # (n_keep,) host sync
             if keep.numel() == 0:
                 break
             live = ranked_flat.gather(1, live_pos)[keep].view(-1)  # (n_keep*beam,) into n*cand
             live_rows, live_tokens = cand_rows[live], cand_tokens.view(-1)[live]
+            trail.extend(live_rows, live_tokens, ranked_logps.gather(1, live_pos)[keep].view(-1))
             state = model.reorder_state(state, live_rows, within_sentences=keep.numel() == n)
-            history = torch.cat([history[live_rows], live_tokens.unsqueeze(1)], 1)  # (rows, t+1)
-            live_logps = ranked_logps.gather(1, live_pos)[keep].view(-1, 1)  # (n_keep*beam, 1)
-            logp_history = torch.cat([logp_history[live_rows], live_logps], 1)  # (rows, t+1)
-            attn_history = attn_history[live_rows]
+            history = torch.cat([history[live_rows], live_tokens.unsqueeze(1)], 1)[:, -window:]  # (rows, <= window)
             met = cand_met[live]
             beam_scores, prev_ids = live_scores[keep], live_tokens
             active, n_finished, best_finished = active[keep], n_finished[keep], best_finished[keep]
-    nbest = [[h for _, h in sorted(hyps, key=lambda mh: (mh[0], mh[1].score), reverse=True)[:beam_size]]
-             for hyps in finished]
+    nbest = trail.nbest(batch, beam_size, src_lengths.tolist(), eos_id, key=lambda e: (e.met, e.score))
     return SearchResult.from_nbest(nbest)

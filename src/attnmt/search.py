@@ -10,7 +10,7 @@ The model interface (docs/architecture.md): ``encode(src_ids, src_mask, src_leng
 ``init_state(enc) -> dict`` (batch on dim 0), ``decode_step(prev_ids, state) -> (logits, state,
 attn)`` and ``reorder_state(state, index, *, within_sentences=False)`` (True: the index only
 moves rows among their own sentence's beams, so the source side may stay in place). Search
-never looks inside the state.
+never looks inside the state, and decodes each state once (a model may fill buffers in place).
 
 Conventions of both searches:
     * A sentence may produce at most ``floor(max_len_ratio * src_len + max_len_offset)`` tokens
@@ -28,7 +28,8 @@ Conventions of both searches:
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import bisect
+from typing import Any, Callable, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -230,8 +231,12 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
     ``model.reorder_state``) once it has ``beam_size`` finished hypotheses and the best of them
     scores at least as well as its best live hypothesis would, ended now (exact for alpha=0,
     since log-probs only fall; the usual heuristic for alpha>0), or at its length budget.
-    ``beam_size=1`` gives exactly the greedy result. The host reads the finished candidates
-    and the sentences that are done once per step.
+    ``beam_size=1`` gives exactly the greedy result.
+
+    The search keeps no per-hypothesis history: each step records its rows' attention and the
+    live hypotheses' tokens and back-pointers (``_BeamTrail``), and only the hypotheses that make
+    the n-best lists are traced back, once, after the loop (as fairseq and CTranslate2 do). The
+    host reads, once per step, which sentences are done.
 
     Args:
         model: encoder-decoder with the search interface.
@@ -257,8 +262,7 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
     if batch == 0:
         return SearchResult([], [], [], [], [])
     alpha, neg_inf = length_penalty, float("-inf")
-    src_lens = src_lengths.tolist()
-    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    trail = _BeamTrail()
     with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
         state = model.reorder_state(state, tile_index(batch, beam, device))  # rows = batch*beam
@@ -270,13 +274,8 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
         n_finished = torch.zeros(batch, dtype=torch.long, device=device)  # (n,)
         best_finished = torch.full((batch,), neg_inf, device=device)  # (n,)
         prev_ids = torch.full((batch * beam,), bos_id, dtype=torch.long, device=device)
-        history = prev_ids.new_zeros(batch * beam, 0)  # (rows, t) tokens so far
-        logp_history = beam_scores.new_zeros(batch * beam, 0)  # (rows, t) their log-probs
-        attn_history = None  # (rows, t, src_len)
         for t in range(int(max_lens.max())):
-            logits, state, attn = model.decode_step(prev_ids, state)
-            attn = attn.unsqueeze(1)  # (rows, 1, src_len)
-            attn_history = attn if attn_history is None else torch.cat([attn_history, attn], 1)
+            logits, state, attn = model.decode_step(prev_ids, state)  # attn: (rows, src_len)
             logp = _force_prefix(_log_softmax(logits), prefix, active.repeat_interleave(beam), t)  # (rows, vocab)
             n, vocab = active.shape[0], logp.shape[-1]
             candidates = (beam_scores.view(-1, 1) + logp).view(n, beam * vocab)
@@ -295,42 +294,117 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
             best_finished = torch.maximum(
                 best_finished, torch.where(finalize, top_scores / lp, neg_inf).max(dim=1).values)
             done = at_max | ((n_finished >= beam) & (best_finished >= live_scores[:, 0] / lp))
-
-            sent_idx, cand_idx = finalize.nonzero(as_tuple=True)  # host sync
-            if sent_idx.numel():
-                rows = top_rows[sent_idx, cand_idx]
-                step_logps = torch.cat([logp_history[rows], top_logps[sent_idx, cand_idx].unsqueeze(1)], 1)
-                _collect(finished, active[sent_idx].tolist(), history[rows].tolist(),
-                         top_tokens[sent_idx, cand_idx].tolist(), top_scores[sent_idx, cand_idx].tolist(),
-                         step_logps.tolist(), attn_history[rows].cpu(), src_lens, eos_id, lp)
+            trail.finish(attn, finalize, active.unsqueeze(1), top_rows, top_tokens, top_scores, top_logps,
+                         top_scores.new_full((1, 1), lp, dtype=torch.float64))  # a fill: no host-to-device copy
 
             keep = done.logical_not().nonzero().squeeze(1)  # (n_keep,) host sync
             if keep.numel() == 0:
                 break
             live_rows = top_rows.gather(1, live_pos)[keep].view(-1)  # (n_keep*beam,)
             live_tokens = top_tokens.gather(1, live_pos)[keep].view(-1)  # (n_keep*beam,)
+            trail.extend(live_rows, live_tokens, top_logps.gather(1, live_pos)[keep].view(-1))
             # the same sentences: hypotheses move within them, the source side stays in place
             state = model.reorder_state(state, live_rows, within_sentences=keep.numel() == n)
-            history = torch.cat([history[live_rows], live_tokens.unsqueeze(1)], 1)  # (rows, t+1)
-            live_logps = top_logps.gather(1, live_pos)[keep].view(-1, 1)  # (n_keep*beam, 1)
-            logp_history = torch.cat([logp_history[live_rows], live_logps], 1)  # (rows, t+1)
-            attn_history = attn_history[live_rows]
             beam_scores, prev_ids = live_scores[keep], live_tokens
             active, n_finished, best_finished = active[keep], n_finished[keep], best_finished[keep]
-    nbest = [sorted(hyps, key=lambda h: h.score, reverse=True)[:beam] for hyps in finished]
-    return SearchResult.from_nbest(nbest)
+        return SearchResult.from_nbest(trail.nbest(batch, beam, src_lengths.tolist(), eos_id))
 
 
-def _collect(finished: list[list[Hypothesis]], sentences: list[int], histories: list[list[int]],
-             last_tokens: list[int], log_probs: list[float], step_logps: list[list[float]], attention: Tensor,
-             src_lens: list[int], eos_id: int, lp: float) -> None:
-    """Append m finished hypotheses to their sentences' lists; step_logps are (m, t+1) lists, attention
-    is (m, t+1, src_len)."""
-    for i, (sent, prefix, last, logp) in enumerate(
-            zip(sentences, histories, last_tokens, log_probs)):
-        tokens = prefix if last == eos_id else prefix + [last]
-        attn = attention[i, :, :src_lens[sent]]  # (t+1, src_length)
-        finished[sent].append(Hypothesis(tokens, logp / lp, logp, attn, step_logps[i]))
+class _Ended(NamedTuple):
+    """A finished hypothesis as the trail recorded it, before its tokens are traced back."""
+
+    step: int  # the step it ended at (its length is step + 1, eos included when produced)
+    sentence: int
+    row: int  # its row at that step
+    token: int  # its last token (eos, or any token at the length budget)
+    log_prob: float
+    token_log_prob: float  # its last token's
+    penalty: float  # the length penalty that divides log_prob
+    met: int  # constraint tokens met (constrained search; 0 otherwise)
+
+    @property
+    def score(self) -> float:
+        return self.log_prob / self.penalty
+
+
+class _BeamTrail:
+    """What a beam search needs to rebuild hypotheses, one small record per step (rows_t: the
+    rows decoded at step t):
+
+        attention[t]  (rows_t, src_len)  each row's cross-attention at step t
+        parents[t]    (rows_t+1,)        the row at step t that each row of step t+1 extends
+        tokens[t], logps[t]  (rows_t+1,) the token it appended at step t and its log-prob
+        ended[t]      the step's candidates, flat: whether each ends there, then the _Ended fields
+
+    Nothing grows with the hypotheses' length per step; ``nbest`` follows the back-pointers
+    once, for the hypotheses that make the n-best lists only. Used by beam_search and
+    constraints.constrained_beam_search.
+    """
+
+    def __init__(self) -> None:
+        self.attention: list[Tensor] = []
+        self.parents: list[Tensor] = []
+        self.tokens: list[Tensor] = []
+        self.logps: list[Tensor] = []
+        self.ended: list[tuple[Tensor, ...]] = []
+
+    def finish(self, attn: Tensor, finalize: Tensor, sentences: Tensor, rows: Tensor, tokens: Tensor,
+               log_probs: Tensor, token_logps: Tensor, penalties: Tensor, met: Tensor | None = None) -> None:
+        """Record step t: its attention (rows_t, src_len) and its candidates, each (n, cand) and
+        ``finalize`` saying which end here; kept on the device, so that finding the finished
+        ones waits until the search is over. Penalties are kept in float64 (exact for Python
+        floats and float32 alike)."""
+        self.attention.append(attn)
+        step = torch.full_like(rows, len(self.ended))
+        met = torch.zeros_like(rows) if met is None else met
+        fields = (finalize, step, sentences, rows, tokens, log_probs, token_logps, penalties.double(), met)
+        self.ended.append(tuple(x.expand_as(rows).reshape(-1) for x in fields))
+
+    def extend(self, parents: Tensor, tokens: Tensor, logps: Tensor) -> None:
+        """Record the live hypotheses after step t: (rows_t+1,) back-pointers, tokens, log-probs."""
+        self.parents.append(parents)
+        self.tokens.append(tokens)
+        self.logps.append(logps)
+
+    def nbest(self, batch: int, size: int, src_lens: list[int], eos_id: int,
+              key: Callable[[_Ended], Any] = lambda e: e.score) -> list[list[Hypothesis]]:
+        """Each sentence's best ``size`` finished hypotheses by ``key`` (ties: first finished first)."""
+        finalize, *fields = (torch.cat(x) for x in zip(*self.ended))
+        ended = [_Ended(*e) for e in zip(*(x[finalize].tolist() for x in fields))]
+        ranked: list[list[int]] = [[] for _ in range(batch)]
+        for i, e in enumerate(ended):
+            ranked[e.sentence].append(i)
+        best = [sorted(hyps, key=lambda i: key(ended[i]), reverse=True)[:size] for hyps in ranked]
+        picked = sorted(i for hyps in best for i in hyps)  # by step: the order _trace wants
+        if not picked:
+            return [[] for _ in range(batch)]
+        tokens, logps, attention = self._trace([ended[i].step for i in picked], [ended[i].row for i in picked])
+        hyps: dict[int, Hypothesis] = {}
+        for j, i in enumerate(picked):
+            e = ended[i]
+            out = tokens[j][:e.step] + ([] if e.token == eos_id else [e.token])
+            hyps[i] = Hypothesis(out, e.score, e.log_prob, attention[j, :e.step + 1, :src_lens[e.sentence]],
+                                 logps[j][:e.step] + [e.token_log_prob])
+        return [[hyps[i] for i in hyps_of_sentence] for hyps_of_sentence in best]
+
+    def _trace(self, steps: list[int], rows: list[int]) -> tuple[list[list[int]], list[list[float]], Tensor]:
+        """Follow the back-pointers of k hypotheses, sorted by the step they ended at, from their
+        rows there: tokens and log-probs before their last step (k lists), attention (k, steps, src_len)."""
+        k, length = len(steps), steps[-1] + 1
+        first = self.attention[0]
+        row = torch.tensor(rows, dtype=torch.long, device=first.device)  # (k,)
+        tokens = row.new_zeros(k, length)  # (k, steps)
+        logps = self.logps[0].new_zeros(k, length) if self.logps else first.new_zeros(k, length)
+        attention = first.new_zeros(k, length, first.shape[-1])  # (k, steps, src_len)
+        for t in range(length - 1, -1, -1):
+            later = bisect.bisect_right(steps, t)  # hypotheses [later:] ended after step t
+            if later < k:  # their row at step t+1 -> their token at step t and row at step t
+                at = row[later:]
+                tokens[later:, t], logps[later:, t] = self.tokens[t][at], self.logps[t][at]
+                row[later:] = self.parents[t][at]
+            now = bisect.bisect_left(steps, t)  # hypotheses [now:] include step t
+            attention[now:, t] = self.attention[t][row[now:]]
+        return tokens.tolist(), logps.tolist(), attention.cpu()
 
 
 @torch.inference_mode()

@@ -45,8 +45,7 @@ def test_self_attention_cache_grows_one_position_per_step():
     state = model.init_state(model.encode(src_ids, src_mask, lengths))
     for t in range(4):
         _, state, _ = model.decode_step(torch.full((3,), BOS), state)
-        for i in range(2):  # (batch, heads, t + 1, head_dim)
-            assert state[f"self_k.{i}"].shape == state[f"self_v.{i}"].shape == (3, 4, t + 1, 4)
+        assert state["self_kv"].shape == (3, 4, 2 * 2, t + 1, 4)  # (batch, heads, 2 * layers, t + 1, head_dim)
         assert state["cross_k.0"].shape == (3, 4, 6, 4)  # (batch, heads, src_len, head_dim)
 
 

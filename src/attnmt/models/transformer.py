@@ -13,9 +13,11 @@ Training runs the whole target at once through SDPA (``need_weights=False``); th
 is used only where cross-attention weights are reported (``decode_step``, or
 ``forward(..., need_attention=True)``), and then only in the layers the view asks for.
 Incremental decoding keeps, per decoder layer, the cross-attention keys/values projected once
-(``init_state``) and a self-attention key/value cache that grows by one position per
-``decode_step``; every state tensor has batch on dim 0, so ``reorder_state`` is one
-``index_select``. The step number is the cache length, so it needs no tensor of its own.
+(``init_state``), and one self-attention key/value cache for all layers, ``self_kv``: the first
+t positions of a preallocated buffer, which ``decode_step`` fills in place one position at a
+time (the buffer doubles when full; no per-step ``cat``). Every state tensor has batch on dim 0,
+so ``reorder_state`` is one ``index_select`` per tensor, and one for all layers' caches. The step
+number is the cache length, so it needs no tensor of its own.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ POSITION_TYPES = ("sinusoidal", "learned")
 
 State = dict[str, Tensor]
 KV = tuple[Tensor, Tensor]  # k, v: each (batch, heads, len, head_dim)
+CACHE_START = 16  # positions the self-attention cache buffer starts with; it doubles when full
 
 
 def sinusoidal_positions(max_len: int, d_model: int) -> Tensor:
@@ -119,7 +122,7 @@ class DecoderLayer(_Sublayers):
         self.ff_norm = nn.LayerNorm(d_model)
 
     def forward(self, x: Tensor, cross_kv: KV, src_mask: Tensor, *, cache: KV | None = None,
-                need_weights: bool = False) -> tuple[Tensor, KV, Tensor | None]:
+                need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         """Run the layer on new target positions.
 
         Args:
@@ -127,35 +130,83 @@ class DecoderLayer(_Sublayers):
             cross_kv: encoder states projected by ``cross_attn.project_kv``, each
                 (batch, heads, src_len, head_dim).
             src_mask: (batch, src_len) bool, True = real token.
-            cache: self-attention k, v of the earlier positions, each (batch, heads, t, head_dim);
-                None for a full pass from position 0 (causal mask, Vaswani et al. 2017 sec. 3.2.3).
+            cache: self-attention k, v, each (batch, heads, t + tgt_len, head_dim): the earlier
+                positions, and room for the new ones, which the layer writes in place; None for
+                a full pass from position 0 (causal mask, Vaswani et al. 2017 sec. 3.2.3).
             need_weights: return the cross-attention weights (math path).
 
         Returns:
-            x (batch, tgt_len, hidden); the self-attention k, v with the new positions appended,
-            each (batch, heads, t + tgt_len, head_dim); cross-attention weights
-            (batch, heads, tgt_len, src_len) or None.
+            x (batch, tgt_len, hidden); cross-attention weights (batch, heads, tgt_len, src_len)
+            or None.
         """
         h = self.sublayer_input(x, self.self_attn_norm)
-        k, v = self.self_attn.project_kv(h)  # (batch, heads, tgt_len, head_dim)
-        if cache is not None:
-            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-            # k, v: (batch, heads, t + tgt_len, head_dim)
-        mask = None if cache is not None else causal_mask(h.shape[1], h.device)[None]
+        q, mask = None, None
+        if cache is not None:  # decoding: q, k, v in one matmul (outside autograd)
+            q, k, v = self.self_attn.project_qkv(h)  # each (batch, heads, tgt_len, head_dim)
+            tgt_len = h.shape[1]
+            cache[0][:, :, -tgt_len:].copy_(k)
+            cache[1][:, :, -tgt_len:].copy_(v)
+            k, v = cache  # (batch, heads, t + tgt_len, head_dim)
+        else:
+            k, v = self.self_attn.project_kv(h)  # (batch, heads, tgt_len, head_dim)
+            mask = causal_mask(h.shape[1], h.device)[None]
         # under bf16 autocast k, v are bf16 while LayerNorm gives float32; MHA wants one dtype
-        out = self.self_attn(h.to(k.dtype), mask=mask, kv=(k, v), need_weights=False).context
+        out = self.self_attn(h.to(k.dtype), mask=mask, kv=(k, v), projected_query=q, need_weights=False).context
         x = self.residual(x, out, self.self_attn_norm)
         h = self.sublayer_input(x, self.cross_attn_norm)
         out, weights = self.cross_attn(h.to(cross_kv[0].dtype), mask=src_mask, kv=cross_kv,
                                        need_weights=need_weights, average_heads=False)
         x = self.residual(x, out, self.cross_attn_norm)
         h = self.sublayer_input(x, self.ff_norm)
-        return self.residual(x, self.feed_forward(h), self.ff_norm), (k, v), weights
+        return self.residual(x, self.feed_forward(h), self.ff_norm), weights
 
 
 def _is_source_entry(name: str) -> bool:
     """State entries that depend only on the source sentence, not on the hypothesis."""
     return name == "src_mask" or name.startswith("cross_")
+
+
+def _cache_capacity(kv: Tensor) -> int:
+    """Positions the buffer under a cache view holds: kv (batch, heads, pairs, t, head_dim) is
+    read as the first t positions of a contiguous (batch, heads, pairs, capacity, head_dim)
+    buffer when its strides and storage say so; otherwise the capacity is t (no room)."""
+    batch, heads, pairs, t, head_dim = kv.shape
+    capacity = kv.stride(2) // head_dim
+    inner = pairs * capacity * head_dim
+    view_of_buffer = kv.stride() == (heads * inner, inner, capacity * head_dim, head_dim, 1)
+    end = (kv.storage_offset() + batch * heads * inner) * kv.element_size()
+    return capacity if view_of_buffer and capacity >= t and end <= kv.untyped_storage().nbytes() else t
+
+
+def _cache_buffer(kv: Tensor, capacity: int, rows: int | None = None) -> Tensor:
+    """An uninitialised (rows, heads, pairs, capacity, head_dim) buffer like kv's (rows: kv's batch)."""
+    batch, heads, pairs, _, head_dim = kv.shape
+    return kv.new_empty(batch if rows is None else rows, heads, pairs, capacity, head_dim)
+
+
+def _grow_cache(kv: Tensor, new: int) -> Tensor:
+    """kv (batch, heads, pairs, t, head_dim) -> (batch, heads, pairs, t + new, head_dim), the same
+    t positions then room for ``new`` more: a longer view of the same buffer when it has room,
+    else a copy into one twice the size."""
+    t = kv.shape[3]
+    if t + new <= _cache_capacity(kv):
+        size = (*kv.shape[:3], t + new, kv.shape[4])
+        return kv.as_strided(size, kv.stride(), kv.storage_offset())
+    buffer = _cache_buffer(kv, max(2 * t, t + new, CACHE_START))
+    buffer[:, :, :, :t].copy_(kv)
+    return buffer[:, :, :, :t + new]
+
+
+def _select_cache(kv: Tensor, index: Tensor) -> Tensor:
+    """Rows ``index`` (n,) of a cache view, gathered straight into a new buffer of the same
+    capacity (one copy of the t filled positions, for all layers at once; two under autograd,
+    which ``out=`` does not support)."""
+    t = kv.shape[3]
+    buffer = _cache_buffer(kv, max(_cache_capacity(kv), CACHE_START), rows=index.shape[0])
+    out = buffer[:, :, :, :t]  # (n, heads, pairs, t, head_dim)
+    if kv.requires_grad and torch.is_grad_enabled():
+        return out.copy_(kv.index_select(0, index))
+    return torch.index_select(kv, 0, index, out=out)
 
 
 class TransformerSeq2Seq(nn.Module):
@@ -288,31 +339,34 @@ class TransformerSeq2Seq(nn.Module):
         return EncoderOutput(self.encoder_norm(x), src_mask, None)
 
     def init_state(self, enc: EncoderOutput) -> State:
-        """Decoder state, batch on dim 0: src_mask, and per layer i the cross-attention
-        ``cross_k.i``/``cross_v.i`` (projected once here) and empty self-attention caches
-        ``self_k.i``/``self_v.i``, each (batch, heads, len, head_dim)."""
+        """Decoder state, batch on dim 0: src_mask; per layer i the cross-attention
+        ``cross_k.i``/``cross_v.i`` (projected once here), each (batch, heads, src_len, head_dim);
+        and ``self_kv`` (batch, heads, 2 * layers, 0, head_dim), the empty self-attention cache
+        (layer i's k at 2i, v at 2i + 1), a view of a buffer with room for ``CACHE_START`` steps."""
         state = {"src_mask": enc.mask}
         batch, head_dim = enc.states.shape[0], self.d_model // self.heads
         for i, layer in enumerate(self.decoder_layers):
             k, v = layer.cross_attn.project_kv(enc.states)  # (batch, heads, src_len, head_dim)
             # contiguous once here: the heads view would make every step's matmul copy k and v
             state[f"cross_k.{i}"], state[f"cross_v.{i}"] = k.contiguous(), v.contiguous()
-            empty = enc.states.new_zeros(batch, self.heads, 0, head_dim)  # (batch, heads, 0, head_dim)
-            state[f"self_k.{i}"], state[f"self_v.{i}"] = empty, empty
+        pairs = 2 * len(self.decoder_layers)
+        buffer = enc.states.new_empty(batch, self.heads, pairs, CACHE_START, head_dim)
+        state["self_kv"] = buffer[:, :, :, :0]  # (batch, heads, 2 * layers, 0, head_dim)
         return state
 
     def _decode(self, tgt_in: Tensor, state: State, *, need_attention: bool, cached: bool
                 ) -> tuple[Tensor, State, Tensor | None]:
         """Decoder stack over new target positions; see ``decode_step`` and ``forward``."""
-        offset = state["self_k.0"].shape[2] if cached else 0
+        offset = state["self_kv"].shape[3] if cached else 0
         x = self._embed(self.tgt_embed, tgt_in, offset)  # (batch, tgt_len, hidden)
         new_state, weights = dict(state), []
+        if cached:  # (batch, heads, 2 * layers, offset + tgt_len, head_dim), filled by the layers
+            new_state["self_kv"] = kv = _grow_cache(state["self_kv"], tgt_in.shape[1])
         for i, layer in enumerate(self.decoder_layers):
             want = need_attention and self.attention_layer in (None, i)
-            cache = (state[f"self_k.{i}"], state[f"self_v.{i}"]) if cached else None
+            cache = (kv[:, :, 2 * i], kv[:, :, 2 * i + 1]) if cached else None
             cross_kv = (state[f"cross_k.{i}"], state[f"cross_v.{i}"])
-            x, (k, v), w = layer(x, cross_kv, state["src_mask"], cache=cache, need_weights=want)
-            new_state[f"self_k.{i}"], new_state[f"self_v.{i}"] = k, v
+            x, w = layer(x, cross_kv, state["src_mask"], cache=cache, need_weights=want)
             if want:
                 weights.append(w)  # (batch, heads, tgt_len, src_len)
         logits = self.generator(self.decoder_norm(x))  # (batch, tgt_len, vocab)
@@ -331,7 +385,9 @@ class TransformerSeq2Seq(nn.Module):
 
         Returns:
             logits (batch, vocab), the new state (caches one position longer), cross-attention
-            weights (batch, src_len) as chosen by ``set_attention_view``.
+            weights (batch, src_len) as chosen by ``set_attention_view``. The new position is
+            written into the buffer under ``state["self_kv"]``, past the end of the state given:
+            decode a state once (search does), or ``reorder_state`` it first, which copies.
 
         Raises:
             ValueError: prev_ids is not (batch,).
@@ -350,9 +406,11 @@ class TransformerSeq2Seq(nn.Module):
         ``within_sentences=True`` promises that every row is taken from a row of its own
         sentence, and that all rows of a sentence hold the same source (beam search reordering
         the hypotheses of an unchanged set of sentences): the source side (``src_mask``,
-        ``cross_k.i``, ``cross_v.i``) is then kept as it is instead of copied.
+        ``cross_k.i``, ``cross_v.i``) is then kept as it is instead of copied. The self-attention
+        cache is gathered straight into a new buffer with the same room for further steps.
         """
         return {name: value if within_sentences and _is_source_entry(name)
+                else _select_cache(value, index) if name == "self_kv"
                 else value.index_select(0, index) for name, value in state.items()}
 
     def forward(self, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, tgt_in: Tensor, *,
