@@ -45,9 +45,11 @@ def test_per_output_token_and_limit():
 def test_step_shapes_are_the_matrices_of_one_step(model):
     if model == "transformer":
         shapes = step_shapes(transformer())
-        # per layer: self q, k, v, out; cross q, out; the two feed-forward layers; then the output layer
+        # per layer: self q, k, v in one product (attention.py project_qkv), self out; cross q,
+        # out; the two feed-forward layers; then the output layer
         assert shapes[-1] == (D, VOCAB)
-        assert sorted(shapes) == sorted(LAYERS * ([(D, D)] * 6 + [(D, FF), (FF, D)]) + [(D, VOCAB)])
+        assert sorted(shapes) == sorted(LAYERS * ([(D, 3 * D)] + [(D, D)] * 3 + [(D, FF), (FF, D)])
+                                        + [(D, VOCAB)])
     else:
         torch.manual_seed(0)
         shapes = step_shapes(RNNSeq2Seq(VOCAB, VOCAB, emb_dim=8, enc_hidden=12, dec_hidden=16, attn_dim=10))
