@@ -94,9 +94,14 @@ class Translator:
 
     @classmethod
     def load(cls, path: str | Path | Sequence[str | Path], *, checkpoint: str = "best", device: str | None = None,
-             engine: str = "native") -> Translator:
+             engine: str = "native", inter_threads: int | None = None,
+             intra_threads: int | None = None) -> Translator:
         """Load a run directory written by `attnmt train` (safetensors + JSON; no pickle) with the
         native engine, or a folder written by `attnmt export` with engine="ctranslate2".
+
+        `inter_threads` / `intra_threads` set CTranslate2's threads (engines/ctranslate2.py
+        `thread_settings`: by default torch's threads side by side, one each, on a CPU); the
+        native engine refuses them (it uses torch's threads: torch.set_num_threads).
 
         A list of several run directories loads them as an ensemble (models/ensemble.py: at each
         step the members' probabilities are averaged), native engine only; the members must share
@@ -116,8 +121,12 @@ class Translator:
             refuse_ensemble_engine(len(paths), engine)
             from attnmt.engines.ctranslate2 import load_export
 
-            ct2_engine, cfg = load_export(RunDir(paths[0]).path, device=device.type)
+            ct2_engine, cfg = load_export(RunDir(paths[0]).path, device=device.type,
+                                          inter_threads=inter_threads, intra_threads=intra_threads)
             return cls(None, ct2_engine.pipeline, cfg, device="cpu", run_dir=Path(paths[0]), engine=ct2_engine)
+        if inter_threads is not None or intra_threads is not None:
+            raise AttnmtError("inter_threads and intra_threads are CTranslate2's (engine='ctranslate2'); "
+                              "the native engine uses torch's threads (torch.set_num_threads)")
         if len(paths) > 1:
             model, cfg, pipeline = load_ensemble(paths, checkpoint=checkpoint)
             return cls(model, pipeline, cfg, device=device, run_dir=Path(paths[0]))

@@ -8,6 +8,8 @@ import json
 import numpy as np
 import pytest
 
+from attnmt.errors import AttnmtError
+
 pytest.importorskip("ctranslate2")
 
 from attnmt.engines.ctranslate2 import load_export, thread_settings  # noqa: E402
@@ -136,6 +138,15 @@ def test_thread_settings_reach_the_translator_and_change_no_result(random_export
         results.append(engine.translate(SOURCES * 3, beam_size=2, batch_size=4))
     for other in results[1:]:
         _assert_same(results[0], other)
+
+
+def test_translator_load_passes_threads_to_ctranslate2_and_the_native_engine_refuses_them(random_export):
+    run, export = random_export
+    t = Translator.load(export, engine="ctranslate2", inter_threads=1, intra_threads=2)
+    assert (t.engine.inter_threads, t.engine.intra_threads) == (1, 2)
+    assert t.engine.translator.num_translators == 1
+    with pytest.raises(AttnmtError, match="inter_threads and intra_threads are CTranslate2's"):
+        Translator.load(run, inter_threads=2)
 
 
 def test_beam_attention_is_each_sentences_own_from_the_first_step(random_export):
