@@ -113,6 +113,7 @@ MAX_WAIT_MS = 60_000.0     # serve --max-wait-ms: longer, a lone request waits a
 MAX_VOCAB_SIZE = 1_000_000  # data stats --vocab-size: sentencepiece takes at most 2**31 - 1
 MAX_SHARD_LINES = 1_000_000  # translate/score --shard-lines: a shard's outputs are held in memory
 MAX_THREADS = 1024          # translate/score --threads (the same cap as train.num_threads)
+MAX_WORKERS = 64            # translate/evaluate --workers: each one holds a copy of the model
 
 beam_size = bounded(positive_int, high=MAX_BEAM)
 length_penalty = bounded(non_negative_float, high=MAX_LENGTH_PENALTY)
@@ -158,6 +159,15 @@ def _add_shard_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=bounded(positive_int, high=MAX_THREADS), default=None, metavar="N",
                    help="torch CPU threads (default: torch's choice; under torchrun, the CPUs shared among the "
                         "ranks of a node)")
+
+
+def _add_workers_arg(p: argparse.ArgumentParser) -> None:
+    """translate / evaluate: native decoding in N processes (workers.py)."""
+    p.add_argument("--workers", type=bounded(positive_int, high=MAX_WORKERS), default=1, metavar="N",
+                   help=f"decode in N worker processes (1..{MAX_WORKERS}), each with its own copy of the model and "
+                        "--threads torch threads (default: the CPUs shared among them); native engine on a CPU, "
+                        "one process (not under torchrun). Default 1 until benchmarks/speed/workers.py has "
+                        "measured whether workers beat threads (docs/performance.md)")
 
 
 def _add_engine_arg(p: argparse.ArgumentParser) -> None:
@@ -214,6 +224,7 @@ def _add_evaluate(sub) -> None:
     evaluate.add_argument("--checkpoint", default="best", help="'best', 'last', 'average' (after attnmt average) or a checkpoint file")
     evaluate.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     _add_engine_arg(evaluate)
+    _add_workers_arg(evaluate)
 
 
 def _add_translate(sub) -> None:
@@ -231,6 +242,7 @@ def _add_translate(sub) -> None:
     translate.add_argument("--n-best", type=beam_size, default=1, metavar="K",
                            help="print the K best: 'rank<TAB>score<TAB>text' lines, an empty line after each sentence")
     _add_shard_args(translate)
+    _add_workers_arg(translate)
     translate.add_argument("--sampling-topk", type=bounded(non_negative_int, high=MAX_SAMPLING_TOPK), default=1,
                            metavar="K",
                            help="sample from the K most probable tokens (0 = all; 1 = no sampling), e.g. for back-translation")

@@ -133,8 +133,12 @@ def threads_per_rank(requested: int | None) -> int | None:
     local = int(os.environ.get("LOCAL_WORLD_SIZE", "0") or 0)
     if local < 1:
         return None
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cpus // local)
+    return max(1, usable_cpus() // local)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS tells it), to share out."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def check_output(output: str | os.PathLike) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from torch import nn
@@ -228,16 +228,18 @@ class Translator:
 
     def evaluate(self, split: str = "test_2016_flickr", *, beam_size: int | None = None,
                  length_penalty: float | None = None, batch_size: int = 128,
-                 replace_unk: bool | None = None) -> dict:
+                 replace_unk: bool | None = None, translate: Callable[..., list] | None = None) -> dict:
         """BLEU, chrF (cased, detokenized; sacreBLEU signature), lowercased BLEUs and perplexity;
-        `replace_unk` as in `translate` (default `replaces_unk`)."""
+        `replace_unk` as in `translate` (default `replaces_unk`). `translate` (default this
+        translator's) decodes the split instead, with the same arguments: e.g. a
+        workers.WorkerPool's over the same run."""
         from attnmt.data.corpus import corpus_spec, load_corpus
         from attnmt.evaluation import corpus_loss, perplexity, score_translations
 
         corpus = load_corpus(corpus_spec(self.cfg.data), split)
         beam = self.cfg.search.beam_size if beam_size is None else beam_size
-        results = self.translate(corpus.src, beam_size=beam, length_penalty=length_penalty, batch_size=batch_size,
-                                 replace_unk=replace_unk)
+        results = (translate or self.translate)(corpus.src, beam_size=beam, length_penalty=length_penalty,
+                                                batch_size=batch_size, replace_unk=replace_unk)
         lp = self.cfg.search.length_penalty if length_penalty is None else length_penalty
         report = {"split": split, "sentences": len(corpus.src), "beam": beam,
                   "length_penalty": lp if beam > 1 else None,

@@ -23,6 +23,7 @@ from attnmt.sharding import (DEFAULT_SHARD_LINES, WAIT_FOR_RANKS_S, Work, check_
                              run_shards, threads_per_rank)
 from attnmt.training.distributed import close_world, init_world, launched_by_torchrun
 from attnmt.translator import Translator
+from attnmt.workers import WorkerPool
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +47,10 @@ def model_settings(args) -> dict:
             "weights": [f"{f.resolve()} {f.stat().st_size} {f.stat().st_mtime_ns}" for f in files]}
 
 
-def run(args, inputs: Sequence[str], settings: dict, make_work: Callable[[Translator], Work]) -> int:
-    """Load the model on this rank's device, do this rank's shards of `inputs` into args.output
-    with `make_work(translator)`, and (rank 0) write the output.
+def run(args, inputs: Sequence[str], settings: dict, make_work: Callable[[Translator | WorkerPool], Work], *,
+        workers: int = 1) -> int:
+    """Load the model on this rank's device (or in `workers` processes: open_translator), do this
+    rank's shards of `inputs` into args.output with `make_work(translator)`, and (rank 0) write the output.
 
     Raises:
         AttnmtError: stdin or stdout under torchrun; what open_job raises.
@@ -62,15 +64,52 @@ def run(args, inputs: Sequence[str], settings: dict, make_work: Callable[[Transl
         shard_lines = args.shard_lines or DEFAULT_SHARD_LINES
         log.info("%d rank(s) on %s, %d torch thread(s) each, shards of %d lines", world.size, device.type,
                  torch.get_num_threads(), shard_lines)
-        translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=str(device),
-                                     engine=args.engine)
-        work = make_work(translator)
-        job = open_job(inputs, args.output, shard_lines=shard_lines,
-                       settings={**model_settings(args), **settings}, world=world)
-        run_shards(job, work)
+        with open_translator(args.run_dir, checkpoint=args.checkpoint, device=str(device), engine=args.engine,
+                             workers=workers, threads=args.threads) as translator:
+            work = make_work(translator)
+            job = open_job(inputs, args.output, shard_lines=shard_lines,
+                           settings={**model_settings(args), **settings}, world=world)
+            run_shards(job, work)
         finish_job(job)
         close_world(world)
     return 0
+
+
+def check_workers(workers: int, engine: str) -> None:
+    """--workers N > 1 needs the native engine and one process (not torchrun).
+
+    Raises:
+        AttnmtError: naming what to use instead.
+    """
+    if workers <= 1:
+        return
+    if engine != "native":
+        raise AttnmtError(f"--workers is the native engine's: the {engine} engine decodes batches side by side "
+                          f"itself; set ATTNMT_CT2_INTER_THREADS (and ATTNMT_CT2_INTRA_THREADS) instead")
+    if launched_by_torchrun():
+        raise AttnmtError("--workers > 1 under torchrun: the ranks already decode side by side; start more ranks "
+                          "(--nproc-per-node) or give each more --threads instead")
+
+
+@contextmanager
+def open_translator(runs: Sequence[str], *, checkpoint: str, device: str | None, engine: str, workers: int = 1,
+                    threads: int | None = None) -> Iterator[Translator | WorkerPool]:
+    """The run(s) loaded in this process, or with `workers` > 1 a pool of worker processes
+    (workers.py: `threads` torch threads each, default the CPUs shared out) that translates alike.
+
+    Raises:
+        AttnmtError: workers on another device than the CPU; what Translator.load and check_workers raise.
+    """
+    check_workers(workers, engine)
+    if workers <= 1:
+        yield Translator.load(runs, checkpoint=checkpoint, device=device, engine=engine)
+        return
+    resolved = resolve_device(device or "auto", key="--device")
+    if resolved.type != "cpu":
+        raise AttnmtError(f"--workers {workers} shares out CPU cores, and the device is {resolved}: give "
+                          f"--device cpu, or drop --workers (on a GPU, raise --batch-size instead)")
+    with WorkerPool(runs, workers=workers, threads=threads, checkpoint=checkpoint, device="cpu") as pool:
+        yield pool
 
 
 @contextmanager

@@ -5,7 +5,8 @@ source-output word indices) to each translation; --no-replace-unk keeps <unk> in
 --glossary TERMS.TSV ('source phrase<TAB>target phrase' lines) puts each target phrase whose
 source phrase occurs in a line into its translation exactly once (constrained beam search).
 From a file into a file (-i and -o), and on every rank under torchrun, the input is translated in
-shards of --shard-lines lines that survive a kill (commands/sharded.py, sharding.py)."""
+shards of --shard-lines lines that survive a kill (commands/sharded.py, sharding.py). --workers N
+decodes in N processes (workers.py), outputs in input order."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from attnmt.errors import AttnmtError
 from attnmt.files import sha256_file
 from attnmt.sharding import Work
 from attnmt.translator import Translator
+from attnmt.workers import WorkerPool
 
 
 def run(args) -> int:
+    sharded.check_workers(args.workers, args.engine)
     glossary = read_glossary(args.glossary) if args.glossary is not None else None
     beam = args.beam if args.beam is not None else (1 if args.sampling_topk != 1 else 5)
     options = dict(beam_size=beam, length_penalty=args.length_penalty, batch_size=args.batch_size,
@@ -29,7 +32,10 @@ def run(args) -> int:
     if sharded.wanted(args):
         settings = {k: v for k, v in options.items() if k not in ("batch_size", "glossary")}
         settings["glossary"] = sha256_file(args.glossary) if args.glossary is not None else None
-        return sharded.run(args, [args.input], settings, lambda translator: _work(translator, options, chunk_size))
+        if args.sampling_topk != 1:  # a seed repeats a sample for one split among the workers only
+            settings["workers"] = args.workers
+        return sharded.run(args, [args.input], settings, lambda translator: _work(translator, options, chunk_size),
+                           workers=args.workers)
     sharded.refuse_shard_lines(args)
     with sharded.torch_threads(args.threads):
         _stream(args, options, chunk_size)
@@ -38,8 +44,9 @@ def run(args) -> int:
 
 def _stream(args, options: dict, chunk_size: int) -> None:
     """Translate stdin (or -i) to stdout (or -o) line by line, `chunk_size` lines per call."""
-    translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine)
-    with open_input(args.input) as source, open_output(args.output) as target:
+    with sharded.open_translator(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine,
+                                 workers=args.workers, threads=args.threads) as translator, \
+            open_input(args.input) as source, open_output(args.output) as target:
         chunk: list[str] = []
         for line in read_lines(source):
             chunk.append(line)
@@ -51,7 +58,7 @@ def _stream(args, options: dict, chunk_size: int) -> None:
             target.writelines(_translate(translator, chunk, options))
 
 
-def _work(translator: Translator, options: dict, chunk_size: int) -> Work:
+def _work(translator: Translator | WorkerPool, options: dict, chunk_size: int) -> Work:
     """One shard's translation (sharding.py): its lines in chunks of `chunk_size`, as output lines.
     A bad combination of options is refused here, before the work folder is made."""
     _translate(translator, [], options)
@@ -68,7 +75,7 @@ def _links(result, options: dict) -> str:
     return "\t" + pharaoh(result.alignment or []) if options["alignments"] else ""
 
 
-def _translate(translator: Translator, lines: list[str], options: dict) -> list[str]:
+def _translate(translator: Translator | WorkerPool, lines: list[str], options: dict) -> list[str]:
     """The output lines of `lines`: one per line, or with --n-best K lines and an empty one."""
     options = dict(options)
     glossary = options.pop("glossary")
