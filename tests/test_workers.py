@@ -15,13 +15,18 @@ import pytest
 
 import toy
 from attnmt.cli import main
+from attnmt.commands import sharded
 from attnmt.errors import AttnmtError
 from attnmt.translator import Translator
+from attnmt.sharding import usable_cpus
 from attnmt.workers import WorkerPool, deal
 
 # 30 sentences of 0 to 9 toy words, lengths mixed so that sorting moves them around
 SENTENCES = [" ".join(toy.SRC_WORDS[(i * 5 + j) % len(toy.SRC_WORDS)] for j in range((i * 7) % 10)) + " ."
              for i in range(29)] + [""]
+
+# the CLI refuses more workers than CPUs (the library does not: its tests run on one CPU too)
+needs_two_cpus = pytest.mark.skipif(usable_cpus() < 2, reason="--workers 2 needs 2 CPUs")
 
 
 def _no_workers_left() -> bool:
@@ -84,6 +89,13 @@ def test_a_killed_worker_is_an_error_not_a_hang(toy_run):
     assert _no_workers_left()
 
 
+def test_cli_refuses_more_workers_than_cpus(toy_run, capsys, monkeypatch):
+    monkeypatch.setattr(sharded, "usable_cpus", lambda: 3)
+    assert main(["translate", str(toy_run), "--workers", "4"]) == 2
+    assert "--workers 4: this process may use 3 CPU(s)" in capsys.readouterr().err
+
+
+@needs_two_cpus
 def test_cli_translate_with_workers_writes_the_same_file(toy_run, tmp_path):
     source = tmp_path / "in.de"
     source.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
@@ -97,6 +109,7 @@ def test_cli_translate_with_workers_writes_the_same_file(toy_run, tmp_path):
     assert _no_workers_left()
 
 
+@needs_two_cpus
 def test_cli_evaluate_with_workers_gives_the_same_report(toy_run, tmp_path, capsys):
     run = shutil.copytree(toy_run, tmp_path / "run")  # evaluate writes its report into the run
     reports = []
@@ -113,8 +126,10 @@ def test_cli_evaluate_with_workers_gives_the_same_report(toy_run, tmp_path, caps
     ("translate {run} --workers 0", r"argument --workers: 0 must be a positive integer"),
     ("translate {run} --workers 65", r"argument --workers: 65 must be at most 64"),
     ("evaluate {run} --workers 65", r"argument --workers: 65 must be at most 64"),
-    ("translate {run} --workers 2 --engine ctranslate2", r"--workers is the native engine's.*ATTNMT_CT2_INTER_THREADS"),
-    ("evaluate {run} --workers 2 --engine ctranslate2", r"--workers is the native engine's.*ATTNMT_CT2_INTER_THREADS"),
+    ("translate {run} --workers 2 --engine ctranslate2",
+     r"--workers is the native engine's.*ATTNMT_CT2_INTER_THREADS"),
+    ("evaluate {run} --workers 2 --engine ctranslate2",
+     r"--workers is the native engine's.*ATTNMT_CT2_INTER_THREADS"),
 ])
 def test_cli_refuses_bad_workers_in_one_line(argv, message, toy_run, capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", __import__("io").StringIO("hund .\n"))

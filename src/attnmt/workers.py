@@ -80,6 +80,7 @@ def _serve(index: int, spec: WorkerSpec, tasks, results) -> None:
             results.put((index, job, True, pickle.dumps(translator.translate(sentences, **options))))
         except Exception as err:  # noqa: BLE001
             results.put((index, job, False, f"{type(err).__name__}: {err}"))
+    results.cancel_join_thread()  # stopping: answers the parent no longer reads must not hold up the exit
 
 
 def _next_task(tasks):
@@ -172,8 +173,12 @@ class WorkerPool:
             try:
                 worker, answer_job, ok, payload = self._results.get(timeout=POLL_S)
             except queue.Empty:
-                self._check_alive()
-                continue
+                if all(process.is_alive() for process in self._processes):
+                    continue
+                try:  # a worker has exited: its last words may still be on their way
+                    worker, answer_job, ok, payload = self._results.get(timeout=POLL_S)
+                except queue.Empty:
+                    raise self._death() from None
             if answer_job != job:
                 continue
             if not ok:
@@ -182,12 +187,11 @@ class WorkerPool:
             waiting.discard(worker)
         return found
 
-    def _check_alive(self) -> None:
-        """Raises AttnmtError when a worker has exited (it was killed, or ran out of memory)."""
-        for index, process in enumerate(self._processes):
-            if not process.is_alive():
-                raise AttnmtError(f"decoding worker {index} (pid {process.pid}) exited with code {process.exitcode} "
-                                  f"without an answer (killed, or out of memory?)")
+    def _death(self) -> AttnmtError:
+        """The error for the first worker that has exited without an answer."""
+        index, process = next((i, p) for i, p in enumerate(self._processes) if not p.is_alive())
+        return AttnmtError(f"decoding worker {index} (pid {process.pid}) exited with code {process.exitcode} "
+                           f"without an answer (killed, or out of memory?)")
 
     def close(self, *, graceful: bool = True) -> None:
         """Stop the workers: ask them (`graceful`) and wait up to STOP_S, then terminate the rest."""
@@ -213,5 +217,5 @@ class WorkerPool:
 
 def _options_for(options: dict, indices: list[int]) -> dict:
     """`options` for the sentences at `indices`: the per-sentence ones (PER_SENTENCE) cut to them."""
-    return {key: ([value[i] for i in indices] if key in PER_SENTENCE and value is not None else value)
+    return {key: ([value[i] for i in indices] if key in PER_SENTENCE and isinstance(value, (list, tuple)) else value)
             for key, value in options.items()}

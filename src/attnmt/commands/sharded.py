@@ -20,7 +20,7 @@ from attnmt.devices import resolve_device
 from attnmt.errors import AttnmtError
 from attnmt.run_dir import RunDir
 from attnmt.sharding import (DEFAULT_SHARD_LINES, WAIT_FOR_RANKS_S, Work, check_output, finish_job, open_job,
-                             run_shards, threads_per_rank)
+                             run_shards, threads_per_rank, usable_cpus)
 from attnmt.training.distributed import close_world, init_world, launched_by_torchrun
 from attnmt.translator import Translator
 from attnmt.workers import WorkerPool
@@ -76,7 +76,8 @@ def run(args, inputs: Sequence[str], settings: dict, make_work: Callable[[Transl
 
 
 def check_workers(workers: int, engine: str) -> None:
-    """--workers N > 1 needs the native engine and one process (not torchrun).
+    """--workers N > 1 needs the native engine, one process (not torchrun), and at most as many
+    workers as the CPUs this process may use (more only add copies of the model).
 
     Raises:
         AttnmtError: naming what to use instead.
@@ -89,6 +90,9 @@ def check_workers(workers: int, engine: str) -> None:
     if launched_by_torchrun():
         raise AttnmtError("--workers > 1 under torchrun: the ranks already decode side by side; start more ranks "
                           "(--nproc-per-node) or give each more --threads instead")
+    if workers > usable_cpus():
+        raise AttnmtError(f"--workers {workers}: this process may use {usable_cpus()} CPU(s), and each worker needs "
+                          f"one (more only add copies of the model): give at most {usable_cpus()}")
 
 
 @contextmanager
