@@ -4,6 +4,8 @@ of a torchrun job, resumable after a kill.
 Used when -i and -o name regular files (or -o a new one), and always under torchrun (where they
 must). stdin, stdout, pipes and devices keep each command's streaming path: a pipe cannot be
 split between ranks nor resumed, and a device must be written to, not replaced by a file.
+`open_translator` loads the run(s) for translate and evaluate, in this process or, with
+--workers N, in a pool of N worker processes (workers.py).
 """
 
 from __future__ import annotations
