@@ -53,6 +53,8 @@ def test_two_workers_translate_as_one_translator(pool, toy_run, beam):
     assert [r.source_tokens for r in found] == [s.split() for s in SENTENCES]  # input order
     for got, want in zip(found, expected):
         assert got.tokens == want.tokens and got.text == want.text
+        assert got.score == pytest.approx(want.score, abs=1e-5)
+        assert got.attention == pytest.approx(want.attention, abs=1e-5)
         # other batches pad differently: the sums may differ in the last float bits
         assert [a.score for a in got.alternatives] == pytest.approx([a.score for a in want.alternatives], abs=1e-5)
         assert [a.tokens for a in got.alternatives] == [a.tokens for a in want.alternatives]
