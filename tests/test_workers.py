@@ -29,15 +29,16 @@ SENTENCES = [" ".join(toy.SRC_WORDS[(i * 5 + j) % len(toy.SRC_WORDS)] for j in r
 needs_two_cpus = pytest.mark.skipif(usable_cpus() < 2, reason="--workers 2 needs 2 CPUs")
 
 
-def _no_workers_left() -> bool:
-    return not [p for p in multiprocessing.active_children() if p.name.startswith("attnmt-worker")]
+def _workers() -> set[int]:
+    """The pids of this process's live decoding workers (the module's shared pool's included)."""
+    return {p.pid for p in multiprocessing.active_children() if p.name.startswith("attnmt-worker")}
 
 
 @pytest.fixture(scope="module")
 def pool(toy_run):
     with WorkerPool(toy_run, workers=2, threads=1) as running:
         yield running
-    assert _no_workers_left()
+    assert not _workers()
 
 
 def test_deal_shares_the_length_sorted_input_in_turn():
@@ -69,26 +70,29 @@ def test_per_sentence_options_follow_their_sentences(pool, toy_run):
 
 
 def test_a_failed_call_names_the_worker_and_the_pool_goes_on(pool):
-    with pytest.raises(AttnmtError, match=r"decoding worker 0 \(pid \d+\) failed: ValueError: .*beam"):
+    with pytest.raises(AttnmtError, match=r"decoding worker [01] \(pid \d+\) failed: ValueError: beam_size=0"):
         pool.translate(SENTENCES, beam_size=0)
     assert len(pool.translate(SENTENCES[:3], beam_size=1)) == 3  # the failed call's answers are dropped
 
 
 def test_a_worker_that_cannot_load_is_an_error_and_no_worker_is_left(toy_run):
+    before = _workers()
     with pytest.raises(AttnmtError, match=r"decoding worker \d \(pid \d+\) failed: .*no-such-checkpoint"):
         with WorkerPool(toy_run, workers=2, threads=1, checkpoint="no-such-checkpoint"):
             pass
-    assert _no_workers_left()
+    assert _workers() == before
 
 
 def test_a_killed_worker_is_an_error_not_a_hang(toy_run):
+    before = _workers()
     with pytest.raises(AttnmtError, match=r"decoding worker 1 \(pid \d+\) exited with code -9"):
         with WorkerPool(toy_run, workers=2, threads=1) as running:
-            victim = next(p for p in multiprocessing.active_children() if p.name == "attnmt-worker-1")
+            victim = next(p for p in multiprocessing.active_children()
+                          if p.name == "attnmt-worker-1" and p.pid not in before)
             os.kill(victim.pid, signal.SIGKILL)
             victim.join()
             running.translate(SENTENCES, beam_size=1)
-    assert _no_workers_left()
+    assert _workers() == before
 
 
 def test_cli_refuses_more_workers_than_cpus(toy_run, capsys, monkeypatch):
@@ -99,6 +103,7 @@ def test_cli_refuses_more_workers_than_cpus(toy_run, capsys, monkeypatch):
 
 @needs_two_cpus
 def test_cli_translate_with_workers_writes_the_same_file(toy_run, tmp_path):
+    before = _workers()
     source = tmp_path / "in.de"
     source.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     outputs = {}
@@ -108,7 +113,7 @@ def test_cli_translate_with_workers_writes_the_same_file(toy_run, tmp_path):
                      "--workers", workers, "--threads", "1", "--shard-lines", "16"]) == 0
         outputs[workers] = out.read_text(encoding="utf-8")
     assert outputs["1"] == outputs["2"] and outputs["1"].count("\n") == len(SENTENCES)
-    assert _no_workers_left()
+    assert _workers() == before
 
 
 @needs_two_cpus
