@@ -165,7 +165,7 @@ def _add_workers_arg(p: argparse.ArgumentParser) -> None:
     """translate / evaluate: native decoding in N processes (workers.py)."""
     p.add_argument("--workers", type=bounded(positive_int, high=MAX_WORKERS), default=1, metavar="N",
                    help=f"decode in N worker processes (1..{MAX_WORKERS}, at most the CPUs usable), each with its own copy of the model and "
-                        "--threads torch threads (default: the CPUs shared among them); native engine on a CPU, "
+                        "its torch threads (translate: --threads; default: the CPUs shared among them); native engine on a CPU, "
                         "one process (not under torchrun). Default 1 until benchmarks/speed/workers.py has "
                         "measured whether workers beat threads (docs/performance.md)")
 
