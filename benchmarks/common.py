@@ -197,3 +197,21 @@ def setup_logging(quiet: bool) -> None:
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.WARNING if quiet else logging.INFO,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+
+
+def run_main(name: str, args: Any, argv: Sequence[str] | None, run_bench: Callable[[Any, Any], dict],
+             format_table: Callable[[dict], str]) -> int:
+    """A benchmark's `main` after its own argument checks: logging, the run, the table (unless
+    `args.quiet`), the JSON report at `args.json`. An AttnmtError is one line on stderr and exit 2."""
+    from attnmt.errors import AttnmtError
+
+    setup_logging(args.quiet)
+    try:
+        report = run_bench(args, argv)
+    except AttnmtError as err:
+        print(f"{name}: error: {err}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(format_table(report))
+    write_report(args.json, report)
+    return 0

@@ -40,9 +40,8 @@ from benchmarks.common import (
     make_report,
     median_time,
     rate,
-    setup_logging,
+    run_main,
     torch_threads,
-    write_report,
 )
 from benchmarks.speed.ceiling import decode_macs, gemm_throughput, limit_tokens_per_s, step_shapes
 
@@ -227,16 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.beams + [args.repeats, args.batch_size, args.threads]) < 1:
         print("bench_decode: error: --beams, --repeats, --batch-size and --threads must be >= 1", file=sys.stderr)
         return 2
-    setup_logging(args.quiet)
-    try:
-        report = run_bench(args, argv)
-    except AttnmtError as err:
-        print(f"bench_decode: error: {err}", file=sys.stderr)
-        return 2
-    if not args.quiet:
-        print(format_table(report))
-    write_report(args.json, report)
-    return 0
+    return run_main("bench_decode", args, argv, run_bench, format_table)
 
 
 if __name__ == "__main__":

@@ -31,9 +31,8 @@ if __package__ in (None, ""):  # run as a file: make the benchmarks package impo
 from attnmt import Translator
 from attnmt.config import load_saved_config
 from attnmt.data.corpus import corpus_spec, load_corpus
-from attnmt.errors import AttnmtError
 from attnmt.workers import WorkerPool
-from benchmarks.common import command, environment, make_report, rate, setup_logging, timed, torch_threads, write_report
+from benchmarks.common import command, environment, make_report, rate, run_main, timed, torch_threads
 
 log = logging.getLogger("attnmt.bench_workers")
 
@@ -166,16 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.beams + [args.rounds, args.batch_size, args.sentences or 1]) < 1:
         print("bench_workers: error: --beams, --rounds, --batch-size and --sentences must be >= 1", file=sys.stderr)
         return 2
-    setup_logging(args.quiet)
-    try:
-        report = run_bench(args, argv)
-    except AttnmtError as err:
-        print(f"bench_workers: error: {err}", file=sys.stderr)
-        return 2
-    if not args.quiet:
-        print(format_table(report))
-    write_report(args.json, report)
-    return 0
+    return run_main("bench_workers", args, argv, run_bench, format_table)
 
 
 if __name__ == "__main__":

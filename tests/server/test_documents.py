@@ -9,25 +9,15 @@ import json
 import os
 import re
 import time
-from collections import Counter
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from bs4 import BeautifulSoup, Tag
+from bs4 import BeautifulSoup
+from test_markup import structure  # the same markup check as the unit tests
 
 LT = {"source": "de", "target": "en"}
 NAME = re.compile(r"[A-Za-z0-9_-]{32}\.(txt|html)")
-
-
-def structure(html: str) -> Counter:
-    """Every element with its ancestors and attributes: equal counters, equal markup."""
-    soup = BeautifulSoup(html, "html.parser", multi_valued_attributes=None)
-    paths = Counter()
-    for element in soup.find_all(True):
-        chain = [element, *[p for p in element.parents if isinstance(p, Tag) and p is not soup]]
-        paths[tuple((e.name, tuple(sorted(e.attrs.items()))) for e in reversed(chain))] += 1
-    return paths
 
 
 def words(text: str) -> str:
