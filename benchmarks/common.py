@@ -202,7 +202,8 @@ def setup_logging(quiet: bool) -> None:
 def run_main(name: str, args: Any, argv: Sequence[str] | None, run_bench: Callable[[Any, Any], dict],
              format_table: Callable[[dict], str]) -> int:
     """A benchmark's `main` after its own argument checks: logging, the run, the table (unless
-    `args.quiet`), the JSON report at `args.json`. An AttnmtError is one line on stderr and exit 2."""
+    `args.quiet`), the JSON report at `args.json` (none when it is empty). An AttnmtError is one
+    line on stderr and exit 2."""
     from attnmt.errors import AttnmtError
 
     setup_logging(args.quiet)
@@ -213,5 +214,6 @@ def run_main(name: str, args: Any, argv: Sequence[str] | None, run_bench: Callab
         return 2
     if not args.quiet:
         print(format_table(report))
-    write_report(args.json, report)
+    if args.json:
+        write_report(args.json, report)
     return 0

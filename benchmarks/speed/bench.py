@@ -55,7 +55,7 @@ from attnmt.devices import resolve_device
 from attnmt.errors import AttnmtError
 from attnmt.models import build_model, count_parameters
 from attnmt.training.trainable import use_bf16
-from benchmarks.common import command, environment, make_report, setup_logging, torch_threads, write_report
+from benchmarks.common import command, environment, make_report, run_main, torch_threads
 from benchmarks.references import reference_rnn, reference_transformer
 from benchmarks.speed.decode_speed import (
     agreement,
@@ -395,17 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bench: error: --steps, --beams, --repeats and --decode-batch-size must be >= 1, "
               "--warmup-steps >= 0", file=sys.stderr)
         return 2
-    setup_logging(args.quiet)
-    try:
-        report = run_bench(args, argv)
-    except AttnmtError as err:
-        print(f"bench: error: {err}", file=sys.stderr)
-        return 2
-    if not args.quiet:
-        print(format_table(report))
-    if args.json:
-        write_report(args.json, report)
-    return 0
+    return run_main("bench", args, argv, run_bench, format_table)
 
 
 if __name__ == "__main__":
