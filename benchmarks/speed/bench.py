@@ -57,6 +57,7 @@ from attnmt.models import build_model, count_parameters
 from attnmt.training.trainable import use_bf16
 from benchmarks.common import command, environment, make_report, run_main, torch_threads
 from benchmarks.references import reference_rnn, reference_transformer
+from benchmarks.speed.ceiling import product_throughput, train_work
 from benchmarks.speed.decode_speed import (
     agreement,
     attnmt_search_only,
@@ -75,7 +76,9 @@ UNTRAINED_NOTE = ("decoding uses a randomly initialised model, which rarely emit
                   "realistic lengths")
 # Counts of work, not speed: left out of the ratios.
 NOT_RATIOS = {"warmup_steps", "steps", "repeats", "tgt_tokens", "src_tokens", "sentences", "outputs", "beam",
-              "epoch_batches", "params", "mean_len"}
+              "epoch_batches", "params", "mean_len", "macs_per_tgt_token", "gemm_gmac_per_s",
+              "limit_tgt_tok_per_s", "limit_batches"}
+LIMIT_BATCHES = 4  # training batches whose multiply-adds and products are counted for the limit
 
 
 # ----------------------------------------------------------------------------- data
@@ -149,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-decode", action="store_true", help="skip decoding")
     p.add_argument("--no-train", action="store_true", help="skip training")
     p.add_argument("--no-search-only", action="store_true", help="skip timing the search alone")
+    p.add_argument("--no-limit", action="store_true",
+                   help="skip measuring this machine's training limit (benchmarks/speed/ceiling.py; CPU, fp32 only)")
     ref = p.add_mutually_exclusive_group()
     ref.add_argument("--reference", dest="reference", action="store_true", default=True,
                      help="also measure the tutorial-style reference (default)")
@@ -213,9 +218,24 @@ def train_rows(run: BenchRun) -> list[dict]:
                                    repeats=args.repeats, full_epoch=args.full_epoch,
                                    epoch_tgt_tokens=run.data.epoch_tgt_tokens, device=run.device, memory=run.memory)
         amp = "bf16" if side == "attnmt" and use_bf16(run.cfg, run.device) else "fp32"
+        if not args.no_limit and amp == "fp32" and run.device.type == "cpu":
+            figures.update(train_limit(step, run.data.batches[args.warmup_steps:][:LIMIT_BATCHES] or run.data.batches,
+                                       figures["tgt_tok_per_s"]))
         rows.append({"kind": "train", "side": side, "params": count_parameters(model), "amp": amp, **figures})
         del model, step
     return rows
+
+
+def train_limit(step, batches: list[Batch], tgt_tok_per_s: float) -> dict:
+    """This machine's limit for these training steps and the share of it reached (ceiling.py):
+    the steps' multiply-adds per target token, torch's fp32 GMAC/s at their own matrix products.
+    Counting runs more updates, so it comes after the timing."""
+    work = train_work(step, batches)
+    gemm = product_throughput(work.shapes)
+    limit = gemm["fp32_gmac_per_s"] * 1e9 / work.macs_per_tgt_token
+    return {"macs_per_tgt_token": round(work.macs_per_tgt_token), "gemm_gmac_per_s": gemm["fp32_gmac_per_s"],
+            "limit_batches": len(batches), "limit_tgt_tok_per_s": round(limit),
+            "share_of_limit": round(tgt_tok_per_s / limit, 4)}
 
 
 def decode_models(run: BenchRun) -> tuple[Translator, dict[str, nn.Module]]:
@@ -341,6 +361,7 @@ def run_bench(args: argparse.Namespace, argv: list[str] | None = None) -> dict:
 # ----------------------------------------------------------------------------- output
 
 TRAIN_ROWS = [("tgt tok/s", "tgt_tok_per_s"), ("src+tgt tok/s", "src_tgt_tok_per_s"), ("ms/step", "step_ms"),
+              ("limit tgt tok/s", "limit_tgt_tok_per_s"), ("share of limit %", "share_of_limit"),
               ("epoch s (estimate)", "epoch_s_estimate"), ("epoch s (measured)", "epoch_s_measured"),
               ("peak mem MiB", "peak_mem_mb"), ("mem growth MiB", "mem_growth_mb")]
 DECODE_ROWS = [("sent/s", "sent_per_s"), ("mean output len", "mean_len"), ("tgt tok/s", "tgt_tok_per_s"),
@@ -361,10 +382,11 @@ def _table_lines(report: dict) -> list[str]:
         for label, key in TRAIN_ROWS if kind == "train" else DECODE_ROWS:
             if row.get(key) is None:
                 continue
-            line = f"{prefix + ' ' + label:26}{row[key]:>14,.1f}"
+            scale = 100 if key == "share_of_limit" else 1
+            line = f"{prefix + ' ' + label:26}{scale * row[key]:>14,.1f}"
             if has_ref and other.get(key) is not None:
                 ratio = row.get("ratio", {}).get(key)
-                line += f"{other[key]:>14,.1f}" + (f"{ratio:>8.2f}x" if ratio is not None else f"{'-':>9}")
+                line += f"{scale * other[key]:>14,.1f}" + (f"{ratio:>8.2f}x" if ratio is not None else f"{'-':>9}")
             lines.append(line)
         if row.get("same_outputs") is not None:
             lines.append(f"{name}: {100 * row['same_outputs']:.1f}% of the sentences get the same translation "

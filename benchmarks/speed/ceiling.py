@@ -4,6 +4,10 @@
     gemm = gemm_throughput(step_shapes(model), rows=64 * 5)       # GMAC/s at the model's own shapes
     limit = limit_tokens_per_s(macs, gemm, beam=5)                # output tokens/s if decoding were only that
 
+    work = train_work(step, batches)                              # training: multiply-adds per target token
+    gemm = product_throughput(work.shapes)                        # GMAC/s at the steps' own products
+    limit = gemm["fp32_gmac_per_s"] * 1e9 / work.macs_per_tgt_token  # target tokens/s if training were only that
+
 Multiply-adds are counted by torch's FlopCounterMode on the model itself (one `encode` of a
 sentence, one `decode_step` of one hypothesis), so they follow any config: per hypothesis and step
 (the decoder's projections, feed-forward, attention and output layer) and per source token (the
@@ -21,7 +25,14 @@ GEMMs compete with); the figure is their summed multiply-adds over their summed 
 ignores everything that is not a matrix product (softmax, top-k, copies, Python), which is what
 the share then shows.
 
+Training is counted the same way: the multiply-adds of whole update steps (forward and backward,
+as FlopCounterMode sees them; the optimizer's element-wise work is not a matrix product) over
+their target tokens, against torch's fp32 `mm` throughput at every matrix product those very
+steps ran (forward and backward, recorded with their shapes). fp32 only: training does not
+quantize.
+
 Shapes:
+    m, k, n: a matrix product (m, k) @ (k, n), in training; its multiply-adds are m * k * n.
     rows: batch * beam, the rows each decoder step multiplies; in_dim, out_dim: a layer's sizes.
 """
 
@@ -139,3 +150,60 @@ def gemm_throughput(shapes: list[tuple[int, int]], *, rows: int, repeats: int = 
 def limit_tokens_per_s(macs: DecodeMacs, gmac_per_s: float, *, beam: int) -> float:
     """Output tokens/s if decoding did nothing but its multiply-adds at `gmac_per_s`."""
     return gmac_per_s * 1e9 / macs.per_output_token(beam)
+
+
+# ----------------------------------------------------------------------------- training
+
+class _ProductShapes(TorchDispatchMode):
+    """Records (m, k, n) of every matrix product (m, k) @ (k, n) run inside it, forward and
+    backward; a batched product counts as its batch times m rows."""
+
+    def __init__(self):
+        super().__init__()
+        self.shapes: list[tuple[int, int, int]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        aten = torch.ops.aten
+        if func is aten.mm.default:
+            self.shapes.append((args[0].shape[0], args[0].shape[1], args[1].shape[1]))
+        elif func is aten.addmm.default:
+            self.shapes.append((args[1].shape[0], args[1].shape[1], args[2].shape[1]))
+        elif func is aten.bmm.default:
+            b, m, k = args[0].shape
+            self.shapes.append((b * m, k, args[1].shape[2]))
+        elif func is aten.linear.default:  # input (..., in), weight (out, in)
+            k = args[0].shape[-1]
+            self.shapes.append((args[0].numel() // max(k, 1), k, args[1].shape[0]))
+        return func(*args, **(kwargs or {}))
+
+
+@dataclass(frozen=True)
+class TrainWork:
+    macs_per_tgt_token: float              # multiply-adds of whole steps over their target tokens
+    shapes: list[tuple[int, int, int]]     # (m, k, n) of every matrix product of those steps
+
+
+def train_work(step, batches) -> TrainWork:
+    """What whole training steps cost: `step(batch)` runs one update (it changes the model, so
+    call this after timing) on batches with `num_tgt_tokens`. Multiply-adds are FlopCounterMode's
+    count; the shapes are recorded from the same steps."""
+    macs, shapes = 0.0, []
+    for batch in batches:
+        with _ProductShapes() as recorder:
+            macs += _macs(lambda b=batch: step(b))
+        shapes += recorder.shapes
+    return TrainWork(macs / sum(batch.num_tgt_tokens for batch in batches), shapes)
+
+
+def product_throughput(shapes: list[tuple[int, int, int]], *, repeats: int = 5) -> dict:
+    """GMAC/s of torch's fp32 `mm` at these (m, k, n), all of them, summed work over summed time."""
+    torch.manual_seed(0)
+    pairs = [(torch.randn(m, k), torch.randn(k, n)) for m, k, n in shapes]
+    macs = sum(m * k * n for m, k, n in shapes)
+
+    def run():
+        for a, b in pairs:
+            torch.mm(a, b)
+
+    return {"products": len(shapes), "macs": macs,
+            "fp32_gmac_per_s": round(macs / _median_seconds(run, repeats) / 1e9, 2)}

@@ -7,7 +7,15 @@ import torch
 
 from attnmt.models.rnn import RNNSeq2Seq
 from attnmt.models.transformer import TransformerSeq2Seq
-from benchmarks.speed.ceiling import DecodeMacs, decode_macs, gemm_throughput, limit_tokens_per_s, step_shapes
+from benchmarks.speed.ceiling import (
+    DecodeMacs,
+    decode_macs,
+    gemm_throughput,
+    limit_tokens_per_s,
+    product_throughput,
+    step_shapes,
+    train_work,
+)
 
 D, FF, LAYERS, HEADS, VOCAB = 32, 64, 2, 4, 50
 
@@ -60,3 +68,28 @@ def test_gemm_throughput_reports_positive_rates_for_the_work_it_did():
     report = gemm_throughput([(16, 32), (32, 8)], rows=4, repeats=3)
     assert report["macs"] == 4 * (16 * 32 + 32 * 8)
     assert report["fp32_gmac_per_s"] > 0 and report["int8_gmac_per_s"] > 0
+
+
+class _Batch:
+    def __init__(self, rows):
+        self.x, self.num_tgt_tokens = torch.randn(rows, 4), rows
+
+
+def test_train_work_counts_forward_and_backward_by_hand():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(batch):
+        optimizer.zero_grad()
+        model(batch.x).square().sum().backward()
+        optimizer.step()
+
+    work = train_work(step, [_Batch(5), _Batch(7)])
+    # per row: forward 4*8 + 8*3; backward: the second layer's input and weight gradients 2 * 8*3,
+    # the first layer's weight gradient 4*8 (its input needs no gradient)
+    per_row = (4 * 8 + 8 * 3) + 2 * 8 * 3 + 4 * 8
+    assert work.macs_per_tgt_token == per_row
+    assert sum(m * k * n for m, k, n in work.shapes) == per_row * 12  # the recorded products hold that work
+    report = product_throughput(work.shapes, repeats=2)
+    assert report["macs"] == per_row * 12 and report["products"] == len(work.shapes) and report["fp32_gmac_per_s"] > 0

@@ -66,6 +66,9 @@ def test_bench_rnn_on_toy_corpus(tmp_path, toy_config, tiny, check_schema):
     train = {row["side"]: row for row in rows(report, "train")}
     assert train["attnmt"]["tgt_tokens"] == train["reference"]["tgt_tokens"]  # the same batches
     assert train["attnmt"]["ratio"]["tgt_tok_per_s"] > 0
+    for row in train.values():  # each side beside this machine's training limit
+        assert row["macs_per_tgt_token"] > 0 and row["limit_tgt_tok_per_s"] > 0
+        assert row["share_of_limit"] == pytest.approx(row["tgt_tok_per_s"] / row["limit_tgt_tok_per_s"], rel=1e-3, abs=1e-4)
     assert any("lower bound" in note for note in report["notes"])  # untrained decoding is flagged
 
 
