@@ -217,3 +217,25 @@ def test_a_damaged_export_is_refused_naming_the_file(tmp_path, random_run, name)
     (out / name).write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match=rf"{name}: corrupted or changed since it was written"):
         Translator.load(out, engine="ctranslate2")
+
+
+def test_opening_exports_leaves_torch_threads_alone(tmp_path, random_run):
+    """CTranslate2 sets the process's OpenMP thread count to intra_threads (1) when it opens a
+    model, which torch reads as its own; load_export restores it, so torch keeps its threads and
+    a second export opened in the process gets the same default inter_threads as the first."""
+    import torch
+
+    run = random_run(tmp_path / "run")
+    export_run(run, tmp_path / "f32")
+    export_run(run, tmp_path / "int8", quantization="int8")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        first = Translator.load(tmp_path / "f32", engine="ctranslate2")
+        first.translate(SOURCES[:2], beam_size=2)
+        assert torch.get_num_threads() == 2
+        second = Translator.load(tmp_path / "int8", engine="ctranslate2")
+        assert (first.engine.inter_threads, second.engine.inter_threads) == (2, 2)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -58,7 +58,15 @@ def load_export(path: str | Path, *, device: str = "cpu", inter_threads: int | N
     inter, intra = thread_settings(device, inter_threads, intra_threads)
 
     def open_model():
-        return ctranslate2.Translator(str(path), device=device, inter_threads=inter, intra_threads=intra)
+        # CTranslate2 sets the process's OpenMP thread count to intra_threads when it opens a
+        # model, which torch reads as its own: without the restore, torch and the default
+        # inter_threads of the next translator opened in this process drop to 1 (measured:
+        # a second export decoded at 0.55x, docs/performance.md).
+        torch_threads = torch.get_num_threads()
+        try:
+            return ctranslate2.Translator(str(path), device=device, inter_threads=inter, intra_threads=intra)
+        finally:
+            torch.set_num_threads(torch_threads)
 
     try:
         translator = open_model()
