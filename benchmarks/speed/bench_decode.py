@@ -9,8 +9,7 @@ export the run with ``attnmt export RUN_DIR -o DIR --quantization Q`` and load t
 ``Translator.load(DIR, engine="ctranslate2")``; where that is not possible (no ctranslate2, a
 version of attnmt without the engine, an RNN run) the row is skipped and says why. Each
 CTranslate2 row also gives the share of sentences whose tokens equal the native engine's at the
-same beam size. Each engine runs in a fresh process (a second CTranslate2 model in one process
-decodes slower than it does alone).
+same beam size. Each engine runs in a fresh process, so no engine's state reaches another's row.
 
     benchmarks/speed/bench_decode.py RUN_DIR [--beams 1 5] [--threads 2] [--repeats 1] \\
         [--engines native ct2-float32 ct2-int8] [--sentences N] [--json bench_decode.json]
@@ -121,9 +120,9 @@ def _engine_child(engine: str, run_dir: Path, export_root: Path, sentences: list
 def engine_rows(args: argparse.Namespace, run_dir: Path, sentences: list[str], notes: list[str]) -> list[dict]:
     """One "decode" row per engine and beam size; an engine that cannot run leaves a note instead.
 
-    Each engine runs in a fresh process: in one process, a second CTranslate2 model decoded at
-    0.55-0.85x the speed it had alone (the first one freed or not; measured 2026-11-24,
-    docs/performance.md), which is the engine's state and not its speed."""
+    Each engine runs in a fresh process, so that no engine's state reaches another's row (a
+    second CTranslate2 model once decoded at 0.55x because the first had left the process's
+    OpenMP threads at 1; docs/performance.md)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
