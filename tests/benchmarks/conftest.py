@@ -49,6 +49,7 @@ def make_run_dir(tmp_path: Path, config: Path, arch: str) -> Path:
     pipeline.save(run_dir)
     save_config(cfg, run_dir / "config.json")
     vocab = pipeline.tgt_vocab
+    torch.manual_seed(0)  # the same untrained weights every run: tests compare two codes on them
     model = build_model(cfg.model, len(pipeline.src_vocab), len(vocab), pad_id=vocab.pad_id, bos_id=vocab.bos_id,
                         eos_id=vocab.eos_id)
     save_weights(model, run_dir / "checkpoints" / "epoch_001.safetensors")
