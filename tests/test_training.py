@@ -72,6 +72,29 @@ def test_inverse_sqrt_schedule_peaks_at_warmup():
     assert used[39] == pytest.approx((10 / 40) ** 0.5) and max(used) == pytest.approx(1.0)
 
 
+def test_plateau_reductions_hold_for_every_update_of_the_next_epochs(tmp_path, toy_config, monkeypatch):
+    """With val BLEU falling and patience 0, the plateau schedule halves the rate after epochs 2 and
+    3, and every update after a halving uses the lowered rate (the per-step schedule once set it
+    back to train.lr at the next update, so `plateau` trained at a constant rate)."""
+    from attnmt.cli import main
+    from attnmt.training import loop
+
+    falling, real_validate = iter([30.0, 20.0, 10.0, 5.0]), loop.validate
+    monkeypatch.setattr(loop, "validate", lambda *a, **k: {**real_validate(*a, **k), "val_bleu": next(falling)})
+    run = tmp_path / "run"
+    settings = ["train.epochs=4", "train.schedule=plateau", "train.plateau_patience=0", "train.plateau_factor=0.5",
+                "train.early_stopping_metric=bleu", "train.early_stopping_patience=10", "train.lr=0.004",
+                "train.log_every=1", "data.train_subset=100", "train.num_threads=1"]
+    assert main(["train", str(toy_config), "--run-dir", str(run), *[a for s in settings for a in ("--set", s)]]) == 0
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    rates: dict[int, set] = {}
+    for row in rows:
+        if row["event"] == "train":
+            rates.setdefault(row["epoch"], set()).add(row["lr"])
+    assert rates == {1: {0.004}, 2: {0.004}, 3: {0.002}, 4: {0.001}}
+    assert [row["lr"] for row in rows if row["event"] == "epoch"] == [0.004, 0.002, 0.001, 0.0005]
+
+
 TINY_TRANSFORMER = ["model.arch=transformer", "model.d_model=16", "model.heads=2", "model.ff_dim=32",
                     "model.enc_layers=1", "model.dec_layers=1"]
 

@@ -33,18 +33,26 @@ def make_optimizer(model: nn.Module, cfg) -> torch.optim.Optimizer:
                **({"fused": True} if fused else {}))
 
 
-def make_step_schedule(optimizer: torch.optim.Optimizer, cfg) -> torch.optim.lr_scheduler.LambdaLR:
-    """Per-step learning-rate factor: constant, or linear warmup then inverse square root
-    (Vaswani et al. 2017, eq. 3, with the peak at `lr`)."""
-    if cfg.schedule == "inverse_sqrt":
-        warmup = cfg.warmup_steps
+class KeepRate(torch.optim.lr_scheduler.LRScheduler):
+    """A per-step schedule that leaves every group's rate as it is: for `constant`, and for
+    `plateau`, whose ReduceLROnPlateau lowers the rate once an epoch. (A LambdaLR of factor 1 would
+    set the rate back to `lr` at every step and undo each reduction.)"""
 
-        def factor(done: int) -> float:  # `done` updates so far; this is the rate of update n = done + 1
-            n = done + 1
-            return min(n / warmup, math.sqrt(warmup / n))
-    else:
-        def factor(done: int) -> float:
-            return 1.0
+    def get_lr(self) -> list:
+        return [group["lr"] for group in self.optimizer.param_groups]
+
+
+def make_step_schedule(optimizer: torch.optim.Optimizer, cfg) -> torch.optim.lr_scheduler.LRScheduler:
+    """Per-step learning rate: linear warmup then inverse square root (Vaswani et al. 2017, eq. 3,
+    with the peak at `lr`) for `inverse_sqrt`; otherwise the rate is left to the plateau schedule
+    (or constant)."""
+    if cfg.schedule != "inverse_sqrt":
+        return KeepRate(optimizer)
+    warmup = cfg.warmup_steps
+
+    def factor(done: int) -> float:  # `done` updates so far; this is the rate of update n = done + 1
+        n = done + 1
+        return min(n / warmup, math.sqrt(warmup / n))
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
@@ -68,7 +76,7 @@ class Trainable:
     model: nn.Module       # what trains: DDP around `core` under torchrun, `core` itself otherwise
     core: nn.Module        # the model: what is validated, saved and loaded
     optimizer: torch.optim.Optimizer
-    step_schedule: torch.optim.lr_scheduler.LambdaLR
+    step_schedule: torch.optim.lr_scheduler.LRScheduler
     plateau: torch.optim.lr_scheduler.ReduceLROnPlateau | None
     use_amp: bool
 
