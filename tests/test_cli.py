@@ -10,6 +10,8 @@ import pytest
 from attnmt.cli import main
 from attnmt.errors import AttnmtError
 
+import toy
+
 
 def test_help_runs_as_module():
     out = subprocess.run([sys.executable, "-m", "attnmt", "--help"], capture_output=True, text=True, check=True)
@@ -213,7 +215,7 @@ def toy_transformer_run(tmp_path_factory, toy_run):
                  "model.enc_layers=1", "model.dec_layers=2", "train.epochs=1", "data.train_subset=32",
                  "train.eval_max_sentences=4"]
     argv = ["train", str(config), "--run-dir", str(base / "run")]
-    assert main(argv + [a for o in overrides for a in ("--set", o)]) == 0
+    assert main(argv + toy.sets(overrides)) == 0
     return base / "run"
 
 

@@ -47,10 +47,6 @@ TINY_TRANSFORMER = ["model.arch=transformer", "model.d_model=16", "model.heads=2
 BASE = ["train.num_threads=1", "data.train_subset=320", "train.log_every=3", "model.dropout=0.0"]
 
 
-def sets(items):
-    return [arg for item in items for arg in ("--set", item)]
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -132,7 +128,7 @@ def two_rank_run(toy_yaml):
     """An uninterrupted 2-rank RNN run: 2 epochs of 10 updates, dropout on (per-rank masks)."""
     run_dir = toy_yaml.parent / "two_ranks"
     argv = ["train", str(toy_yaml), "--run-dir", str(run_dir),
-            *sets([*BASE, "train.epochs=2", "model.dropout=0.2", "train.save_every_steps=4"])]
+            *toy.sets([*BASE, "train.epochs=2", "model.dropout=0.2", "train.save_every_steps=4"])]
     assert run_ranks(train_cli, argv) == [0, 0]
     return run_dir
 
@@ -177,9 +173,9 @@ def test_an_update_larger_than_an_epoch_is_refused(toy_yaml, tmp_path):
 def test_two_ranks_train_what_one_process_accumulating_two_batches_trains(toy_yaml, tmp_path, arch):
     extra = [*BASE, "train.epochs=1", *(TINY_TRANSFORMER if arch == "transformer" else [])]
     ranks = tmp_path / "ranks"
-    assert run_ranks(train_cli, ["train", str(toy_yaml), "--run-dir", str(ranks), *sets(extra)]) == [0, 0]
+    assert run_ranks(train_cli, ["train", str(toy_yaml), "--run-dir", str(ranks), *toy.sets(extra)]) == [0, 0]
     single = tmp_path / "single"
-    assert main(["train", str(toy_yaml), "--run-dir", str(single), *sets([*extra, "train.accum_steps=2"])]) == 0
+    assert main(["train", str(toy_yaml), "--run-dir", str(single), *toy.sets([*extra, "train.accum_steps=2"])]) == 0
     assert not torch.distributed.is_initialized()  # plain `attnmt train`: no process group
 
     steps = [r["step"] for r in metrics_without_timings(ranks) if r["event"] == "epoch"]
@@ -196,7 +192,7 @@ def test_two_ranks_train_what_one_process_accumulating_two_batches_trains(toy_ya
 
 def test_killing_every_rank_mid_epoch_then_resuming_matches_the_uninterrupted_run(two_rank_run, tmp_path):
     argv = ["train", str(two_rank_run.parent / "toy.yaml"), "--run-dir", str(tmp_path / "killed"),
-            *sets([*BASE, "train.epochs=2", "model.dropout=0.2", "train.save_every_steps=4"])]
+            *toy.sets([*BASE, "train.epochs=2", "model.dropout=0.2", "train.save_every_steps=4"])]
     codes = run_ranks(kill_every_rank_at_update, argv, 14)  # update 14: epoch 2, after the save at step 12
     assert codes == [-signal.SIGKILL, -signal.SIGKILL]
     counters = load_train_state(tmp_path / "killed")["counters"]
@@ -250,7 +246,7 @@ def test_a_failing_rank_ends_the_whole_torchrun_job(toy_yaml, tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]),
                FAILED_AT_FILE=str(tmp_path / "failed_at"), PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(worker),
-           "train", str(toy_yaml), "--run-dir", str(tmp_path / "run"), *sets([*BASE, "train.epochs=3"])]
+           "train", str(toy_yaml), "--run-dir", str(tmp_path / "run"), *toy.sets([*BASE, "train.epochs=3"])]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     try:

@@ -18,6 +18,8 @@ from attnmt.checkpoint import load_train_state, load_weights_file
 from attnmt.cli import main
 from attnmt.translator import Translator
 
+import toy
+
 TIMING_KEYS = {"tokens_per_s", "seconds"}
 
 
@@ -128,7 +130,7 @@ def stop_budget_after(monkeypatch, updates):
 def test_time_budget_stop_mid_epoch_then_resume_matches_uninterrupted_run(tmp_path, toy_config, monkeypatch, setup):
     settings = ["train.num_threads=1", "train.save_every_steps=1000", "train.log_every=7", "data.train_subset=200",
                 *SETUPS[setup]]
-    sets = [arg for item in settings for arg in ("--set", item)]
+    sets = toy.sets(settings)
     straight = tmp_path / "straight"
     assert main(["train", str(toy_config), "--run-dir", str(straight), "--set", "train.epochs=3", *sets]) == 0
     rows = metrics_without_timings(straight)

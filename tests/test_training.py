@@ -6,12 +6,15 @@ import json
 import pytest
 import torch
 
+from attnmt.cli import main
 from attnmt.config import TrainConfig, load_config
 from attnmt.errors import AttnmtError
 from attnmt.models.rnn import RNNSeq2Seq
 from attnmt.models.loss import sequence_loss
-from attnmt.training import train
+from attnmt.training import loop, train
 from attnmt.training.trainable import make_step_schedule
+
+import toy
 
 
 def poison_every(monkeypatch, predicate):
@@ -73,19 +76,16 @@ def test_inverse_sqrt_schedule_peaks_at_warmup():
 
 
 def test_plateau_reductions_hold_for_every_update_of_the_next_epochs(tmp_path, toy_config, monkeypatch):
-    """With val BLEU falling and patience 0, the plateau schedule halves the rate after epochs 2 and
-    3, and every update after a halving uses the lowered rate (the per-step schedule once set it
+    """With val BLEU falling and patience 0, the plateau schedule halves the rate after epochs 2, 3
+    and 4, and every update after a halving uses the lowered rate (the per-step schedule once set it
     back to train.lr at the next update, so `plateau` trained at a constant rate)."""
-    from attnmt.cli import main
-    from attnmt.training import loop
-
     falling, real_validate = iter([30.0, 20.0, 10.0, 5.0]), loop.validate
     monkeypatch.setattr(loop, "validate", lambda *a, **k: {**real_validate(*a, **k), "val_bleu": next(falling)})
     run = tmp_path / "run"
     settings = ["train.epochs=4", "train.schedule=plateau", "train.plateau_patience=0", "train.plateau_factor=0.5",
                 "train.early_stopping_metric=bleu", "train.early_stopping_patience=10", "train.lr=0.004",
                 "train.log_every=1", "data.train_subset=100", "train.num_threads=1"]
-    assert main(["train", str(toy_config), "--run-dir", str(run), *[a for s in settings for a in ("--set", s)]]) == 0
+    assert main(["train", str(toy_config), "--run-dir", str(run), *toy.sets(settings)]) == 0
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     rates: dict[int, set] = {}
     for row in rows:

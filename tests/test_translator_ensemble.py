@@ -11,6 +11,8 @@ from attnmt.data.corpus import corpus_spec, load_corpus
 from attnmt.errors import AttnmtError
 from attnmt.translator import Translator
 
+import toy
+
 SENTENCES = ["Hund katze haus .", "Rot blau .", "Mann frau kind ball wasser .", "Baum .", ""]
 
 
@@ -73,7 +75,7 @@ def test_runs_with_different_vocabularies_are_refused_naming_the_difference(toy_
     config = toy_seed_runs[0].parent / "toy.yaml"
     other = tmp_path / "small_vocab"
     overrides = ["data.max_vocab=12", "train.epochs=1", "data.train_subset=32", "train.eval_max_sentences=4"]
-    assert main(["train", str(config), "--run-dir", str(other)] + [a for o in overrides for a in ("--set", o)]) == 0
+    assert main(["train", str(config), "--run-dir", str(other)] + toy.sets(overrides)) == 0
     with pytest.raises(AttnmtError, match=r"cannot ensemble .*run-seed1 and .*small_vocab: their target vocabularies "
                                           r"differ \(\d+ and 16 tokens; .*\)"):
         Translator.load([toy_seed_runs[0], other], device="cpu")

@@ -24,6 +24,11 @@ SRC_WORDS = "hund katze haus baum auto mann frau kind ball wasser rot blau groß
 TGT_WORDS = "dog cat house tree car man woman child ball water red blue big small".split()
 
 
+def sets(items: list[str]) -> list[str]:
+    """`--set` arguments for the CLI: ["a=1", "b=2"] -> ["--set", "a=1", "--set", "b=2"]."""
+    return [arg for item in items for arg in ("--set", item)]
+
+
 def copy_pairs(n: int, seed: int) -> list[tuple[str, str]]:
     """Word-for-word 'translations' of random sentences, e.g. ("Hund rot .", "Dog red .")."""
     rng = random.Random(seed)
