@@ -3,6 +3,7 @@ tests run in seconds."""
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,11 @@ if str(TESTS) not in sys.path:  # `import toy` from every test folder, whatever 
 import toy  # noqa: E402
 
 torch.set_num_threads(1)  # tiny models gain nothing from more, and lose much when cores are shared
+
+# One cache for the session (prepared data, sentencepiece models): shared by the tests and the
+# commands they start, never the user's own; tests that need a cache of their own set one.
+_SESSION_CACHE = tempfile.TemporaryDirectory(prefix="attnmt-test-cache-")
+os.environ["ATTNMT_CACHE"] = _SESSION_CACHE.name
 
 REPO = TESTS.parent
 

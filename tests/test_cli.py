@@ -81,6 +81,15 @@ def test_resume_of_a_folder_without_a_run_names_the_missing_file(tmp_path, capsy
 #   {config}       a toy config file;  {corpus} the toy corpus folder;  {tmp} an empty folder
 # Add a verb's rows under its name: every verb of the parser must have some (see the test below).
 BAD_VALUES: dict[str, list[tuple[str, str]]] = {
+    "prepare": [
+        ("prepare {config} --workers 0", r"argument --workers: 0 must be a positive integer"),
+        ("prepare {config} --set data.max_len=0", r"data.max_len=0 must be positive"),
+        ("prepare {config} --set data.max_len_ratio=.nan", r"data.max_len_ratio=nan must be a finite number"),
+        ("prepare {config} --set data.train=[]", r"data.train must be a non-empty list"),
+        ("prepare {config} --set data.train=[{{\"path\":\"x\",\"weight\":-1}}]", r"data.train\[0\].weight=-1.0 must be a number in \(0, 1000\]"),
+        ("prepare {config} --set data.train={tmp}/nothing", r"nothing.de: file not found"),
+        ("prepare nothing.yaml", r"nothing.yaml: config file not found"),
+    ],
     "data stats": [
         ("data stats --vocab-size 0", r"argument --vocab-size: 0 must be a positive integer"),
         ("data stats --min-freq x", r"argument --min-freq: 'x' is not an integer"),
@@ -157,7 +166,7 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("average {rnn} --last 0", r"argument --last: 0 must be a positive integer"),
         ("average {rnn} --last -1", r"argument --last: -1 must be a positive integer"),
         ("average {rnn} --last x", r"argument --last: 'x' is not an integer"),
-        ("average {tmp} --last 2", r"no checkpoints/epoch_\*.safetensors to average"),
+        ("average {tmp} --last 2", r"no validated checkpoints \(checkpoints/epoch_\*.safetensors, step_\*.safetensors\) to average"),
     ],
     "demo": [
         ("demo --config multi30k_lstm", r"multi30k_lstm: config file not found"),

@@ -11,6 +11,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "attnmt"
 # module (dotted, below attnmt) or package prefix -> layer; the most specific entry wins.
 LAYERS = {
     "errors": 0, "files": 1, "devices": 1, "masks": 1, "checkpoint": 2, "config": 2,
+    "world": 1,  # the torchrun process group: ranks, barriers, broadcasts (data.prepare, training, sharding)
     "bounded": 1,  # untrusted YAML and JSON read within bounds (config.py)
     "attention": 3,  # pure tensor math over masks.py
     "data": 4,
@@ -75,3 +76,29 @@ def test_layer_table_is_complete():
         except KeyError:
             missing.append(f"attnmt.{module}")
     assert missing == [], f"modules with no layer in LAYERS: {missing}"
+
+
+def test_no_module_imports_itself_through_others():
+    """No import circle, within a package included (lazy imports count): the graph of explicit
+    imports between modules is acyclic."""
+    known = {module for _, module in modules()}
+    graph = {module: {name for name in imports_of(path, "attnmt." + module if module != "__init__" else "attnmt")
+                      if name in known and name != module}
+             for path, module in modules()}
+    done, path, circles = set(), [], []
+
+    def visit(module):
+        if module in path:
+            circles.append(path[path.index(module):] + [module])
+            return
+        if module in done:
+            return
+        path.append(module)
+        for name in sorted(graph[module]):
+            visit(name)
+        path.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module)
+    assert circles == [], "import circles: " + "; ".join(" -> ".join(c) for c in circles)

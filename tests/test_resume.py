@@ -13,14 +13,14 @@ import pytest
 import torch
 
 import attnmt.training.loop as loop
-import attnmt.training.step as step
+import attnmt.training.compiled_step as step  # make_update_step looks train_step up there
 from attnmt.checkpoint import load_train_state, load_weights_file
 from attnmt.cli import main
 from attnmt.translator import Translator
 
 import toy
 
-TIMING_KEYS = {"tokens_per_s", "seconds"}
+TIMING_KEYS = {"tokens_per_s", "seconds", "data_wait"}
 
 
 def metrics_without_timings(run_dir):
@@ -182,3 +182,33 @@ def test_a_used_run_directory_is_refused_unless_resumed_or_overwritten(tmp_path,
             (interrupted / name).write_text((run / name).read_text())
     assert main(["train", str(toy_config), "--run-dir", str(interrupted), *fast]) == 2
     assert "already holds a run (config.json, train_state.json)" in capsys.readouterr().err
+
+
+def test_validation_every_n_updates_and_max_updates_and_a_resume_between_them(tmp_path, toy_config):
+    """train.validate_every=5 validates and checkpoints at every 5th update as well as at epoch
+    ends, train.max_updates ends the run with a checkpoint; a run stopped at update 15 and resumed
+    to 23 is the run that went to 23 at once, record for record and weight for weight."""
+    settings = toy.sets(["train.num_threads=1", "data.train_subset=200", "model.dropout=0.2", "train.epochs=10",
+                         "train.validate_every=5", "train.keep_last=3", "train.log_every=4"])
+    straight = tmp_path / "straight"
+    assert main(["train", str(toy_config), "--run-dir", str(straight), "--set", "train.max_updates=23", *settings]) == 0
+    rows = metrics_without_timings(straight)
+    per_epoch = next(r["step"] for r in rows if r["event"] == "epoch")  # 200 pairs in batches of 16: 13 updates
+    assert per_epoch == 13
+    validated = [(r["event"], r["step"]) for r in rows if r["event"] in ("epoch", "validate")]
+    assert validated == [("validate", 5), ("validate", 10), ("epoch", 13), ("validate", 15), ("validate", 20),
+                         ("validate", 23)]
+    assert rows[-1]["event"] == "end" and rows[-1]["epochs"] == 1
+    kept = sorted(p.name for p in (straight / "checkpoints").glob("*_*.safetensors") if "train_state" not in p.name)
+    assert kept == ["step_0000015.safetensors", "step_0000020.safetensors", "step_0000023.safetensors"]
+    assert json.loads((straight / "last.json").read_text())["file"] == "checkpoints/step_0000023.safetensors"
+
+    stopped = tmp_path / "stopped"
+    assert main(["train", str(toy_config), "--run-dir", str(stopped), "--set", "train.max_updates=15", *settings]) == 0
+    assert main(["train", "--resume", str(stopped), "--set", "train.max_updates=23"]) == 0
+    assert_same_weights(final_weights(straight), final_weights(stopped))
+    assert metrics_without_timings(straight) == metrics_without_timings(stopped)
+
+    assert main(["average", str(straight), "--last", "2"]) == 0
+    assert json.loads((straight / "average.json").read_text())["from"] == ["step_0000020.safetensors",
+                                                                            "step_0000023.safetensors"]

@@ -20,7 +20,7 @@ import attnmt.sharding as sharding
 from attnmt.cli import main
 from attnmt.errors import DataError
 from attnmt.sharding import LinePlan, ShardedJob, plan_lines, read_shard, threads_per_rank, work_folder
-from attnmt.training.distributed import World
+from attnmt.world import World
 from attnmt.translator import Translator
 
 import toy

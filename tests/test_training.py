@@ -133,9 +133,9 @@ def test_accumulated_update_is_the_gradient_of_the_summed_loss_over_all_its_toke
     cross-entropy of two batches divided by their target tokens together."""
     import torch.nn.functional as F
 
-    from attnmt.data.batching import make_batches
-    from attnmt.data.corpus import corpus_spec, load_corpus
+    from attnmt.data.epochs import Batching, Epoch
     from attnmt.data.pipeline import TextPipeline
+    from attnmt.data.prepare import prepare
     from attnmt.models import build_model
 
     cfg = load_config(toy_config, ["train.epochs=1", "data.train_subset=64", "train.accum_steps=2", "train.clip=0",
@@ -149,11 +149,8 @@ def test_accumulated_update_is_the_gradient_of_the_summed_loss_over_all_its_toke
     model = build_model(cfg.model, len(pipeline.src_vocab), len(vocab), pad_id=vocab.pad_id, bos_id=vocab.bos_id,
                         eos_id=vocab.eos_id)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr, betas=cfg.train.betas)
-    corpus = load_corpus(corpus_spec(cfg.data), "train")
-    examples = pipeline.encode_corpus(type(corpus)(corpus.src[:64], corpus.tgt[:64], "first 64"),
-                                      max_len=cfg.data.max_len)
-    batches = make_batches(examples, batch_size=16, shuffle=True, seed=cfg.train.seed, epoch=1, pad_id=vocab.pad_id,
-                           bos_id=vocab.bos_id, eos_id=vocab.eos_id)
+    epoch = Epoch(prepare(cfg.data), [1.0], Batching(16, seed=cfg.train.seed), 1)  # epoch 1's batches, in order
+    batches = [epoch.build(examples) for examples in epoch.batches()]
     assert len(batches) == 4
     model.train()
     for pair in (batches[0:2], batches[2:4]):
@@ -181,7 +178,7 @@ def test_compiled_step_is_refused_with_accumulation(tmp_path):
     """train.compile's faster steps take one batch an update: accumulation is refused, naming both keys."""
     from attnmt.config import TrainConfig
     from attnmt.errors import AttnmtError
-    from attnmt.training.step import make_update_step
+    from attnmt.training.compiled_step import make_update_step
 
     cfg = TrainConfig(compile="default", accum_steps=2)
     with pytest.raises(AttnmtError, match=r"train.compile='default' runs one process with train.accum_steps=1"):

@@ -48,9 +48,11 @@ from torch import nn
 
 from attnmt import Translator
 from attnmt.config import Config, apply_overrides, config_from_dict, load_config, load_saved_config
-from attnmt.data.batching import Batch, make_batches
-from attnmt.data.corpus import ParallelCorpus, cache_dir, corpus_spec, load_corpus
-from attnmt.data.pipeline import TextPipeline
+from attnmt.data.batching import Batch
+from attnmt.data.corpus import corpus_spec, load_corpus
+from attnmt.data.epochs import Batching, Epoch
+from attnmt.data.pipeline import TextPipeline, pipeline_difference
+from attnmt.data.prepare import prepare
 from attnmt.devices import resolve_device
 from attnmt.errors import AttnmtError
 from attnmt.models import build_model, count_parameters
@@ -98,31 +100,39 @@ class BenchData:
 
 
 def prepare_data(cfg: Config, *, train_subset: int | None, decode_split: str, decode_sentences: int | None,
-                 pipeline: TextPipeline | None, spm_cache: Path) -> BenchData:
-    """Build (or reuse) the pipeline and one epoch of batches exactly as attnmt.training does."""
+                 pipeline: TextPipeline | None) -> BenchData:
+    """The prepared training data (data.prepare, from the cache when it is there) and epoch 1's
+    batches exactly as attnmt.training plans them (data.epochs); with `train_subset`, the first
+    batches of the epoch that hold at most that many pairs (one at least), and the epoch's token
+    counts scaled up.
+
+    Raises:
+        AttnmtError: `pipeline` (a --decode-checkpoint run's) is not the prepared data's.
+    """
     d, t = cfg.data, cfg.train
-    spec = corpus_spec(d)
-    corpus = load_corpus(spec, "train")
-    full_pairs = len(corpus.src)
-    if d.train_subset:  # the config's own subset: that *is* the epoch
-        corpus = ParallelCorpus(corpus.src[: d.train_subset], corpus.tgt[: d.train_subset], corpus.name)
-        full_pairs = len(corpus.src)
-    if train_subset and train_subset < len(corpus.src):  # a benchmark shortcut: scale the epoch up
-        corpus = ParallelCorpus(corpus.src[:train_subset], corpus.tgt[:train_subset], corpus.name)
-    if pipeline is None:
-        pipeline = TextPipeline.build(d, corpus, cache_dir=spm_cache)
-    examples = pipeline.encode_corpus(corpus, max_len=d.max_len)
-    vocab = pipeline.tgt_vocab
-    batches = make_batches(examples, batch_size=t.batch_size, batch_by=t.batch_by, shuffle=True, seed=t.seed,
-                           epoch=1, pad_id=vocab.pad_id, bos_id=vocab.bos_id, eos_id=vocab.eos_id)
+    prepared = prepare(d)
+    if pipeline is not None and (problem := pipeline_difference(pipeline, prepared.pipeline)):
+        raise AttnmtError(f"the run's pipeline is not the one its config prepares: {problem}")
+    vocab = prepared.pipeline.tgt_vocab
+    epoch = Epoch(prepared, [c.weight for c in d.train_corpora()] or [1.0],
+                  Batching(t.batch_size, t.batch_by, window=t.length_window, seed=t.seed, pad_id=vocab.pad_id,
+                           bos_id=vocab.bos_id, eos_id=vocab.eos_id), 1)
+    planned = list(epoch.batches())
+    full_pairs, chosen, pairs = len(epoch), [], 0
+    for examples in planned:
+        if train_subset and chosen and pairs + len(examples) > train_subset:
+            break
+        chosen.append(examples)
+        pairs += len(examples)
+    batches = [epoch.build(examples) for examples in chosen]
     tgt_tokens = sum(b.num_tgt_tokens for b in batches)
     src_tokens = sum(int(b.src_lengths.sum()) for b in batches)
-    scale = full_pairs / len(corpus.src)
-    sentences = load_corpus(spec, decode_split).src
+    scale = full_pairs / pairs
+    sentences = load_corpus(corpus_spec(d), decode_split).src
     if decode_sentences:
         sentences = sentences[:decode_sentences]
-    return BenchData(pipeline, batches, round(tgt_tokens * scale), round(src_tokens * scale), scale != 1.0,
-                     len(examples), full_pairs, list(sentences))
+    return BenchData(prepared.pipeline, batches, round(tgt_tokens * scale), round(src_tokens * scale), scale != 1.0,
+                     pairs, full_pairs, list(sentences))
 
 
 # ----------------------------------------------------------------------------- the run
@@ -158,7 +168,6 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--reference", dest="reference", action="store_true", default=True,
                      help="also measure the tutorial-style reference (default)")
     ref.add_argument("--no-reference", dest="reference", action="store_false")
-    p.add_argument("--spm-cache", default=None, help="folder for sentencepiece models (default: the attnmt cache)")
     p.add_argument("--json", default=None, metavar="PATH", help="write the results as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no table")
     return p
@@ -317,10 +326,9 @@ def start_run(args: argparse.Namespace, cfg: Config) -> BenchRun:
     device = resolve_device(args.device)
     translator = Translator.load(args.decode_checkpoint, device=str(device)) if args.decode_checkpoint else None
     reuse = translator.pipeline if translator is not None and not args.config else None
-    spm_cache = Path(args.spm_cache) if args.spm_cache else cache_dir() / "spm"
     t0 = time.perf_counter()
     data = prepare_data(cfg, train_subset=args.train_subset, decode_split=args.decode_split,
-                        decode_sentences=args.decode_sentences, pipeline=reuse, spm_cache=spm_cache)
+                        decode_sentences=args.decode_sentences, pipeline=reuse)
     log.info("data ready in %.1f s: %d batches, %d sentences to decode", time.perf_counter() - t0,
              len(data.batches), len(data.sentences))
     run = BenchRun(args, cfg, device, PeakMemory(device), data, translator,

@@ -14,7 +14,7 @@ from torch import nn
 
 from attnmt.config import Config
 from attnmt.data.batching import Batch
-from attnmt.training.step import make_update_step
+from attnmt.training.compiled_step import make_update_step
 from attnmt.training.trainable import make_optimizer, make_step_schedule, use_bf16
 from benchmarks.common import median_time, rate
 from benchmarks.speed.memory import PeakMemory

@@ -57,8 +57,8 @@ def save_weights(model: nn.Module, path: Path, metadata: dict[str, str] | None =
                         path, metadata)
 
 
-def recorded_digest(path: Path) -> str | None:
-    """The digest a safetensors file's metadata records (None if it records none).
+def recorded_metadata(path: Path) -> dict[str, str]:
+    """A safetensors file's metadata (without reading its tensors).
 
     Raises:
         CheckpointError: missing or unreadable file.
@@ -69,9 +69,27 @@ def recorded_digest(path: Path) -> str | None:
         raise CheckpointError(f"{path}: checkpoint not found")
     try:
         with safe_open(str(path), framework="pt") as handle:
-            return (handle.metadata() or {}).get(DIGEST_KEY)
+            return dict(handle.metadata() or {})
     except (SafetensorError, OSError, ValueError, RuntimeError, TypeError) as err:
         raise CheckpointError(f"{path}: not a readable safetensors checkpoint (truncated or corrupted?): {err}") from None
+
+
+def recorded_digest(path: Path) -> str | None:
+    """The digest a safetensors file's metadata records (None if it records none).
+
+    Raises:
+        CheckpointError: missing or unreadable file.
+    """
+    return recorded_metadata(path).get(DIGEST_KEY)
+
+
+def weights_step(path: Path) -> int:
+    """The update after which weights were saved (their metadata's `step`; -1 when unknown or unreadable)."""
+    try:
+        step = recorded_metadata(path).get("step", "")
+    except CheckpointError:
+        return -1
+    return int(step) if step.isdigit() else -1
 
 
 def load_weights_file(path: Path) -> dict[str, torch.Tensor]:

@@ -1,6 +1,7 @@
 """The `attnmt` command line: one sub-command per job.
 
     attnmt data stats      corpus statistics (sentences, tokens, vocab, OOV, lengths)
+    attnmt prepare         tokenize a config's training data once, into the cache training reads
     attnmt train           train a model from a YAML config
     attnmt evaluate        BLEU / chrF / perplexity of a run on a split
     attnmt translate       translate stdin (or a file) line by line (n-best lists, sampling)
@@ -45,7 +46,7 @@ from attnmt.server.settings import MAX_EXPIRE_MINUTES, MAX_FILE_KB, MAX_FILES, M
 # sub-command -> "module:function" (commands/, one module per verb); the function takes the parsed
 # argparse.Namespace and returns an exit code. Imported lazily so that `attnmt --help` does not load torch.
 COMMANDS = {name: f"attnmt.commands.{module}:run" for name, module in (
-    ("data stats", "data_stats"), ("train", "train"), ("evaluate", "evaluate"), ("translate", "translate"),
+    ("data stats", "data_stats"), ("prepare", "prepare"), ("train", "train"), ("evaluate", "evaluate"), ("translate", "translate"),
     ("score", "score"), ("export", "export"), ("attention", "attention"), ("average", "average"),
     ("demo", "demo"), ("serve", "serve"), ("compare", "compare"), ("summarize", "summarize"))}
 
@@ -114,6 +115,7 @@ MAX_VOCAB_SIZE = 1_000_000  # data stats --vocab-size: sentencepiece takes at mo
 MAX_SHARD_LINES = 1_000_000  # translate/score --shard-lines: a shard's outputs are held in memory
 MAX_THREADS = 1024          # translate/score --threads (the same cap as train.num_threads)
 MAX_WORKERS = 64            # translate/evaluate --workers: each one holds a copy of the model
+MAX_PREPARE_WORKERS = 1024  # prepare --workers (the same cap as data.workers)
 
 beam_size = bounded(positive_int, high=MAX_BEAM)
 length_penalty = bounded(non_negative_float, high=MAX_LENGTH_PENALTY)
@@ -179,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attnmt", description="Attention-based neural machine translation.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_data, _add_train, _add_evaluate, _add_translate, _add_score, _add_export, _add_attention,
+    for add in (_add_data, _add_prepare, _add_train, _add_evaluate, _add_translate, _add_score, _add_export, _add_attention,
                 _add_average, _add_demo, _add_serve, _add_compare, _add_summarize):
         add(sub)
     return parser
@@ -198,6 +200,16 @@ def seed_list(text: str) -> list[int]:
     if len(set(seeds)) != len(seeds):
         raise argparse.ArgumentTypeError(f"{text!r} repeats a seed")
     return seeds
+
+
+def _add_prepare(sub) -> None:
+    prepare = sub.add_parser("prepare", help="tokenize a config's training data once, into the cache (ATTNMT_CACHE)")
+    prepare.add_argument("config", help="YAML config file, or the name of a packaged config "
+                         f"({', '.join(packaged_configs())})")
+    prepare.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                         help="override a config value, e.g. --set data.max_len=80 (repeatable)")
+    prepare.add_argument("--workers", type=bounded(positive_int, high=MAX_PREPARE_WORKERS), default=None, metavar="N",
+                         help="tokenizing processes (default: data.workers, else one per CPU; under torchrun, per rank)")
 
 
 def _add_train(sub) -> None:

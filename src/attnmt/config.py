@@ -37,11 +37,20 @@ _FLOAT_LITERAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
 @dataclass(frozen=True)
+class TrainCorpus:
+    """One training corpus of several (`data.train` as a list): its files and how often an epoch takes it."""
+
+    path: str                                # a path prefix (path.de, path.en; plain or .gz) or a .tsv file
+    weight: float = 1.0                      # examples per epoch = weight x pairs (3: three times; 0.5: a random half)
+
+
+@dataclass(frozen=True)
 class DataConfig:
     corpus: str = "multi30k"                 # "multi30k" or "files" (your own data)
     src_lang: str = "de"
     tgt_lang: str = "en"
-    train: str | None = None                 # own data: path prefix (train -> train.de, train.en) or .tsv
+    train: str | tuple[TrainCorpus, ...] | None = None  # own data: a path prefix (train -> train.de, train.en)
+                                             # or .tsv; or a list of {path, weight} corpora
     valid: str | None = None
     test: str | None = None
     tokenizer: Literal["moses", "sentencepiece"] = "moses"
@@ -49,10 +58,24 @@ class DataConfig:
     spm_model_type: Literal["bpe", "unigram"] = "bpe"
     spm_vocab_size: int = 8000
     spm_joint: bool = True                   # one sentencepiece model for both languages
+    spm_train_sentences: int = 2_000_000     # sentencepiece trains on a random sample of at most this many
     min_freq: int = 1
     max_vocab: int | None = None
     max_len: int = 100                       # longer training pairs are dropped (and counted)
+    min_len: int = 1                         # shorter ones too (tokens on a side); empty sides always are
+    max_len_ratio: float | None = None       # drop pairs whose longer side has more than this times the tokens of the other
+    drop_identical: bool = False             # drop pairs whose source and target are the same text
+    dedup: bool = False                      # keep the first of exactly repeated pairs
     train_subset: int | None = None          # use only the first N training pairs (quick runs)
+    workers: int | None = None               # processes that prepare the data (default: one per core)
+
+    def train_corpora(self) -> tuple[TrainCorpus, ...]:
+        """`train` as a list of corpora (one string: one corpus of weight 1; Multi30k: none)."""
+        if self.train is None:
+            return ()
+        if isinstance(self.train, str):
+            return (TrainCorpus(self.train),)
+        return self.train
 
 
 @dataclass(frozen=True)
@@ -112,6 +135,9 @@ class TrainConfig:
     tensorboard: bool = False
     num_threads: int | None = None           # CPU threads (default: torch's choice)
     accum_steps: int = 1                     # batches per rank accumulated into each update
+    max_updates: int | None = None           # stop after this many updates
+    validate_every: int | None = None        # also validate and checkpoint every N updates (besides epoch ends)
+    length_window: int = 1_000_000           # each epoch: shuffled, then sorted by length in windows of this many pairs
     backend: Literal["auto", "gloo", "nccl"] = "auto"  # torchrun only; auto = nccl on CUDA, else gloo
 
 
@@ -153,6 +179,7 @@ MAX_COUNT = 1_000_000_000     # steps, sentences, pairs: a count nothing could r
 MAX_PARAMETERS = 1_000_000_000  # the model's estimated parameters (4 GB of float32 weights)
 NOMINAL_VOCAB = 50_000        # the vocabulary the estimate assumes for Moses without data.max_vocab
 MAX_POSITIONS = 1024          # the Transformer's position table (models/transformer.py)
+MAX_WEIGHT = 1000.0         # data.train[i].weight: copies of a corpus per epoch
 MAX_TEXT = 4096               # characters in a string setting (a path's limit on Linux)
 
 # key -> (lower bound, upper bound): "positive" (> 0) or "non-negative" (>= 0), then at most `high`.
@@ -160,7 +187,10 @@ MAX_TEXT = 4096               # characters in a string setting (a path's limit o
 RANGES: dict[str, tuple[str, int | float]] = {
     "data.spm_vocab_size": ("positive", MAX_VOCAB), "data.min_freq": ("positive", MAX_COUNT),
     "data.max_vocab": ("positive", MAX_VOCAB), "data.max_len": ("positive", MAX_TOKENS),
-    "data.train_subset": ("positive", MAX_COUNT),
+    "data.train_subset": ("positive", MAX_COUNT), "data.spm_train_sentences": ("positive", MAX_COUNT),
+    "data.min_len": ("positive", MAX_TOKENS), "data.max_len_ratio": ("positive", 1e6), "data.workers": ("positive", 1024),
+    "train.max_updates": ("positive", MAX_COUNT), "train.validate_every": ("positive", MAX_COUNT),
+    "train.length_window": ("positive", MAX_COUNT),
     **{f"model.{k}": ("positive", MAX_DIM) for k in ("emb_dim", "enc_hidden", "dec_hidden", "attn_dim",
                                                        "d_model", "ff_dim")},
     **{f"model.{k}": ("positive", MAX_LAYERS) for k in ("layers", "enc_layers", "dec_layers")},
@@ -297,7 +327,11 @@ def _coerce(value: Any, hint: Any, *, source: str, key: str) -> Any:
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
+        if len(inner) > 1 and isinstance(value, (list, tuple)):  # `str | tuple[...]`: the list form
+            inner = [a for a in inner if typing.get_origin(a) is tuple] or inner
         return _coerce(value, inner[0], source=source, key=key)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:  # a list of sections (data.train)
+        return _coerce_list(value, args[0], source=source, key=key)
     if origin is Literal:
         if not isinstance(value, str) or value not in args:
             choices = ", ".join(repr(a) for a in args)
@@ -325,6 +359,28 @@ def _coerce(value: Any, hint: Any, *, source: str, key: str) -> Any:
     if not ok:
         raise ConfigError(f"{source}: {key} must be {hint.__name__}, got {type(value).__name__} {_show(value)}")
     return value
+
+
+MAX_LIST = 255  # items of a list setting (data.train's corpora)
+
+
+def _coerce_list(value: Any, item: type, *, source: str, key: str) -> tuple:
+    """A list of `item` sections (dataclasses); a bare string in it is the section's first field."""
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ConfigError(f"{source}: {key} must be a non-empty list, got {_show(value)}")
+    if len(value) > MAX_LIST:
+        raise ConfigError(f"{source}: {key} has {len(value)} items; at most {MAX_LIST}")
+    first = dataclasses.fields(item)[0].name
+    items = []
+    for i, entry in enumerate(value):
+        if isinstance(entry, str):
+            entry = {first: entry}
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{source}: {key}[{i}] must be a mapping or a string, got {_show(entry)}")
+        if first not in entry:
+            raise ConfigError(f"{source}: {key}[{i}] needs the key {first!r}")
+        items.append(_build_section(item, entry, source=source, prefix=f"{key}[{i}]"))
+    return tuple(items)
 
 
 def _to_float(value: int | float, *, source: str, key: str) -> float:
@@ -377,8 +433,14 @@ def _check_data(cfg: Config) -> str | None:
     elif d.corpus == "files":
         if not d.train:
             return "data.train must name your training data when data.corpus is 'files'"
+        for i, corpus in enumerate(d.train_corpora()):
+            where = "data.train" if isinstance(d.train, str) else f"data.train[{i}]"
+            if not (math.isfinite(corpus.weight) and 0 < corpus.weight <= MAX_WEIGHT):
+                return f"{where}.weight={_show(corpus.weight)} must be a number in (0, {MAX_WEIGHT:g}]"
     else:
         return f"data.corpus={_show(d.corpus)} must be 'multi30k' or 'files'"
+    if d.corpus == "multi30k" and d.train is not None:
+        return "data.train names own data; set data.corpus to 'files' (Multi30k has its own splits)"
     if d.src_lang == d.tgt_lang:
         return f"data.src_lang and data.tgt_lang are both {_show(d.src_lang)}"
     return None
@@ -452,6 +514,8 @@ def _check_rules(cfg: Config) -> str | None:
     if m.arch == "transformer" and t.teacher_forcing != 1.0:
         return (f"train.teacher_forcing={t.teacher_forcing} applies to model.arch='rnn' only: the Transformer "
                 "is always trained on the gold previous tokens (set it to 1.0)")
+    if d.min_len > d.max_len:
+        return f"data.min_len={d.min_len} must not exceed data.max_len={d.max_len}"
     if d.lowercase and d.tokenizer == "sentencepiece":
         return ("data.lowercase=true applies to data.tokenizer='moses' only: sentencepiece models the text "
                 "as it is (set data.lowercase to false, or use the moses tokenizer)")

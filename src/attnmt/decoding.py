@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
 from attnmt.config import MAX_BEAM, MAX_LENGTH_PENALTY, SearchConfig
+from attnmt.data.encode import MAX_CHARS_PER_TOKEN
 from attnmt.data.pipeline import TextPipeline
 from attnmt.data.tokenizers import Tokenizer
 from attnmt.data.vocab import Vocab
@@ -32,9 +33,9 @@ from attnmt.errors import DataError
 
 log = logging.getLogger(__name__)
 
-# Inputs are cut at search.max_input_tokens tokens; before tokenizing, at this many characters
-# per allowed token, so that a megabyte on one line costs no more than a long sentence.
-MAX_CHARS_PER_TOKEN = 20
+# Inputs are cut at search.max_input_tokens tokens; before tokenizing, at MAX_CHARS_PER_TOKEN
+# characters per allowed token (data.encode's: the training filter's), so that a megabyte on one
+# line costs no more than a long sentence.
 
 # Bounds on the decoding arguments (check_decoding_args), the same for the CLI, the Python API
 # and the service (whose MAX_BEAM and length_penalty cap are these values; a test checks it):

@@ -5,7 +5,9 @@ A run directory (`attnmt train`) holds:
     config.json                 the resolved config
     vocab.src.json, vocab.tgt.json
     tokenizers.json             tokenizer settings (+ sentencepiece *.model files beside it)
-    checkpoints/epoch_NNN.safetensors   model weights after each epoch (the last `keep_last`)
+    prepared.json               the key of the prepared training data (in $ATTNMT_CACHE/prepared)
+    checkpoints/epoch_NNN.safetensors   model weights after each epoch, validated ...
+    checkpoints/step_NNNNNNN.safetensors   ... and every train.validate_every updates (the last `keep_last`)
     best.json, last.json        small pointers: {"file": "checkpoints/epoch_NNN.safetensors", ...}
     average.json                the pointer `attnmt average` writes
     train_state.json            counters, optimizer/scheduler settings, for --resume; names ...
@@ -31,7 +33,7 @@ from typing import Sequence
 from torch import nn
 
 from attnmt.checkpoint import (LEGACY_TRAIN_STATE, PREVIOUS_TRAIN_STATE, TRAIN_STATE, load_weights, recorded_digest,
-                               train_state_files)
+                               train_state_files, weights_step)
 from attnmt.config import Config, load_saved_config
 from attnmt.data.pipeline import TextPipeline
 from attnmt.errors import AttnmtError, CheckpointError
@@ -39,6 +41,7 @@ from attnmt.files import read_json, sha256_file, write_json
 from attnmt.models import build_model
 
 CONFIG = "config.json"
+PREPARED = "prepared.json"  # which prepared training data (data/prepared.py) the run was trained on
 CHECKSUMS = "checksums.json"  # sha256 of the files written once per run (config, tokenizers, vocabularies)
 PIPELINE_FILES = ("tokenizers.json", "vocab.src.json", "vocab.tgt.json")
 EXPORT_INFO = "attnmt_export.json"
@@ -46,7 +49,7 @@ EXPORT_CONFIG = "attnmt_config.json"  # in an export: CTranslate2 owns config.js
 POINTERS = ("best", "last", "average")
 
 # Files and folders a run writes; `--overwrite` deletes these and nothing else.
-RUN_FILES = (CONFIG, CHECKSUMS, "vocab.src.json", "vocab.tgt.json", "tokenizers.json", "best.json", "last.json",
+RUN_FILES = (CONFIG, CHECKSUMS, PREPARED, "vocab.src.json", "vocab.tgt.json", "tokenizers.json", "best.json", "last.json",
              "average.json", TRAIN_STATE, PREVIOUS_TRAIN_STATE, LEGACY_TRAIN_STATE, "metrics.jsonl", "checkpoints", "tensorboard", "cache")
 RUN_MARKERS = (CONFIG, "metrics.jsonl", TRAIN_STATE, LEGACY_TRAIN_STATE)
 
@@ -189,9 +192,12 @@ class RunDir:
         load_weights(model, self.weights(which))
         return model.eval()
 
-    def epoch_checkpoints(self) -> list[Path]:
-        """The per-epoch weight files, oldest first."""
-        return sorted((self.path / "checkpoints").glob("epoch_*.safetensors"))
+    def checkpoints(self) -> list[Path]:
+        """The validated weight files (after each epoch, and every train.validate_every updates),
+        oldest first: by the update they were saved after."""
+        found = [*(self.path / "checkpoints").glob("epoch_*.safetensors"),
+                 *(self.path / "checkpoints").glob("step_*.safetensors")]
+        return sorted(found, key=lambda path: (weights_step(path), path.name))
 
     def eval_report_path(self, split: str, beam: int, suffix: str = "") -> Path:
         """Where `attnmt evaluate` keeps its report of `split` at `beam` (suffix: checkpoint, penalty)."""
@@ -265,10 +271,10 @@ class RunDir:
             write_json(self.path / f"{name}.json", info)
 
     def prune(self, keep: int) -> None:
-        """Delete old epoch checkpoints, never the ones that best/last or a kept training state name."""
+        """Delete old validated checkpoints, never the ones that best/last or a kept training state name."""
         pinned = {info["file"] for info in (self.pointer("best"), self.pointer("last")) if info is not None}
         pinned |= train_state_files(self.path)
-        files = self.epoch_checkpoints()
+        files = self.checkpoints()
         for path in files[: max(0, len(files) - keep)]:
             if str(path.relative_to(self.path)) not in pinned:
                 path.unlink(missing_ok=True)

@@ -32,7 +32,7 @@ from typing import Callable, Sequence
 
 from attnmt.errors import AttnmtError, DataError
 from attnmt.files import atomic_write, read_json, write_json
-from attnmt.training.distributed import SINGLE, World, barrier, broadcast_from_main
+from attnmt.world import SINGLE, World, barrier, broadcast_from_main
 
 log = logging.getLogger(__name__)
 

@@ -38,14 +38,13 @@ def make_run_dir(tmp_path: Path, config: Path, arch: str) -> Path:
     untrained weights: enough for Translator.load, in well under a second."""
     from attnmt.checkpoint import save_weights, write_json
     from attnmt.config import load_config, save_config
-    from attnmt.data.corpus import corpus_spec, load_corpus
-    from attnmt.data.pipeline import TextPipeline
+    from attnmt.data.prepare import prepare
     from attnmt.models import build_model
 
     cfg = load_config(config, TINY[arch])
     run_dir = tmp_path / f"run_{arch}"
     run_dir.mkdir()
-    pipeline = TextPipeline.build(cfg.data, load_corpus(corpus_spec(cfg.data), "train"), cache_dir=run_dir)
+    pipeline = prepare(cfg.data).pipeline
     pipeline.save(run_dir)
     save_config(cfg, run_dir / "config.json")
     vocab = pipeline.tgt_vocab

@@ -97,7 +97,7 @@ def test_bench_full_size_configs_on_multi30k(tmp_path, monkeypatch, multi30k_dir
     """The shipped configs at full size on the whole corpus (minutes: `pytest -m slow`): both sides
     train and decode models of one parameter count, the reference with attnmt's weights."""
     monkeypatch.setenv("ATTNMT_DATA", str(multi30k_dir))
-    report = _run(tmp_path, REPO / "configs" / config, [], "--spm-cache", str(tmp_path / "spm"), "--beams", "1")
+    report = _run(tmp_path, REPO / "configs" / config, [], "--beams", "1")
     assert report["settings"]["full_train_pairs"] == 29000
     assert len({row["params"] for row in report["results"]}) == 1 and report["results"][0]["params"] > 1_000_000
     greedy = [row for row in rows(report, "decode") if row["side"] == "attnmt"][0]

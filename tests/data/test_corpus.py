@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from attnmt.data.corpus import CorpusSpec, filter_by_length, load_corpus, read_parallel, read_tsv
+from attnmt.data.corpus import CorpusSpec, load_corpus, read_parallel, read_tsv
 from attnmt.errors import DataError
 
 
@@ -104,10 +104,3 @@ def test_load_corpus_own_files_by_prefix_and_tsv(tmp_path):
                     "train")
 
 
-def test_filter_by_length_drops_and_counts(caplog):
-    src = [["a"] * 3, ["a"] * 6, ["a"] * 5, ["a"]]
-    tgt = [["b"] * 3, ["b"], ["b"] * 5, ["b"] * 7]
-    with caplog.at_level(logging.WARNING):
-        kept, dropped = filter_by_length(src, tgt, max_len=5)
-    assert kept == [0, 2] and dropped == 2
-    assert "dropped 2 of 4 pairs longer than max_len=5" in caplog.text

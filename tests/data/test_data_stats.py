@@ -18,6 +18,11 @@ def test_percentile_nearest_rank():
     assert percentile([7], 50) == 7 and percentile([], 50) == 0
 
 
+def table_of(out: str) -> list[str]:
+    """The table's rows (after the title, header and rule; before the blank line and the counts)."""
+    return out.split("\n\n")[0].splitlines()[3:]
+
+
 def make_own_data(folder: Path):
     folder.mkdir()
     (folder / "train.de").write_text("ein Hund\nein Hund läuft\nzwei Katzen\n", encoding="utf-8")
@@ -30,7 +35,7 @@ def test_stats_on_own_folder(tmp_path, capsys):
     code = main(["data", "stats", "--corpus", str(tmp_path / "toy"), "--min-freq", "1", "--splits", "train", "val"])
     out = capsys.readouterr().out
     assert code == 0
-    rows = {tuple(line.split()[:2]): line.split() for line in out.splitlines()[3:]}
+    rows = {tuple(line.split()[:2]): line.split() for line in table_of(out)}
     # train de: 3 sentences, 7 tokens, types {ein, Hund, läuft, zwei, Katzen} = 5, vocab 4 + 5
     assert rows[("train", "de")][2:7] == ["3", "7", "5", "9", "0.00"]
     # val de: "ein Vogel": one of two tokens unknown
@@ -42,10 +47,10 @@ def test_stats_default_splits_of_own_data_and_tsv(tmp_path, capsys):
     make_own_data(tmp_path / "toy")
     (tmp_path / "toy" / "val.tsv").rename(tmp_path / "toy" / "valid.tsv")
     assert main(["data", "stats", "--corpus", f"{tmp_path}/toy/"]) == 0
-    splits = {line.split()[0] for line in capsys.readouterr().out.splitlines()[3:]}
+    splits = {line.split()[0] for line in table_of(capsys.readouterr().out)}
     assert splits == {"train", "val"}  # no test files: not shown
     assert main(["data", "stats", "--corpus", str(tmp_path / "toy" / "valid.tsv")]) == 0
-    assert [line.split()[:3] for line in capsys.readouterr().out.splitlines()[3:]] == [
+    assert [line.split()[:3] for line in table_of(capsys.readouterr().out)] == [
         ["train", "de", "1"], ["train", "en", "1"]]
 
 
@@ -66,7 +71,7 @@ def test_stats_sentencepiece_on_own_data(tmp_path, capsys):
 
 
 def rows_of(out: str) -> dict[tuple[str, str], list[str]]:
-    return {tuple(line.split()[:2]): line.split() for line in out.splitlines()[3:]}
+    return {tuple(line.split()[:2]): line.split() for line in table_of(out)}
 
 
 def test_corpus_takes_the_prefix_a_config_takes(tmp_path, capsys):
@@ -148,3 +153,19 @@ def test_stats_multi30k_val(monkeypatch, capsys, multi30k_dir):
     assert main(["data", "stats", "--splits", "val", "test_2016_flickr"]) == 0
     out = capsys.readouterr().out
     assert "1,014" in out and "test_2016_flickr" in out
+
+
+def test_train_rows_are_the_prepared_pairs_and_the_filters_are_counted(tmp_path, capsys):
+    make_own_data(tmp_path / "toy")  # train: "ein Hund", "ein Hund läuft", "zwei Katzen"
+    with open(tmp_path / "toy" / "train.de", "a", encoding="utf-8") as de, \
+            open(tmp_path / "toy" / "train.en", "a", encoding="utf-8") as en:
+        de.write("ein Hund\n\n")   # a duplicate of pair 1, and a pair with an empty source
+        en.write("a dog\nnothing\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(f"data:\n  corpus: files\n  train: {tmp_path}/toy/train\n  valid: {tmp_path}/toy/val.tsv\n"
+                      "  max_len: 2\n  dedup: true\n")
+    assert main(["data", "stats", "--config", str(config), "--splits", "train"]) == 0
+    out = capsys.readouterr().out
+    # 5 read; the empty source; "ein Hund läuft" (3 tokens > 2); the second "ein Hund": 2 kept
+    assert "train: 5 pairs read, 2 kept; dropped: empty 1, too long 1, duplicate 1" in out
+    assert rows_of(out)[("train", "de")][2:5] == ["2", "4", "4"]  # ein Hund, zwei Katzen: 4 tokens, 4 types

@@ -218,7 +218,7 @@ def test_cli_train_evaluate_attention(tmp_path, toy_corpus, capsys):
 
     config = tmp_path / "transformer.yaml"
     config.write_text(config_text(
-        toy_corpus, "transformer", epochs=6, batch_size=16, lr=5.0e-3, beam_size=3,
+        toy_corpus, "transformer", epochs=10, batch_size=16, lr=5.0e-3, beam_size=3,
         data=dict(tokenizer="sentencepiece", spm_vocab_size=60, spm_joint=True),
         model=dict(enc_layers=1, share_embeddings=True, tie_embeddings=True),
         train=dict(optimizer="adamw", schedule="inverse_sqrt", warmup_steps=40, label_smoothing=0.1,
@@ -227,12 +227,13 @@ def test_cli_train_evaluate_attention(tmp_path, toy_corpus, capsys):
     assert main(["train", str(config), "--run-dir", str(run_dir)]) == 0
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     epochs = [r for r in records if r["event"] == "epoch"]
-    assert len(epochs) == 6 and epochs[-1]["val_loss"] < epochs[0]["val_loss"]
+    assert len(epochs) == 10 and epochs[-1]["val_loss"] < epochs[0]["val_loss"]
     capsys.readouterr()
 
     assert main(["evaluate", str(run_dir), "--split", "test", "--beam", "3"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["sentences"] == 40 and report["chrf"] > 40, report  # learning (~60 seen)
+    # learning: chrF 73-82 over seeds 1-3 x 1-2 threads (6 epochs gave 35-67: too little margin)
+    assert report["sentences"] == 40 and report["chrf"] > 40, report
 
     png = tmp_path / "att.png"
     assert main(["attention", str(run_dir), "Hund katze haus .", "-o", str(png), "--layer", "1",

@@ -1,4 +1,4 @@
-"""`attnmt average RUN_DIR --last N [-o FILE]`: the mean of the last N epoch checkpoints; without -o
+"""`attnmt average RUN_DIR --last N [-o FILE]`: the mean of the last N validated checkpoints; without -o
 it goes into the run (checkpoints/average_lastN.safetensors) and average.json points to it."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from attnmt.run_dir import RunDir
 
 def run(args) -> int:
     run_dir = RunDir(args.run_dir)
-    paths = run_dir.epoch_checkpoints()[-args.last:]
+    paths = run_dir.checkpoints()[-args.last:]
     if not paths:
-        raise AttnmtError(f"{run_dir.path}: no checkpoints/epoch_*.safetensors to average")
+        raise AttnmtError(f"{run_dir.path}: no validated checkpoints (checkpoints/epoch_*.safetensors, "
+                          f"step_*.safetensors) to average")
     out = (Path(args.output) if args.output
            else run_dir.path / "checkpoints" / f"average_last{len(paths)}.safetensors")
     digest = save_tensors(average_weights(paths), out, metadata={"averaged": ",".join(p.name for p in paths)})

@@ -1,11 +1,12 @@
-"""`attnmt data stats`: the options -> a `DataConfig` -> `data.stats.compute_stats`, printed as a table."""
+"""`attnmt data stats`: the options -> a `DataConfig` -> `data.stats.compute_stats`, printed as a
+table, with what preparing the training data read, kept and dropped by each filter."""
 
 from __future__ import annotations
 
 import argparse
 
 from attnmt.config import DataConfig, config_from_dict, load_config
-from attnmt.data.stats import compute_stats, format_table, own_data_spec
+from attnmt.data.stats import compute_stats, format_counts, format_table, own_data_spec
 from attnmt.errors import ConfigError, DataError
 
 
@@ -52,13 +53,16 @@ def data_config(args: argparse.Namespace) -> DataConfig:
 def run(args: argparse.Namespace) -> int:
     """Print the statistics table of `attnmt data stats`; returns the exit code."""
     d = data_config(args)
-    rows = compute_stats(d, args.splits)
-    corpus = "multi30k" if d.corpus == "multi30k" else d.train
+    stats = compute_stats(d, args.splits)
+    corpus = "multi30k" if d.corpus == "multi30k" else ", ".join(c.path for c in d.train_corpora())
     tokenizer = d.tokenizer
     if d.tokenizer == "sentencepiece":
         tokenizer += f" ({d.spm_model_type}, {d.spm_vocab_size} pieces{', joint' if d.spm_joint else ''})"
     print(f"corpus {corpus} {d.src_lang}->{d.tgt_lang}, tokenizer {tokenizer}"
           f"{', lowercased' if d.lowercase else ''}; vocab built on train with min_freq={d.min_freq}"
           f"{f', max_vocab={d.max_vocab}' if d.max_vocab else ''}")
-    print(format_table(rows))
+    print(format_table(stats.rows))
+    if any(row.split == "train" for row in stats.rows):
+        print()
+        print(format_counts(stats))
     return 0

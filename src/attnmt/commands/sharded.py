@@ -23,7 +23,7 @@ from attnmt.errors import AttnmtError
 from attnmt.run_dir import RunDir
 from attnmt.sharding import (DEFAULT_SHARD_LINES, WAIT_FOR_RANKS_S, Work, check_output, finish_job, open_job,
                              run_shards, threads_per_rank, usable_cpus)
-from attnmt.training.distributed import close_world, init_world, launched_by_torchrun
+from attnmt.world import close_world, init_world, launched_by_torchrun
 from attnmt.translator import Translator
 from attnmt.workers import WorkerPool
 

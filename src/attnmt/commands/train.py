@@ -13,14 +13,14 @@ from attnmt.config import Config, apply_overrides, config_from_dict, load_config
 from attnmt.errors import AttnmtError
 from attnmt.run_dir import CONFIG, RunDir
 from attnmt.training import train
-from attnmt.training.distributed import env_rank
+from attnmt.world import env_rank
 
 log = logging.getLogger(__name__)
 
 
 # What `--resume RUN --set ...` may change: how long and how verbosely the run goes on, never
 # what it trains (data, model, optimizer, schedule), so the resumed run stays one consistent run.
-EXTENDABLE_KEYS = ("train.epochs", "train.max_minutes", "train.early_stopping_patience", "train.num_threads",
+EXTENDABLE_KEYS = ("train.epochs", "train.max_updates", "train.max_minutes", "train.early_stopping_patience", "train.num_threads",
                    "train.log_every", "train.save_every_steps", "train.keep_last", "train.max_bad_steps",
                    "train.tensorboard", "train.backend")
 

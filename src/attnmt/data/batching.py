@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import Sequence
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -75,7 +76,8 @@ class Batch:
 
 
 def _pad(seqs: Sequence[Sequence[int]], pad_id: int, extra: int = 0) -> tuple[Tensor, Tensor, Tensor]:
-    """Pad id lists into a preallocated tensor, without a loop over the batch.
+    """Pad id sequences (lists, or numpy arrays from prepared data) into a preallocated tensor,
+    without a loop over the batch.
 
     Returns:
         ids (batch, max_len + extra), mask (batch, max_len + extra) of the real ids, lengths (batch,)
@@ -84,13 +86,18 @@ def _pad(seqs: Sequence[Sequence[int]], pad_id: int, extra: int = 0) -> tuple[Te
     width = (int(lengths.max()) if len(seqs) else 0) + extra
     mask = lengths_to_mask(lengths, width)  # (batch, width)
     ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)  # (batch, width)
-    ids[mask] = torch.tensor(list(chain.from_iterable(seqs)), dtype=torch.long)  # row-major fill
+    if len(seqs) and isinstance(seqs[0], np.ndarray):
+        flat = torch.from_numpy(np.concatenate(seqs).astype(np.int64, copy=False))
+    else:
+        flat = torch.tensor(list(chain.from_iterable(seqs)), dtype=torch.long)
+    ids[mask] = flat  # row-major fill
     return ids, mask, lengths
 
 
-def _collate(examples: Sequence[Example], index: Sequence[int], *, pad_id: int, bos_id: int,
-             eos_id: int) -> Batch:
-    """Build one Batch from (src_ids, tgt_ids) pairs (tgt may be empty at inference)."""
+def collate(examples: Sequence[Example], index: Sequence[int] | Tensor, *, pad_id: int, bos_id: int,
+            eos_id: int) -> Batch:
+    """Build one Batch from (src_ids, tgt_ids) pairs (tgt may be empty at inference); `index`
+    names the examples (Batch.index)."""
     src_ids, src_mask, src_lengths = _pad([src for src, _ in examples], pad_id)
     body, _, tgt_lengths = _pad([tgt for _, tgt in examples], pad_id, extra=1)  # (batch, tgt_len)
     rows = torch.arange(len(examples))
@@ -99,8 +106,8 @@ def _collate(examples: Sequence[Example], index: Sequence[int], *, pad_id: int, 
     bos = torch.full((len(examples), 1), bos_id, dtype=torch.long)  # (batch, 1)
     tgt_in = torch.cat([bos, body[:, :-1]], dim=1)  # (batch, tgt_len): <bos> y1 .. yn
     tgt_mask = lengths_to_mask(tgt_lengths + 1, body.size(1))  # (batch, tgt_len)
-    return Batch(src_ids, src_mask, src_lengths, tgt_in, tgt_out, tgt_mask,
-                 index=torch.tensor(list(index), dtype=torch.long),
+    index = index if isinstance(index, Tensor) else torch.tensor(list(index), dtype=torch.long)
+    return Batch(src_ids, src_mask, src_lengths, tgt_in, tgt_out, tgt_mask, index=index,
                  _num_tgt_tokens=int(tgt_lengths.sum()) + len(examples))
 
 
@@ -169,7 +176,7 @@ def make_batches(examples: Sequence[Example], *, batch_size: int, batch_by: str 
     groups = _group(order, examples, batch_size, batch_by)
     if shuffle:
         rng.shuffle(groups)
-    return [_collate([examples[i] for i in group], group, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
+    return [collate([examples[i] for i in group], group, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
             for group in groups]
 
 

@@ -23,7 +23,8 @@ import urllib.request
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from itertools import islice
+from typing import IO, Any, Iterator
 
 from attnmt.errors import DataError
 from attnmt.files import atomic_write
@@ -118,58 +119,179 @@ def corpus_spec(data_cfg) -> CorpusSpec:
 
 
 # --------------------------------------------------------------------------- reading files
+# Every reader streams: a corpus is read in chunks of lines, never whole, and each line is
+# checked (NUL bytes, UTF-8) where it is decoded, with its file and line in the message.
 
 
-def _read_bytes(path: Path) -> bytes:
-    """Read a file, gunzipping it when it starts with the gzip magic bytes."""
+def _open_binary(path: Path) -> IO[bytes]:
+    """`path` opened for reading bytes, gunzipped on the fly when it starts with the gzip magic."""
     try:
-        data = path.read_bytes()
+        handle = open(path, "rb")
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a folder, not a text file") from None
     except OSError as err:
         raise DataError(f"{path}: cannot read ({err.strerror or err})") from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as err:
-            raise DataError(f"{path}: corrupt or truncated gzip file ({err})") from None
-    return data
+    if handle.peek(2)[:2] == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=handle, mode="rb")  # closing it does not close `handle`: see _lines
+    return handle
 
 
-def read_lines(path: str | os.PathLike) -> list[str]:
-    """Read the lines of a UTF-8 file (plain or gzip), without their `\\n` or `\\r\\n`.
+def _lines(path: Path, limit: int | None = None) -> Iterator[list[bytes]]:
+    """The raw lines of `path` (plain or gzip, split at b"\\n" only), in lists of `CHUNK_LINES`."""
+    handle = _open_binary(path)
+    raw = getattr(handle, "fileobj", None)
+    try:
+        while True:
+            try:
+                lines = list(islice(handle, CHUNK_LINES))
+            except (OSError, EOFError, zlib.error) as err:
+                raise DataError(f"{path}: corrupt or truncated gzip file ({err})") from None
+            if not lines:
+                return
+            yield lines
+    finally:
+        handle.close()
+        if raw is not None:
+            raw.close()
+
+
+CHUNK_LINES = 10_000  # lines read at a time
+
+
+def decode_line(raw: bytes, path: str | os.PathLike, number: int, *, strip: bool = True) -> str:
+    """One line of a text file as a str without its `\\n` or `\\r\\n` (and with `strip`, without
+    surrounding white space); a BOM on line 1 dropped.
 
     Raises:
         DataError: `file:line: NUL byte` or `file:line: invalid UTF-8`.
     """
-    path = Path(path)
-    data = _read_bytes(path)
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        line = data.count(b"\n", 0, nul) + 1
-        raise DataError(f"{path}:{line}: NUL byte (is this a binary file?)")
+    if b"\x00" in raw:
+        raise DataError(f"{path}:{number}: NUL byte (is this a binary file?)")
     try:
-        text = data.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise DataError(f"{path}:{line}: invalid UTF-8 ({err.reason} at byte {err.start})") from None
-    text = text.removeprefix("\ufeff")
-    lines = text.split("\n")  # not splitlines(): it also splits on \x1c, \x85, \u2028 ...
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
+        raise DataError(f"{path}:{number}: invalid UTF-8 ({err.reason} at byte {err.start} of the line)") from None
+    if number == 1:
+        text = text.removeprefix("\ufeff")
+    return text.strip() if strip else text.rstrip("\r\n")
 
 
-def _drop_empty(src: list[str], tgt: list[str], name: str) -> tuple[list[str], list[str]]:
-    """Skip pairs whose source or target is empty, with one warning for all of them."""
-    keep = [i for i, (s, t) in enumerate(zip(src, tgt)) if s and t]
-    skipped = len(src) - len(keep)
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """The lines of a UTF-8 text file (plain or gzip), stripped.
+
+    Raises:
+        DataError: missing file, `file:line: NUL byte`, `file:line: invalid UTF-8`.
+    """
+    lines, number = [], 0
+    for chunk in _lines(Path(path)):
+        for raw in chunk:
+            number += 1
+            lines.append(decode_line(raw, path, number))
+    return lines
+
+
+@dataclass(frozen=True)
+class CorpusFiles:
+    """The files of one corpus: two aligned text files (`src`, `tgt`), or one TSV file (`src` only)."""
+
+    src: Path
+    tgt: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.src) if self.tgt is None else f"{self.src} + {self.tgt}"
+
+    @property
+    def paths(self) -> tuple[Path, ...]:
+        return (self.src,) if self.tgt is None else (self.src, self.tgt)
+
+
+@dataclass
+class RawChunk:
+    """Consecutive raw lines of one corpus: pairs `first_line`, `first_line + 1`, ...; `tgt` is
+    None for a TSV file (each line holds both sides)."""
+
+    files: CorpusFiles
+    first_line: int
+    src: list[bytes]
+    tgt: list[bytes] | None
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def pair(self, i: int) -> tuple[int, str, str]:
+        """(line, source, target) of the chunk's `i`-th line, decoded and checked; a TSV line
+        with both sides empty is ("", "").
+
+        Raises:
+            DataError: bad bytes (file:line), or a TSV line without exactly 2 columns.
+        """
+        files, number = self.files, self.first_line + i
+        if self.tgt is not None:
+            return number, decode_line(self.src[i], files.src, number), decode_line(self.tgt[i], files.tgt, number)
+        line = decode_line(self.src[i], files.src, number, strip=False)
+        if not line.strip():
+            return number, "", ""
+        columns = line.split("\t")
+        if len(columns) != 2:
+            raise DataError(f"{files.src}:{number}: expected 2 tab-separated columns, found {len(columns)}")
+        return number, columns[0].strip(), columns[1].strip()
+
+    def pairs(self) -> Iterator[tuple[int, str, str]]:
+        """`pair(i)` of every line, in order."""
+        return map(self.pair, range(len(self.src)))
+
+
+def read_chunks(files: CorpusFiles) -> Iterator[RawChunk]:
+    """Stream a corpus in chunks of raw lines (decoded later, by whoever processes the chunk).
+
+    Raises:
+        DataError: a missing or unreadable file, or two files of different line counts (naming both).
+    """
+    if files.tgt is None:
+        number = 1
+        for lines in _lines(files.src):
+            yield RawChunk(files, number, lines, None)
+            number += len(lines)
+        return
+    number = 1
+    src_chunks, tgt_chunks = _lines(files.src), _lines(files.tgt)
+    for src in src_chunks:
+        tgt = next(tgt_chunks, [])
+        if len(tgt) != len(src):  # one file ended first: count both to the end for the message
+            n_src = number - 1 + len(src) + sum(len(c) for c in src_chunks)
+            n_tgt = number - 1 + len(tgt) + sum(len(c) for c in tgt_chunks)
+            raise _count_mismatch(files, n_src, n_tgt)
+        yield RawChunk(files, number, src, tgt)
+        number += len(src)
+    rest = sum(len(c) for c in tgt_chunks)
+    if rest:
+        raise _count_mismatch(files, number - 1, number - 1 + rest)
+
+
+def _count_mismatch(files: CorpusFiles, n_src: int, n_tgt: int) -> DataError:
+    return DataError(f"{files.src} has {n_src} lines, {files.tgt} has {n_tgt}; "
+                     "parallel files must have one line per sentence pair")
+
+
+def _read_corpus(files: CorpusFiles) -> ParallelCorpus:
+    """All pairs of a (small) corpus in memory; pairs with an empty side are skipped and counted
+    in one warning."""
+    src, tgt, skipped, first = [], [], 0, None
+    for chunk in read_chunks(files):
+        for number, s, t in chunk.pairs():
+            if s and t:
+                src.append(s)
+                tgt.append(t)
+            else:
+                skipped += 1
+                first = first or number
     if skipped:
-        first = next(i for i, (s, t) in enumerate(zip(src, tgt)) if not (s and t))
         logger.warning("%s: skipped %d pair(s) with an empty source or target line (first at line %d)",
-                       name, skipped, first + 1)
-        src, tgt = [src[i] for i in keep], [tgt[i] for i in keep]
-    return src, tgt
+                       files.name, skipped, first)
+    return ParallelCorpus(src, tgt, files.name)
 
 
 def read_parallel(src_path: str | os.PathLike, tgt_path: str | os.PathLike) -> ParallelCorpus:
@@ -178,14 +300,7 @@ def read_parallel(src_path: str | os.PathLike, tgt_path: str | os.PathLike) -> P
     Raises:
         DataError: different line counts (naming both files and counts), bad bytes (file:line).
     """
-    src_lines = [line.strip() for line in read_lines(src_path)]
-    tgt_lines = [line.strip() for line in read_lines(tgt_path)]
-    if len(src_lines) != len(tgt_lines):
-        raise DataError(f"{src_path} has {len(src_lines)} lines, {tgt_path} has {len(tgt_lines)}; "
-                        "parallel files must have one line per sentence pair")
-    name = f"{src_path} + {tgt_path}"
-    src, tgt = _drop_empty(src_lines, tgt_lines, name)
-    return ParallelCorpus(src, tgt, name)
+    return _read_corpus(CorpusFiles(Path(src_path), Path(tgt_path)))
 
 
 def read_tsv(path: str | os.PathLike) -> ParallelCorpus:
@@ -194,19 +309,7 @@ def read_tsv(path: str | os.PathLike) -> ParallelCorpus:
     Raises:
         DataError: `file:line: expected 2 tab-separated columns, found N`, or bad bytes.
     """
-    src, tgt = [], []
-    for number, line in enumerate(read_lines(path), start=1):
-        if not line.strip():
-            src.append("")
-            tgt.append("")
-            continue
-        columns = line.split("\t")
-        if len(columns) != 2:
-            raise DataError(f"{path}:{number}: expected 2 tab-separated columns, found {len(columns)}")
-        src.append(columns[0].strip())
-        tgt.append(columns[1].strip())
-    src, tgt = _drop_empty(src, tgt, str(path))
-    return ParallelCorpus(src, tgt, str(path))
+    return _read_corpus(CorpusFiles(Path(path)))
 
 
 # --------------------------------------------------------------------------- Multi30k
@@ -261,7 +364,8 @@ def _download(url: str, dest: Path, sha256: str | None) -> None:
             raise DataError(f"checksum mismatch for {url}: sha256 {digest.hexdigest()}, expected {sha256}; "
                             "the file was not cached")
         if sha256 is None:
-            _read_bytes(tmp)  # unverified: at least make sure the gzip stream is complete
+            for _ in _lines(tmp):  # unverified: at least make sure the gzip stream is complete
+                pass
 
     atomic_write(dest, fetch)
 
@@ -343,10 +447,16 @@ def load_multi30k(split: str, src_lang: str, tgt_lang: str) -> ParallelCorpus:
 # --------------------------------------------------------------------------- config entry points
 
 
-def _resolve_files(spec: str, src_lang: str, tgt_lang: str) -> ParallelCorpus:
-    """Read own data given as a `.tsv` file or a prefix of `<prefix>.<lang>[.gz]` files."""
+def corpus_files(spec: str, src_lang: str, tgt_lang: str) -> CorpusFiles:
+    """The files of own data given as a `.tsv` file or a prefix of `<prefix>.<lang>[.gz]` files.
+
+    Raises:
+        DataError: the files are not there; names what was looked for.
+    """
     if spec.endswith((".tsv", ".tsv.gz")):
-        return read_tsv(spec)
+        if not Path(spec).is_file():
+            raise DataError(f"{spec}: file not found")
+        return CorpusFiles(Path(spec))
     paths = []
     for lang in (src_lang, tgt_lang):
         candidates = [Path(f"{spec}.{lang}"), Path(f"{spec}.{lang}.gz")]
@@ -354,7 +464,19 @@ def _resolve_files(spec: str, src_lang: str, tgt_lang: str) -> ParallelCorpus:
         if found is None:
             raise DataError(f"{candidates[0]}: file not found (nor {candidates[1].name})")
         paths.append(found)
-    return read_parallel(*paths)
+    return CorpusFiles(*paths)
+
+
+def train_files(data_cfg: Any) -> list[CorpusFiles]:
+    """The training corpora a config names, in order: Multi30k's train files (verified), or each
+    of `data.train`'s own corpora.
+
+    Raises:
+        DataError: a file is missing or fails its checksum.
+    """
+    if data_cfg.corpus == "multi30k":
+        return [CorpusFiles(multi30k_path("train", data_cfg.src_lang), multi30k_path("train", data_cfg.tgt_lang))]
+    return [corpus_files(str(c.path), data_cfg.src_lang, data_cfg.tgt_lang) for c in data_cfg.train_corpora()]
 
 
 def load_corpus(data_cfg: Any, split: str) -> ParallelCorpus:
@@ -376,24 +498,8 @@ def load_corpus(data_cfg: Any, split: str) -> ParallelCorpus:
     spec = getattr(data_cfg, field, None) or (getattr(data_cfg, "val", None) if field == "valid" else None)
     if not spec:
         raise DataError(f"no {field} files configured for corpus {name!r} (data.{field})")
-    return _resolve_files(str(spec), src_lang, tgt_lang)
-
-
-def filter_by_length(src_tokens_list: Sequence[Sequence[str]], tgt_tokens_list: Sequence[Sequence[str]],
-                     max_len: int) -> tuple[list[int], int]:
-    """Indices of the pairs whose sides both have at most `max_len` tokens (before <bos>/<eos>).
-
-    Longer pairs are dropped, never truncated, and counted in one warning.
-
-    Returns:
-        (kept indices in order, number of dropped pairs)
-    """
-    if len(src_tokens_list) != len(tgt_tokens_list):
-        raise ValueError(f"{len(src_tokens_list)} source vs {len(tgt_tokens_list)} target token lists")
-    kept = [i for i, (s, t) in enumerate(zip(src_tokens_list, tgt_tokens_list))
-            if len(s) <= max_len and len(t) <= max_len]
-    dropped = len(src_tokens_list) - len(kept)
-    if dropped:
-        logger.warning("dropped %d of %d pairs longer than max_len=%d tokens",
-                       dropped, len(src_tokens_list), max_len)
-    return kept, dropped
+    if not isinstance(spec, str):  # several training corpora: read one after the other
+        parts = [_read_corpus(corpus_files(str(c.path), src_lang, tgt_lang)) for c in spec]
+        return ParallelCorpus([s for p in parts for s in p.src], [t for p in parts for t in p.tgt],
+                              " + ".join(p.name for p in parts))
+    return _read_corpus(corpus_files(spec, src_lang, tgt_lang))

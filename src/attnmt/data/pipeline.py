@@ -1,8 +1,9 @@
-"""The text <-> ids pipeline of one run: tokenizers and vocabularies, built once, saved with the run.
+"""The text <-> ids pipeline of one run: tokenizers and vocabularies, saved with the run.
 
-`TextPipeline.build` trains whatever needs training (sentencepiece models, vocabularies) on the
-training split; `save` / `load` keep it in the run directory as JSON plus sentencepiece model
-files, so that a trained model translates with exactly the tokenization it was trained with.
+`data.prepare` trains whatever needs training (sentencepiece models, vocabularies) on the
+training data; `save` / `load` keep it in the prepared folder and in the run directory as JSON
+plus sentencepiece model files, so that a trained model translates with exactly the
+tokenization it was trained with.
 """
 
 from __future__ import annotations
@@ -12,21 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnmt.files import read_json, sha256_file, write_json
-from attnmt.data.corpus import ParallelCorpus, filter_by_length
-from attnmt.data.tokenizers import (
-    MosesTokenizer,
-    SentencePieceTokenizer,
-    Tokenizer,
-    tokenizer_from_dict,
-    train_sentencepiece,
-)
+from attnmt.data.corpus import ParallelCorpus
+from attnmt.data.tokenizers import SentencePieceTokenizer, Tokenizer, tokenizer_from_dict
 from attnmt.data.vocab import Vocab
 from attnmt.errors import DataError
 
 log = logging.getLogger(__name__)
-
-MAX_CHARS_PER_TOKEN = 20  # see encode_corpus
-
 
 @dataclass
 class TextPipeline:
@@ -34,34 +26,6 @@ class TextPipeline:
     tgt_tokenizer: Tokenizer
     src_vocab: Vocab
     tgt_vocab: Vocab
-
-    # ------------------------------------------------------------------ building
-    @classmethod
-    def build(cls, data_cfg, train: ParallelCorpus, *, cache_dir: Path) -> TextPipeline:
-        """Train tokenizers (sentencepiece) and build vocabularies on the training corpus."""
-        if data_cfg.tokenizer == "moses":
-            src_tok: Tokenizer = MosesTokenizer(data_cfg.src_lang, lowercase=data_cfg.lowercase)
-            tgt_tok: Tokenizer = MosesTokenizer(data_cfg.tgt_lang, lowercase=data_cfg.lowercase)
-        else:
-            settings = dict(vocab_size=data_cfg.spm_vocab_size, model_type=data_cfg.spm_model_type,
-                            cache_dir=Path(cache_dir))
-            if data_cfg.spm_joint:
-                model = train_sentencepiece(list(train.src) + list(train.tgt), **settings)
-                src_tok = tgt_tok = SentencePieceTokenizer(model)
-            else:
-                src_tok = SentencePieceTokenizer(train_sentencepiece(list(train.src), **settings))
-                tgt_tok = SentencePieceTokenizer(train_sentencepiece(list(train.tgt), **settings))
-        src_tokens = [src_tok.tokenize(s) for s in train.src]
-        tgt_tokens = [tgt_tok.tokenize(t) for t in train.tgt]
-        kwargs = dict(min_freq=data_cfg.min_freq, max_size=data_cfg.max_vocab)
-        if data_cfg.tokenizer == "sentencepiece" and data_cfg.spm_joint:
-            src_vocab = tgt_vocab = Vocab.build(src_tokens + tgt_tokens, **kwargs)
-        else:
-            src_vocab = Vocab.build(src_tokens, **kwargs)
-            tgt_vocab = Vocab.build(tgt_tokens, **kwargs)
-        log.info("vocabularies: %s %d types, %s %d types", data_cfg.src_lang, len(src_vocab),
-                 data_cfg.tgt_lang, len(tgt_vocab))
-        return cls(src_tok, tgt_tok, src_vocab, tgt_vocab)
 
     # ------------------------------------------------------------------ use
     def encode_source(self, text: str) -> list[int]:
@@ -75,27 +39,10 @@ class TextPipeline:
         tokens = self.tgt_vocab.decode(ids)
         return tokens, self.tgt_tokenizer.detokenize(tokens)
 
-    def encode_corpus(self, corpus: ParallelCorpus, *, max_len: int | None = None) -> list[tuple[list[int], list[int]]]:
-        """Encode every pair; with `max_len`, drop (and count) pairs longer than that in tokens.
-
-        Pairs with more than `MAX_CHARS_PER_TOKEN * max_len` characters on a side cannot pass the
-        token limit in any realistic tokenization; they are dropped before tokenizing (and counted),
-        so that a megabyte-long line does not stall the tokenizer.
-        """
-        pairs = list(zip(corpus.src, corpus.tgt))
-        if max_len is not None:
-            limit = MAX_CHARS_PER_TOKEN * max_len
-            kept = [(s, t) for s, t in pairs if len(s) <= limit and len(t) <= limit]
-            if len(kept) < len(pairs):
-                log.warning("%s: dropped %d pairs longer than %d characters (data.max_len=%d tokens)",
-                            corpus.name, len(pairs) - len(kept), limit, max_len)
-            pairs = kept
-        src = [self.encode_source(s) for s, _ in pairs]
-        tgt = [self.encode_target(t) for _, t in pairs]
-        if max_len is not None:
-            keep, _dropped = filter_by_length(src, tgt, max_len)
-            src, tgt = [src[i] for i in keep], [tgt[i] for i in keep]
-        return list(zip(src, tgt))
+    def encode_corpus(self, corpus: ParallelCorpus) -> list[tuple[list[int], list[int]]]:
+        """Encode every pair of a (small, in-memory) corpus: validation and test sets. Training data
+        is encoded once by `data.prepare`."""
+        return [(self.encode_source(s), self.encode_target(t)) for s, t in zip(corpus.src, corpus.tgt)]
 
     # ------------------------------------------------------------------ persistence
     def save(self, run_dir: Path) -> None:

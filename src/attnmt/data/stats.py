@@ -4,11 +4,11 @@
     attnmt data stats --corpus data/train --valid data/dev      # own files, given as in a config
     attnmt data stats --config multi30k_transformer             # the data section of a config
 
-The text goes through the same `TextPipeline` that training builds, from the same `data` settings:
-the same tokenizers (a joint sentencepiece model when `data.spm_joint`, lowercasing only with
-moses), the same vocabularies (joint with a joint sentencepiece model; `--min-freq`,
-`data.max_vocab`) built on the same training pairs (`data.train_subset`). The OOV rate of every
-split is the share of its tokens that the train vocabulary maps to <unk>.
+The training split is the prepared data that training reads (data.prepare: prepared now, or
+found in the cache), so its rows describe the pairs training sees, after the filters, with the
+same tokenizers and vocabularies; the filters' counts are printed below the table. The other
+splits go through that pipeline. The OOV rate of every split is the share of its tokens that
+the train vocabulary maps to <unk>.
 
 `--corpus` is "multi30k", or own data given the way `data.train` gives it: a path prefix `P`
 (`P.<src_lang>[.gz]` and `P.<tgt_lang>[.gz]`) or a `.tsv` file; `--valid` and `--test` likewise.
@@ -26,9 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+
 from attnmt.config import DataConfig
-from attnmt.data.corpus import CorpusSpec, ParallelCorpus, cache_dir, corpus_spec, load_corpus
-from attnmt.data.pipeline import TextPipeline
+from attnmt.data.corpus import CorpusSpec, corpus_spec, load_corpus
+from attnmt.data.prepare import prepare
+from attnmt.data.prepared import SIDES, PreparedData
 from attnmt.data.tokenizers import Tokenizer
 from attnmt.data.vocab import Vocab
 from attnmt.errors import DataError
@@ -54,12 +57,12 @@ class SideStats:
     max_len: int
 
 
-def percentile(sorted_values: list[int], p: float) -> int:
-    """Nearest-rank percentile of an ascending list (0 for an empty list)."""
-    if not sorted_values:
+def percentile(sorted_values: Sequence[int], p: float) -> int:
+    """Nearest-rank percentile of an ascending list or array (0 when empty)."""
+    if len(sorted_values) == 0:
         return 0
     rank = max(1, math.ceil(p / 100 * len(sorted_values)))
-    return sorted_values[rank - 1]
+    return int(sorted_values[rank - 1])
 
 
 def side_stats(split: str, lang: str, token_lists: list[list[str]], vocab: Vocab) -> SideStats:
@@ -130,10 +133,18 @@ def own_data_spec(train: str, src_lang: str, tgt_lang: str, *, valid: str | None
                       valid=valid or neighbour("val", "valid", "dev"), test=test or neighbour("test"))
 
 
-def compute_stats(d: DataConfig, splits: Sequence[str] | None = None) -> list[SideStats]:
-    """Statistics for `splits` (default: train, val, test where they exist), both languages,
-    tokenized by the pipeline that training would build from the same data settings; the
-    vocabularies come from train."""
+@dataclass(frozen=True)
+class CorpusStats:
+    """The table's rows, and what preparing the training data read, kept and dropped (the manifest's counts)."""
+
+    rows: list[SideStats]
+    counts: dict
+    inputs: list[dict]
+
+
+def compute_stats(d: DataConfig, splits: Sequence[str] | None = None) -> CorpusStats:
+    """Statistics for `splits` (default: train, val, test where they exist), both languages: the
+    training split as prepared for training, the others tokenized by its pipeline."""
     spec = corpus_spec(d)
     if d.corpus == "multi30k":
         splits = list(splits or DEFAULT_SPLITS)
@@ -141,19 +152,43 @@ def compute_stats(d: DataConfig, splits: Sequence[str] | None = None) -> list[Si
         present = [s for s, files in zip(DEFAULT_SPLITS, (spec.train, spec.valid, spec.test)) if files]
         splits = list(splits or present)
     start = time.perf_counter()
-    train = load_corpus(spec, "train")
-    if d.train_subset:  # as training does: the vocabulary sees the pairs that are trained on
-        train = ParallelCorpus(train.src[: d.train_subset], train.tgt[: d.train_subset], train.name)
-    pipeline = TextPipeline.build(d, train, cache_dir=cache_dir() / "sentencepiece")
+    others = {split: load_corpus(spec, split) for split in splits if split != "train"}  # before preparing: a
+    prepared = prepare(d)                                                                # missing split fails fast
+    pipeline = prepared.pipeline
     tokenizers = (pipeline.src_tokenizer, pipeline.tgt_tokenizer)
     vocabs = (pipeline.src_vocab, pipeline.tgt_vocab)
     rows = []
     for split in splits:
-        corpus = train if split == "train" else load_corpus(spec, split)
+        if split == "train":
+            rows += [prepared_side_stats(prepared, side, lang) for side, lang in zip(SIDES, (d.src_lang, d.tgt_lang))]
+            continue
+        corpus = others[split]
         for lang, texts, tokenizer, vocab in zip((d.src_lang, d.tgt_lang), (corpus.src, corpus.tgt), tokenizers, vocabs):
             rows.append(side_stats(split, lang, _tokenize(tokenizer, texts), vocab))
     logger.debug("statistics computed in %.1f s", time.perf_counter() - start)
-    return rows
+    return CorpusStats(rows, prepared.manifest["counts"], prepared.manifest["inputs"])
+
+
+def prepared_side_stats(prepared: PreparedData, side: str, lang: str) -> SideStats:
+    """The train row of one side, from the prepared arrays and the manifest's counts."""
+    counts = prepared.manifest["sides"][side]
+    vocab = prepared.pipeline.src_vocab if side == "src" else prepared.pipeline.tgt_vocab
+    lengths = np.sort(prepared.src_lengths if side == "src" else prepared.tgt_lengths)
+    tokens = int(counts["tokens"])
+    return SideStats(split="train", lang=lang, sentences=len(prepared), tokens=tokens, types=int(counts["types"]),
+                     vocab_size=len(vocab), oov_rate=counts["unk"] / tokens if tokens else 0.0,
+                     percentiles=tuple(percentile(lengths, p) for p in PERCENTILES),
+                     max_len=int(lengths[-1]) if len(lengths) else 0)
+
+
+def format_counts(stats: CorpusStats) -> str:
+    """What preparing the training data read, kept and dropped (by filter), per corpus when there are several."""
+    counts = stats.counts
+    dropped = ", ".join(f"{name.replace('_', ' ')} {n:,}" for name, n in counts["dropped"].items()) or "none"
+    lines = [f"train: {counts['read']:,} pairs read, {counts['kept']:,} kept; dropped: {dropped}"]
+    if len(stats.inputs) > 1:
+        lines += [f"  {' + '.join(i['files'])}: {i['pairs']:,} kept" for i in stats.inputs]
+    return "\n".join(lines)
 
 
 def _tokenize(tokenizer: Tokenizer, texts: list[str]) -> list[list[str]]:

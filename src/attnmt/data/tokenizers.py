@@ -110,6 +110,15 @@ class SentencePieceTokenizer:
         """Decode pieces back to text."""
         return self._processor.decode_pieces(list(tokens))
 
+    def piece_ids(self, texts: list[str]) -> list[list[int]]:
+        """The pieces of each text as the model's piece ids (`pieces()[i]` is piece i; a character
+        the model does not know is the id of `<unk>`), in one call on this thread."""
+        return self._processor.encode(texts, out_type=int, num_threads=1)
+
+    def pieces(self) -> list[str]:
+        """Every piece of the model, in id order."""
+        return [self._processor.id_to_piece(i) for i in range(self.vocab_size)]
+
     def to_dict(self, base_dir: str | os.PathLike | None = None) -> dict:
         """Settings with the model file relative to `base_dir` (default: the bare file name).
 

@@ -11,7 +11,7 @@ import os
 from collections import Counter
 from itertools import chain
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from attnmt.errors import DataError
 from attnmt.files import write_json
@@ -44,10 +44,20 @@ class Vocab:
     @classmethod
     def build(cls, token_lists: Iterable[Iterable[str]], *, min_freq: int = 1,
               max_size: int | None = None) -> Vocab:
-        """Count tokens and keep the frequent ones.
+        """Count tokens and keep the frequent ones (see `from_counts`).
 
         Args:
             token_lists: tokenized sentences.
+        """
+        return cls.from_counts(Counter(chain.from_iterable(token_lists)), min_freq=min_freq, max_size=max_size)
+
+    @classmethod
+    def from_counts(cls, counts: Mapping[str, int], *, min_freq: int = 1, max_size: int | None = None) -> Vocab:
+        """The vocabulary of tokens counted `counts[token]` times: the specials, then the tokens
+        seen at least `min_freq` times by descending count, ties by the token string.
+
+        Args:
+            counts: token -> occurrences (the specials' counts are ignored).
             min_freq: keep tokens seen at least this often.
             max_size: keep at most this many regular tokens (the 4 specials come on top);
                 None keeps all.
@@ -56,7 +66,6 @@ class Vocab:
             raise ValueError(f"min_freq={min_freq} must be >= 1")
         if max_size is not None and max_size < 0:
             raise ValueError(f"max_size={max_size} must be >= 0")
-        counts = Counter(chain.from_iterable(token_lists))
         specials = set(cls.SPECIALS)
         kept = sorted((t for t, n in counts.items() if n >= min_freq and t not in specials),
                       key=lambda t: (-counts[t], t))

@@ -1,4 +1,6 @@
-"""Fast training steps for ``train.compile``: eager, ``torch.compile``, or CUDA graphs.
+"""The training step of each update, as ``train.compile`` asks: eager (step.py), ``torch.compile``, or CUDA graphs.
+
+`make_update_step` picks it; the rest of this module builds the fast ones.
 
 Shapes:
     batch: sentences in a batch; rows: the batch padded up to its bucket (filler rows added).
@@ -40,15 +42,42 @@ import torch
 from torch import Tensor, nn
 
 from attnmt.data.batching import Batch
-from attnmt.training.step import clip_gradients, loss_and_gradients
+from attnmt.errors import AttnmtError
+from attnmt.training.step import clip_gradients, loss_and_gradients, train_step
+from attnmt.world import SINGLE, World
 
 log = logging.getLogger(__name__)
 
-__all__ = ["COMPILE_MODES", "make_train_step", "bucket_shape", "pad_batch", "static_update", "CUDAGraphSteps"]
+__all__ = ["COMPILE_MODES", "make_update_step", "make_train_step", "bucket_shape", "pad_batch", "static_update", "CUDAGraphSteps"]
 
 COMPILE_MODES = ("none", "default", "cudagraphs")
 
 StepFn = Callable[[Batch], tuple[Tensor, bool]]
+UpdateStep = Callable[[list[Batch], int], tuple[Tensor, bool]]
+
+
+def make_update_step(model: nn.Module, optimizer: torch.optim.Optimizer,
+                     schedule: torch.optim.lr_scheduler.LRScheduler, train_cfg, *, use_amp: bool, pad_id: int,
+                     world: World = SINGLE) -> UpdateStep:
+    """The per-update step, `step(batches, global_tokens) -> (loss, finite)`: `train_step`, or
+    the faster step that `train.compile` asks for (compiled_step.py), which takes one batch an
+    update in one process.
+
+    Raises:
+        AttnmtError: `train.compile` with several ranks or accumulation.
+    """
+    t = train_cfg
+    if t.compile == "none":
+        def step(batches: list[Batch], global_tokens: int) -> tuple[Tensor, bool]:
+            return train_step(model, batches, optimizer, schedule, train_cfg=t, use_amp=use_amp, pad_id=pad_id,
+                              global_tokens=global_tokens, world=world)
+        return step
+    if world.size > 1 or t.accum_steps > 1:
+        raise AttnmtError(f"train.compile={t.compile!r} runs one process with train.accum_steps=1; got "
+                          f"{world.size} ranks and train.accum_steps={t.accum_steps} (use train.compile=none)")
+    fast = make_train_step(t.compile, model, optimizer, schedule, train_cfg=t, use_amp=use_amp, pad_id=pad_id,
+                           eager=train_step)
+    return lambda batches, global_tokens: fast(batches[0])
 
 
 def make_train_step(mode: str, model: nn.Module, optimizer: torch.optim.Optimizer,

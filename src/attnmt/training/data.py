@@ -1,5 +1,5 @@
-"""The training data of a run: corpora read, the text pipeline built (or loaded on resume), and
-each epoch's updates, the same on every rank.
+"""The training data of a run: the prepared corpus (data.prepare: found in the cache, or prepared
+now), the text pipeline saved with the run, the validation batches, and each epoch's updates.
 
 Shapes:
     batch    sentences in a batch
@@ -12,83 +12,86 @@ from dataclasses import dataclass
 from attnmt.config import Config, save_config
 from attnmt.data.batching import Batch, make_batches
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
-from attnmt.data.pipeline import TextPipeline
+from attnmt.data.epochs import Batching, Epoch
+from attnmt.data.pipeline import TextPipeline, pipeline_difference
+from attnmt.data.prepare import make_plan, prepare, prepared_root, what_changed
+from attnmt.data.prepared import PreparedData
 from attnmt.errors import AttnmtError, DataError
-from attnmt.run_dir import CONFIG, RunDir
-from attnmt.training.distributed import SINGLE, World, barrier, shard_update
+from attnmt.files import read_json, write_json
+from attnmt.run_dir import CONFIG, PREPARED, RunDir
+from attnmt.world import SINGLE, World, barrier, broadcast_from_main
 
 
 @dataclass
 class TrainData:
+    prepared: PreparedData
     pipeline: TextPipeline
-    train_examples: list
+    weights: list[float]        # per corpus of data.train: examples per epoch = weight x pairs
+    batching: Batching
     val_corpus: ParallelCorpus
     val_batches: list[Batch]
     n_val_bleu: int
-    batch_args: dict
+
+    def epoch(self, epoch: int) -> Epoch:
+        """Epoch `epoch`'s batches and updates (the same on every rank)."""
+        return Epoch(self.prepared, self.weights, self.batching, epoch)
 
 
 def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) -> TrainData:
-    """Read the corpora; build the tokenizers and vocabularies (or load them on resume).
-    Rank 0 builds and saves them; the other ranks then load what it saved."""
+    """Open (or prepare) the training data; rank 0 saves the pipeline, config and the prepared
+    data's key into a new run, and a resumed run goes on with the data it was trained on."""
     t, d = cfg.train, cfg.data
-    spec = corpus_spec(d)
-    train_corpus = load_corpus(spec, "train")
-    if d.train_subset:
-        train_corpus = ParallelCorpus(train_corpus.src[: d.train_subset], train_corpus.tgt[: d.train_subset],
-                                      f"{train_corpus.name}[:{d.train_subset}]")
-    val_corpus = load_corpus(spec, "val")
-    for corpus, what in ((train_corpus, "training"), (val_corpus, "validation")):
-        if len(corpus) == 0:  # refused before anything is built or trained
-            raise DataError(f"{corpus.name}: the {what} data has no sentence pairs")
+    prepared = _resumed_data(run, cfg, world) if resume else prepare(d, world=world)
     if not resume and world.main:
-        pipeline = TextPipeline.build(d, train_corpus, cache_dir=run.path / "cache")
-        pipeline.save(run.path)
+        prepared.pipeline.save(run.path)
         save_config(cfg, run.path / CONFIG)
-        run.record_checksums([CONFIG, *run.pipeline_files()])
+        write_json(run.path / PREPARED, {"key": prepared.key, "folder": str(prepared.folder), "pairs": len(prepared)})
+        run.record_checksums([CONFIG, PREPARED, *run.pipeline_files()])
     barrier(world)
-    if resume or not world.main:
-        pipeline = run.pipeline()
+    pipeline = run.pipeline()
+    problem = pipeline_difference(pipeline, prepared.pipeline)
+    if problem:
+        raise DataError(f"{run.path}: the run's tokenizers and vocabularies are not those of its prepared data "
+                        f"{prepared.folder}: {problem}")
+    val_corpus = load_corpus(corpus_spec(d), "val")
+    if len(val_corpus) == 0:  # refused before anything is trained
+        raise DataError(f"{val_corpus.name}: the validation data has no sentence pairs")
     vocab = pipeline.tgt_vocab
-    batch_args = dict(batch_size=t.batch_size, batch_by=t.batch_by, pad_id=vocab.pad_id, bos_id=vocab.bos_id,
-                      eos_id=vocab.eos_id)
-    train_examples = pipeline.encode_corpus(train_corpus, max_len=d.max_len)
-    if not train_examples:
-        raise DataError(f"{train_corpus.name}: none of its {len(train_corpus)} sentence pairs is usable: every one "
-                        f"is longer than data.max_len={d.max_len} tokens on a side")
-    val_batches = make_batches(pipeline.encode_corpus(val_corpus), shuffle=False, **batch_args)
+    ids = dict(pad_id=vocab.pad_id, bos_id=vocab.bos_id, eos_id=vocab.eos_id)
+    batching = Batching(t.batch_size, t.batch_by, window=t.length_window, seed=t.seed, world_size=world.size,
+                        accum_steps=t.accum_steps, **ids)
+    val_batches = make_batches(pipeline.encode_corpus(val_corpus), batch_size=t.batch_size, batch_by=t.batch_by,
+                               shuffle=False, **ids)
     n_val_bleu = min(len(val_corpus.src), t.eval_max_sentences or len(val_corpus.src))
-    return TrainData(pipeline, train_examples, val_corpus, val_batches, n_val_bleu, batch_args)
+    weights = [c.weight for c in d.train_corpora()] or [1.0]
+    data = TrainData(prepared, pipeline, weights, batching, val_corpus, val_batches, n_val_bleu)
+    first = data.epoch(1).total_batches  # known at once for a corpus of one window, where this can happen
+    if first is not None and first < batching.group:
+        raise AttnmtError(f"an epoch has {first} batches, fewer than one update takes ({world.size} ranks x "
+                          f"train.accum_steps={t.accum_steps}): lower train.batch_size or train.accum_steps")
+    return data
 
 
-@dataclass
-class Update:
-    batches: list[Batch]   # this rank's share
-    global_tokens: int     # target tokens of the update on all ranks
-
-
-def epoch_updates(data: TrainData, t, epoch: int, world: World = SINGLE) -> list[Update]:
-    """The epoch's updates, and this rank's share of each.
-
-    Every rank builds the same global batches from (seed, epoch), so a resumed run skips the
-    updates already done. An update takes `world.size * train.accum_steps` consecutive batches,
-    shared by `shard_update` (token-balanced); the last `len % that` batches of the epoch are
-    left out (other ones every epoch), so N ranks and one process with `accum_steps: N` train
-    exactly the same updates.
+def _resumed_data(run: RunDir, cfg: Config, world: World) -> PreparedData:
+    """The prepared data a run was trained on: its folder in the cache, or prepared again from
+    the same inputs and settings (the same key: the same data).
 
     Raises:
-        AttnmtError: fewer batches in an epoch than one update takes.
+        AttnmtError: that data is gone and the inputs or settings changed since.
     """
-    batches = make_batches(data.train_examples, shuffle=True, seed=t.seed, epoch=epoch, **data.batch_args)
-    group = world.size * t.accum_steps
-    if group == 1:
-        return [Update([batch], batch.num_tgt_tokens) for batch in batches]
-    if len(batches) < group:
-        raise AttnmtError(f"an epoch has {len(batches)} batches, fewer than one update takes ({world.size} ranks x "
-                          f"train.accum_steps={t.accum_steps}): lower train.batch_size or train.accum_steps")
-    updates = []
-    for start in range(0, len(batches) - len(batches) % group, group):
-        members = batches[start:start + group]
-        updates.append(Update(shard_update(members, world.size)[world.rank],
-                              sum(batch.num_tgt_tokens for batch in members)))
-    return updates
+    recorded = read_json(run.verified(PREPARED)) if (run.path / PREPARED).is_file() else None
+    key = recorded.get("key") if isinstance(recorded, dict) else None
+    if not isinstance(key, str):  # a run from before prepared data: prepare what its config says
+        return prepare(cfg.data, world=world)
+    folder = prepared_root() / key
+    found = broadcast_from_main(world, (folder / "manifest.json").is_file() if world.main else None)
+    if found:
+        return PreparedData.open(folder, verify=world.main)
+    prepared = prepare(cfg.data, world=world)
+    if prepared.key != key:
+        plan = make_plan(cfg.data)
+        raise AttnmtError(f"{run.path} was trained on prepared data {key}, which is no longer in "
+                          f"{prepared_root()}, and its inputs or settings changed since "
+                          f"({what_changed(plan)}): the run cannot go on with the same data")
+    return prepared
+

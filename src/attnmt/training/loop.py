@@ -2,9 +2,11 @@
 logs, driven by a `Config` and shared by every model.
 
 `Trainer.run` reads top to bottom: set up (data, model, resume), then epochs; an epoch is
-updates (`_update`), then either the end of the epoch (`_end_epoch`) or, when the time budget
-runs out mid-epoch, `_stop_mid_epoch`. Both end in `_publish`, the one writer of the best/last
-pointers and the metrics record. It is the same loop on one process and on N data-parallel
+updates (`_update`), each followed by what it calls for (`_after_update`: a validated checkpoint
+every train.validate_every updates or at train.max_updates, a resumable state every
+train.save_every_steps, `_stop_mid_epoch` when the time budget runs out), then the end of the
+epoch (`_end_epoch`). Validated checkpoints (`_checkpoint`) and the budget's stop end in
+`_publish`, the one writer of the best/last pointers and the metrics record. It is the same loop on one process and on N data-parallel
 ranks under torchrun: `distributed` makes every collective a no-op on one process
 (docs/distributed.md).
 
@@ -29,11 +31,11 @@ from attnmt.errors import AttnmtError
 from attnmt.evaluation import corpus_loss, perplexity, score_translations
 from attnmt.models import count_parameters
 from attnmt.run_dir import RunDir
-from attnmt.training.data import TrainData, Update, epoch_updates, load_data
-from attnmt.training.distributed import (SINGLE, World, any_rank, barrier, broadcast_from_main, close_world,
-                                         init_world)
+from attnmt.data.epochs import Update
+from attnmt.training.data import TrainData, load_data
+from attnmt.world import SINGLE, World, any_rank, barrier, broadcast_from_main, close_world, init_world
 from attnmt.training.state import MetricsLog, TrainState, restore_resume_state, save_resume_state
-from attnmt.training.step import make_update_step
+from attnmt.training.compiled_step import make_update_step
 from attnmt.training.trainable import build_trainable, seed_everything, use_bf16
 
 log = logging.getLogger(__name__)
@@ -98,6 +100,10 @@ class EpochProgress:
     bad_steps: int = 0       # non-finite updates in a row
     window_start: float = field(default_factory=time.perf_counter)  # the tokens/s window
     window_tokens: int = 0
+    window_data_s: float = 0.0  # time the window's updates waited for their batches
+
+    def average_loss(self) -> float:
+        return float(self.loss_sum) / max(self.tokens, 1)
 
 
 class Trainer:
@@ -124,7 +130,7 @@ class Trainer:
                                             self.trainable.step_schedule, self.t, use_amp=self.trainable.use_amp,
                                             pad_id=self.data.pipeline.tgt_vocab.pad_id, world=self.world)
         while self.state.epoch < self.t.epochs and not stop:
-            stop = self._run_epoch(self.state.epoch + 1)
+            stop = self._run_epoch(self.state.epoch + 1) or self._out_of_updates()
         best = self.run_dir.pointer("best") or {}
         self.metrics.write(event="end", epochs=self.state.epoch, seconds=round(self.state.seconds, 1),
                            best_epoch=self.state.best_epoch)
@@ -140,7 +146,7 @@ class Trainer:
 
     def _start(self) -> TrainState:
         self.metrics.write(event="start", params=count_parameters(self.trainable.core), device=str(self.device),
-                           train_pairs=len(self.data.train_examples),
+                           train_pairs=len(self.data.prepared), prepared=self.data.prepared.key,
                            val_pairs=sum(len(b) for b in self.data.val_batches),
                            **({"ranks": self.world.size} if self.world.size > 1 else {}),
                            **({"accum_steps": self.t.accum_steps} if self.t.accum_steps > 1 else {}))
@@ -160,18 +166,21 @@ class Trainer:
 
     def _nothing_left(self, resume: bool) -> bool:
         """True when the run must not train on: its budget or its patience is spent."""
-        stop = self._out_of_time()
+        stop = self._out_of_time() or self._out_of_updates()
         if self.t.early_stopping_patience and self.state.bad_epochs >= self.t.early_stopping_patience:
             stop = True  # this run already stopped early; a larger patience lets it go on
         if resume and (stop or self.state.epoch >= self.t.epochs):
-            log.info("nothing left to train (epoch %d of %d, %.0f s): extend with --set train.epochs=N, "
-                     "train.max_minutes=M or train.early_stopping_patience=P", self.state.epoch, self.t.epochs,
-                     self.state.seconds)
+            log.info("nothing left to train (epoch %d of %d, update %d, %.0f s): extend with --set train.epochs=N, "
+                     "train.max_updates=U, train.max_minutes=M or train.early_stopping_patience=P", self.state.epoch,
+                     self.t.epochs, self.state.step, self.state.seconds)
         return stop
 
     def _out_of_time(self) -> bool:  # every rank stops when any rank's clock says so
         return bool(self.t.max_minutes) and any_rank(
             self.world, time.perf_counter() - self.clock_start > 60 * self.t.max_minutes)
+
+    def _out_of_updates(self) -> bool:  # the same on every rank: every rank applies every update
+        return bool(self.t.max_updates) and self.state.step >= self.t.max_updates
 
     # ---- an epoch
 
@@ -180,28 +189,44 @@ class Trainer:
         from tqdm.auto import tqdm
 
         self.trainable.model.train()
-        updates = epoch_updates(self.data, self.t, epoch, self.world)  # this rank's share of each
+        plan = self.data.epoch(epoch)  # every rank plans the same epoch, and builds its own batches
+        total, start = plan.total_updates, self.state.update_in_epoch
         progress = EpochProgress(torch.full((), self.state.epoch_loss, dtype=torch.float64, device=self.device),
                                  self.state.epoch_tokens)
-        bar = tqdm(updates[self.state.update_in_epoch:], desc=f"epoch {epoch}", leave=False,
+        bar = tqdm(total=None if total is None else total - start, desc=f"epoch {epoch}", leave=False,
                    disable=None if self.world.main else True, mininterval=1.0)
-        for update in bar:
-            self._update(update, epoch, progress, bar)
-            mid_epoch = self.state.update_in_epoch < len(updates)
-            out_of_time = self._out_of_time()
-            periodic = bool(self.t.save_every_steps) and self.state.step % self.t.save_every_steps == 0
-            if mid_epoch and (out_of_time or (periodic and progress.bad_steps == 0)):
-                weights = self._save_mid_epoch(progress)
-            if out_of_time:
-                log.info("train.max_minutes=%s reached in epoch %d after update %d of %d", self.t.max_minutes,
-                         epoch, self.state.update_in_epoch, len(updates))
-                if mid_epoch:
-                    self._stop_mid_epoch(epoch, weights, len(updates))
-                    bar.close()
+        try:
+            for update, last in _timed_with_last(plan.updates(self.world.rank, start=start), progress):
+                self._update(update, epoch, progress, bar)
+                bar.update()
+                if not last and self._after_update(epoch, progress, total):
                     return True
-                break
-        bar.close()
+        finally:
+            bar.close()
+        if self.state.update_in_epoch == 0:
+            raise AttnmtError(f"epoch {epoch} has fewer batches than one update takes ({self.world.size} rank(s) x "
+                              f"train.accum_steps={self.t.accum_steps}): lower train.batch_size or train.accum_steps")
         return self._end_epoch(epoch, progress) or self._out_of_time()
+
+    def _after_update(self, epoch: int, progress: EpochProgress, total: int | None) -> bool:
+        """What an update that does not end its epoch calls for; returns whether training stops."""
+        t, state = self.t, self.state
+        out_of_time, out_of_updates = self._out_of_time(), self._out_of_updates()
+        applied = progress.bad_steps == 0  # this update was applied: state.step just advanced
+        if out_of_updates or (applied and bool(t.validate_every) and state.step % t.validate_every == 0):
+            stop = self._checkpoint(epoch, progress, end_of_epoch=False)
+            if out_of_time and not (stop or out_of_updates):
+                log.info("train.max_minutes=%s reached in epoch %d after update %d", t.max_minutes, epoch,
+                         state.update_in_epoch)
+            return stop or out_of_updates or out_of_time
+        periodic = bool(t.save_every_steps) and state.step % t.save_every_steps == 0
+        if out_of_time or (periodic and applied):
+            weights = self._save_mid_epoch(progress)
+        if out_of_time:
+            log.info("train.max_minutes=%s reached in epoch %d after update %d%s", t.max_minutes, epoch,
+                     state.update_in_epoch, "" if total is None else f" of {total}")
+            self._stop_mid_epoch(epoch, weights, total)
+        return out_of_time
 
     def _update(self, update: Update, epoch: int, progress: EpochProgress, bar) -> None:
         """One update; a non-finite one is skipped (train.max_bad_steps in a row end the run)."""
@@ -211,8 +236,9 @@ class Trainer:
         if not finite:
             progress.bad_steps += 1
             examples = torch.cat([batch.index for batch in update.batches])
-            log.warning("epoch %d update %d (examples %s...): non-finite loss or gradient; step skipped "
-                        "(%d in a row)", epoch, self.state.update_in_epoch, examples[:4].tolist(), progress.bad_steps)
+            log.warning("epoch %d update %d (pairs %s...): non-finite loss or gradient; step skipped "
+                        "(%d in a row)", epoch, self.state.update_in_epoch,
+                        ", ".join(self.data.prepared.origin(i) for i in examples[:3].tolist()), progress.bad_steps)
             self.metrics.write(event="bad_step", epoch=epoch, batch=self.state.update_in_epoch, step=self.state.step,
                                examples=examples[:8].tolist())
             if progress.bad_steps >= self.t.max_bad_steps:
@@ -226,12 +252,13 @@ class Trainer:
         progress.window_tokens += update.global_tokens
         if self.state.step % self.t.log_every == 0:
             elapsed = time.perf_counter() - progress.window_start
-            train_loss = float(progress.loss_sum) / max(progress.tokens, 1)
+            train_loss = progress.average_loss()
             rate = progress.window_tokens / max(elapsed, 1e-9)
             bar.set_postfix(loss=f"{train_loss:.3f}", tok_s=f"{rate:,.0f}")
             self.metrics.write(event="train", epoch=epoch, step=self.state.step, loss=round(train_loss, 4),
-                               tokens_per_s=round(rate), lr=self.trainable.optimizer.param_groups[0]["lr"])
-            progress.window_start, progress.window_tokens = time.perf_counter(), 0
+                               tokens_per_s=round(rate), lr=self.trainable.optimizer.param_groups[0]["lr"],
+                               data_wait=round(progress.window_data_s / max(elapsed, 1e-9), 4))
+            progress.window_start, progress.window_tokens, progress.window_data_s = time.perf_counter(), 0, 0.0
 
     # ---- checkpoints
 
@@ -265,50 +292,60 @@ class Trainer:
         self.metrics.write(**record)
 
     def _end_epoch(self, epoch: int, progress: EpochProgress) -> bool:
-        """Validate (rank 0; every rank receives the scores), decide, save the epoch's weights,
-        the pointers and the resumable state. Returns whether to stop early."""
-        core, t = self.trainable.core, self.t
-        train_loss = float(progress.loss_sum) / max(progress.tokens, 1)
+        """The epoch's validated checkpoint (the epoch complete); returns whether to stop early."""
+        return self._checkpoint(epoch, progress, end_of_epoch=True)
+
+    def _checkpoint(self, epoch: int, progress: EpochProgress, *, end_of_epoch: bool) -> bool:
+        """Validate (rank 0; every rank receives the scores), decide, save the weights (after an
+        epoch, or after an update mid-epoch), the pointers and the resumable state. Returns
+        whether to stop early."""
+        core, t, state = self.trainable.core, self.t, self.state
+        train_loss = progress.average_loss()
         scores = broadcast_from_main(self.world, validate(core, self.data, self.cfg, self.device)
                                      if self.world.main else None)
-        self.state.epoch, self.state.update_in_epoch, self.state.epoch_loss, self.state.epoch_tokens = epoch, 0, 0.0, 0
-        self.state.seconds = time.perf_counter() - self.clock_start
-        improved, stop = self._decide(scores)
-        record = dict(event="epoch", epoch=epoch, step=self.state.step, train_loss=round(train_loss, 4),
-                      **_public(scores), lr=self.trainable.optimizer.param_groups[0]["lr"],
-                      seconds=round(self.state.seconds, 1))
-        log.info("epoch %d: train loss %.3f | val loss %.3f ppl %.2f BLEU %.2f chrF %.2f | %.0f s", epoch,
-                 train_loss, record["val_loss"], record["val_ppl"], record["val_bleu"], record["val_chrf"],
-                 self.state.seconds)
-        weights = self._save_weights(Path("checkpoints") / f"epoch_{epoch:03d}.safetensors",  # before the pointers
-                                     epoch=str(epoch), step=str(self.state.step))
-        info = {**weights, "epoch": epoch, **_public(record)}
+        if end_of_epoch:
+            state.epoch, state.update_in_epoch, state.epoch_loss, state.epoch_tokens = epoch, 0, 0.0, 0
+        else:
+            state.epoch_loss, state.epoch_tokens = float(progress.loss_sum), progress.tokens
+        state.seconds = time.perf_counter() - self.clock_start
+        improved, stop = self._decide(scores, epoch)
+        where = {} if end_of_epoch else {"update_in_epoch": state.update_in_epoch}
+        record = dict(event="epoch" if end_of_epoch else "validate", epoch=epoch, step=state.step, **where,
+                      train_loss=round(train_loss, 4), **_public(scores),
+                      lr=self.trainable.optimizer.param_groups[0]["lr"], seconds=round(state.seconds, 1))
+        log.info("%s: train loss %.3f | val loss %.3f ppl %.2f BLEU %.2f chrF %.2f | %.0f s",
+                 f"epoch {epoch}" if end_of_epoch else f"epoch {epoch}, update {state.step}", train_loss,
+                 record["val_loss"], record["val_ppl"], record["val_bleu"], record["val_chrf"], state.seconds)
+        name = f"epoch_{epoch:03d}" if end_of_epoch else f"step_{state.step:07d}"
+        weights = self._save_weights(Path("checkpoints") / f"{name}.safetensors",  # before the pointers
+                                     epoch=str(epoch), step=str(state.step))
+        info = {**weights, "epoch": epoch, **({} if end_of_epoch else {"complete": False}), **_public(record)}
         if improved:
-            self.state.best_info = info
-        self.state.last_info = info
+            state.best_info = info
+        state.last_info = info
         self._publish(info, improved=improved, record={**record, "best": improved})
         self._save_progress(Path(weights["file"]))
         if self.world.main:
             self.run_dir.prune(keep=t.keep_last)
         return stop
 
-    def _decide(self, scores: dict) -> tuple[bool, bool]:
-        """Step the plateau schedule, track the best epoch; returns (improved, stop early)."""
+    def _decide(self, scores: dict, epoch: int) -> tuple[bool, bool]:
+        """Step the plateau schedule, track the best checkpoint; returns (improved, stop early)."""
         t, state, plateau = self.t, self.state, self.trainable.plateau
         score = selection_score(scores, t)
         if plateau is not None:
             plateau.step(scores["val_bleu"] if t.early_stopping_metric == "bleu" else scores["_val_loss"])
         improved = state.best_score is None or score > state.best_score
         if improved:
-            state.best_score, state.best_epoch, state.bad_epochs = score, state.epoch, 0
+            state.best_score, state.best_epoch, state.bad_epochs = score, epoch, 0
         else:
             state.bad_epochs += 1
         stop = bool(t.early_stopping_patience) and state.bad_epochs >= t.early_stopping_patience
         if stop:
-            log.info("early stopping: no improvement in %d epochs", state.bad_epochs)
+            log.info("early stopping: no improvement in %d validations", state.bad_epochs)
         return improved, stop
 
-    def _stop_mid_epoch(self, epoch: int, weights: dict, updates_in_epoch: int) -> None:
+    def _stop_mid_epoch(self, epoch: int, weights: dict, updates_in_epoch: int | None) -> None:
         """The time budget ran out mid-epoch. The resumable state stays mid-epoch (saved before this
         evaluation, which a resumed run undoes); the weights are validated and made evaluable through
         last.json (and best.json if they beat the best epoch), but the epoch is not complete."""
@@ -322,3 +359,24 @@ class Trainer:
             updates_in_epoch=updates_in_epoch, **_public(scores)))
         log.info("stopped mid-epoch %d: val loss %.3f BLEU %.2f; resume with --resume %s --set "
                  "train.max_minutes=M", epoch, scores["val_loss"], scores["val_bleu"], self.run_dir.path)
+
+
+def _timed_with_last(updates, progress: EpochProgress):
+    """(update, whether it is the epoch's last) for each update, the time spent building them
+    (waiting for data) added to `progress.window_data_s`."""
+    iterator = iter(updates)
+
+    def following():
+        start = time.perf_counter()
+        try:
+            return next(iterator)
+        except StopIteration:
+            return None
+        finally:
+            progress.window_data_s += time.perf_counter() - start
+
+    current = following()
+    while current is not None:
+        after = following()
+        yield current, after is None
+        current = after

@@ -14,7 +14,7 @@ import torch
 from attnmt.checkpoint import load_train_state, load_weights, save_train_state, train_states
 from attnmt.errors import AttnmtError, CheckpointError
 from attnmt.run_dir import RunDir
-from attnmt.training.distributed import SINGLE, World, gather_to_main
+from attnmt.world import SINGLE, World, gather_to_main
 from attnmt.training.trainable import Trainable
 
 log = logging.getLogger(__name__)
@@ -30,8 +30,8 @@ class TrainState:
     epoch_loss: float = 0.0         # summed loss of the epoch under way so far
     epoch_tokens: int = 0           # its target tokens so far
     best_score: float | None = None  # the selection score of the best epoch (higher is better)
-    best_epoch: int | None = None
-    bad_epochs: int = 0             # epochs since the best one (early stopping)
+    best_epoch: int | None = None   # the epoch of the best validated checkpoint
+    bad_epochs: int = 0             # validations since the best one (early stopping; at epoch ends only: epochs)
     seconds: float = 0.0            # training time so far
     metrics_bytes: int = 0          # length of metrics.jsonl when the state was saved
     best_info: dict | None = None   # what best.json said when the state was saved

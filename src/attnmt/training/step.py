@@ -2,7 +2,7 @@
 
 `loss_and_gradients` is the one forward + loss + backward of a batch; the eager step
 (`train_step`) and the captured step (compiled_step.py) both call it, so they compute the same
-thing. `make_update_step` picks the step that `train.compile` asks for.
+thing. `compiled_step.make_update_step` picks the step that `train.compile` asks for.
 
 Shapes:
     batch    sentences in a batch
@@ -12,18 +12,15 @@ Shapes:
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import torch
 from torch import Tensor, nn
 
 from attnmt.data.batching import Batch
-from attnmt.errors import AttnmtError
 from attnmt.models.loss import sequence_loss
-from attnmt.training.distributed import SINGLE, World, all_reduce_sum, no_sync
-
-UpdateStep = Callable[[list[Batch], int], tuple[Tensor, bool]]
-
+from attnmt.training.distributed import no_sync
+from attnmt.world import SINGLE, World, all_reduce_sum
 
 def loss_and_gradients(model: nn.Module, batch: Batch, scale: float | Tensor, *, train_cfg, use_amp: bool,
                        pad_id: int, cache_casts: bool = True) -> Tensor:
@@ -90,29 +87,3 @@ def train_step(model: nn.Module, batches: Batch | Sequence[Batch], optimizer: to
         schedule.step()
     optimizer.zero_grad(set_to_none=True)
     return total_loss, finite
-
-
-def make_update_step(model: nn.Module, optimizer: torch.optim.Optimizer,
-                     schedule: torch.optim.lr_scheduler.LRScheduler, train_cfg, *, use_amp: bool, pad_id: int,
-                     world: World = SINGLE) -> UpdateStep:
-    """The per-update step, `step(batches, global_tokens) -> (loss, finite)`: `train_step`, or
-    the faster step that `train.compile` asks for (compiled_step.py), which takes one batch an
-    update in one process.
-
-    Raises:
-        AttnmtError: `train.compile` with several ranks or accumulation.
-    """
-    t = train_cfg
-    if t.compile == "none":
-        def step(batches: list[Batch], global_tokens: int) -> tuple[Tensor, bool]:
-            return train_step(model, batches, optimizer, schedule, train_cfg=t, use_amp=use_amp, pad_id=pad_id,
-                              global_tokens=global_tokens, world=world)
-        return step
-    if world.size > 1 or t.accum_steps > 1:
-        raise AttnmtError(f"train.compile={t.compile!r} runs one process with train.accum_steps=1; got "
-                          f"{world.size} ranks and train.accum_steps={t.accum_steps} (use train.compile=none)")
-    from attnmt.training.compiled_step import make_train_step
-
-    fast = make_train_step(t.compile, model, optimizer, schedule, train_cfg=t, use_amp=use_amp, pad_id=pad_id,
-                           eager=train_step)
-    return lambda batches, global_tokens: fast(batches[0])

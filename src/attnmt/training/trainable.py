@@ -16,7 +16,8 @@ from attnmt.data.pipeline import TextPipeline
 from attnmt.errors import AttnmtError
 from attnmt.models import count_parameters
 from attnmt.run_dir import model_for
-from attnmt.training.distributed import SINGLE, World, wrap_model
+from attnmt.training.distributed import wrap_model
+from attnmt.world import SINGLE, World
 
 log = logging.getLogger(__name__)
 

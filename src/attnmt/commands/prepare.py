@@ -1,0 +1,27 @@
+"""`attnmt prepare CONFIG [--set k=v ...] [--workers N]`: the config's training data tokenized and
+written once into the cache ($ATTNMT_CACHE/prepared), where `attnmt train` finds it. Under
+torchrun every rank prepares a part (data.prepare); rank 0 prints what was prepared."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from attnmt.config import load_config
+from attnmt.data.prepare import prepare
+from attnmt.world import close_world, init_world
+
+PREPARE_TIMEOUT_S = 24 * 3600.0  # a rank waits this long for the others (a huge corpus encodes for hours)
+
+
+def run(args) -> int:
+    cfg = load_config(args.config, args.overrides)
+    world, _ = init_world("gloo", torch.device("cpu"), timeout_s=PREPARE_TIMEOUT_S)
+    data = prepare(cfg.data, world=world, workers=args.workers)
+    close_world(world)
+    if world.main:
+        m = data.manifest
+        print(json.dumps({"folder": str(data.folder), "key": data.key, **m["counts"], "sides": m["sides"],
+                          "inputs": m["inputs"], "prepared": m["prepared"]}, indent=2, ensure_ascii=False))
+    return 0

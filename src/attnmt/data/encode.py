@@ -1,0 +1,176 @@
+"""What one preparation worker does to a chunk of lines: decode, filter, tokenize, number.
+
+A chunk (`corpus.RawChunk`) is raw bytes; `ChunkEncoder.encode` decodes and checks every line
+(file:line in the message), drops the pairs a filter refuses (counting each under the first
+filter that refuses it) and returns the kept pairs as flat arrays of token ids in the
+tokenizer's own numbering: sentencepiece piece ids, or for Moses ids given to the chunk's tokens
+in order of first sight (with the list of those tokens, which the preparing process numbers
+globally). `prepare.py` runs it in worker processes, or in its own process with one worker;
+both give the same arrays.
+
+The filters, in the order they are tried (`FILTERS`):
+    empty       a side is empty (or only white space)
+    identical   source and target are the same text (data.drop_identical)
+    too_long    a side has more than data.max_len tokens (or more than MAX_CHARS_PER_TOKEN x max_len
+                characters: such a line is not tokenized at all)
+    too_short   a side has fewer than data.min_len tokens
+    ratio       the longer side has more than data.max_len_ratio times the tokens of the shorter
+Exact duplicates (data.dedup) need the whole corpus: the worker gives each kept pair a 64-bit
+digest of its text, and `prepare.py` keeps the first pair of each digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from attnmt.data.corpus import RawChunk
+from attnmt.data.tokenizers import SentencePieceTokenizer, Tokenizer, tokenizer_from_dict
+
+MAX_CHARS_PER_TOKEN = 20  # a line longer than this x max_len characters cannot pass max_len tokens
+FILTERS = ("empty", "identical", "too_long", "too_short", "ratio", "duplicate")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The pair filters of `data.*` (see the module docstring)."""
+
+    max_len: int = 100
+    min_len: int = 1
+    max_len_ratio: float | None = None
+    drop_identical: bool = False
+    dedup: bool = False
+
+    @classmethod
+    def of(cls, data_cfg: Any) -> Filters:
+        return cls(max_len=data_cfg.max_len, min_len=data_cfg.min_len, max_len_ratio=data_cfg.max_len_ratio,
+                   drop_identical=data_cfg.drop_identical, dedup=data_cfg.dedup)
+
+    def refuses(self, src_len: int, tgt_len: int) -> str | None:
+        """The filter that refuses a pair of these token counts, or None."""
+        if src_len > self.max_len or tgt_len > self.max_len:
+            return "too_long"
+        if src_len < self.min_len or tgt_len < self.min_len:
+            return "too_short"
+        if self.max_len_ratio is not None and max(src_len, tgt_len) > self.max_len_ratio * min(src_len, tgt_len):
+            return "ratio"
+        return None
+
+
+@dataclass
+class EncodedChunk:
+    """The kept pairs of one chunk, in input order.
+
+    Attributes:
+        corpus: index of the corpus (in `data.train`'s order).
+        src_ids, tgt_ids: (tokens,) uint32, every kept pair's ids one after the other.
+        src_lens, tgt_lens: (pairs,) uint32.
+        lines: (pairs,) uint64, each pair's line number in its files (1-based).
+        digests: (pairs,) uint64 digests of the pairs' text (data.dedup), else None.
+        src_types, tgt_types: Moses: the chunk's tokens, id i is `types[i]`; sentencepiece: None.
+        read: pairs read; dropped: filter -> pairs it refused.
+    """
+
+    corpus: int
+    src_ids: np.ndarray
+    src_lens: np.ndarray
+    tgt_ids: np.ndarray
+    tgt_lens: np.ndarray
+    lines: np.ndarray
+    digests: np.ndarray | None
+    src_types: list[str] | None
+    tgt_types: list[str] | None
+    read: int
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+def pair_digest(src: str, tgt: str) -> int:
+    """A 64-bit digest of a pair's text, the same in every process (unlike `hash`)."""
+    digest = hashlib.blake2b(src.encode("utf-8") + b"\t" + tgt.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+def _numbered(tokenizer: Tokenizer, texts: list[str]) -> tuple[list[list[int]], list[str] | None]:
+    """Token ids of `texts` in the tokenizer's numbering: sentencepiece piece ids (no type list),
+    or ids given to tokens in order of first sight, with those tokens."""
+    if isinstance(tokenizer, SentencePieceTokenizer):
+        return tokenizer.piece_ids(texts), None
+    types: dict[str, int] = {}
+    ids = [[types.setdefault(token, len(types)) for token in tokenizer.tokenize(text)] for text in texts]
+    return ids, list(types)
+
+
+def _flat(id_lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    lens = np.fromiter(map(len, id_lists), dtype=np.uint32, count=len(id_lists))
+    return np.fromiter(chain.from_iterable(id_lists), dtype=np.uint32, count=int(lens.sum())), lens
+
+
+class ChunkEncoder:
+    """Decodes, filters and numbers chunks with the tokenizers of `settings` (their `to_dict()`,
+    sentencepiece model files under `base_dir`)."""
+
+    def __init__(self, src_tokenizer: dict, tgt_tokenizer: dict, base_dir: str | Path, filters: Filters):
+        self.src_tokenizer = tokenizer_from_dict(src_tokenizer, base_dir, source="source tokenizer")
+        self.tgt_tokenizer = tokenizer_from_dict(tgt_tokenizer, base_dir, source="target tokenizer")
+        self.filters = filters
+
+    def encode(self, chunk: RawChunk, corpus: int) -> EncodedChunk:
+        """The kept pairs of `chunk` (see `EncodedChunk`).
+
+        Raises:
+            DataError: a line with bad bytes, or a TSV line without 2 columns (file:line).
+        """
+        f = self.filters
+        limit = MAX_CHARS_PER_TOKEN * f.max_len
+        dropped = dict.fromkeys(FILTERS, 0)
+        lines, srcs, tgts = [], [], []
+        for number, src, tgt in chunk.pairs():
+            if not src or not tgt:
+                dropped["empty"] += 1
+            elif f.drop_identical and src == tgt:
+                dropped["identical"] += 1
+            elif len(src) > limit or len(tgt) > limit:
+                dropped["too_long"] += 1
+            else:
+                lines.append(number)
+                srcs.append(src)
+                tgts.append(tgt)
+        src_ids, src_types = _numbered(self.src_tokenizer, srcs)
+        tgt_ids, tgt_types = _numbered(self.tgt_tokenizer, tgts)
+        keep = []
+        for i, (s, t) in enumerate(zip(src_ids, tgt_ids)):
+            refused = f.refuses(len(s), len(t))
+            if refused:
+                dropped[refused] += 1
+            else:
+                keep.append(i)
+        if len(keep) < len(srcs):
+            src_ids, tgt_ids = [src_ids[i] for i in keep], [tgt_ids[i] for i in keep]
+        src_flat, src_lens = _flat(src_ids)
+        tgt_flat, tgt_lens = _flat(tgt_ids)
+        digests = None
+        if f.dedup:
+            digests = np.fromiter((pair_digest(srcs[i], tgts[i]) for i in keep), dtype=np.uint64, count=len(keep))
+        return EncodedChunk(corpus, src_flat, src_lens, tgt_flat, tgt_lens,
+                            np.fromiter((lines[i] for i in keep), dtype=np.uint64, count=len(keep)), digests,
+                            src_types, tgt_types, read=len(chunk), dropped={k: v for k, v in dropped.items() if v})
+
+
+# ---- in a worker process (prepare.py starts them with start_worker and sends chunks to work)
+
+_ENCODER: ChunkEncoder | None = None
+
+
+def start_worker(src_tokenizer: dict, tgt_tokenizer: dict, base_dir: str, filters: Filters) -> None:
+    global _ENCODER
+    _ENCODER = ChunkEncoder(src_tokenizer, tgt_tokenizer, base_dir, filters)
+
+
+def work(chunk: RawChunk, corpus: int) -> EncodedChunk:
+    assert _ENCODER is not None, "start_worker runs first"
+    return _ENCODER.encode(chunk, corpus)

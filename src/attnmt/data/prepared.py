@@ -1,0 +1,282 @@
+"""Prepared training data on disk, and opening it: memory-mapped token ids and their index.
+
+A prepared folder (written by `prepare.py`, found in the cache by its key) holds:
+
+    manifest.json           settings, inputs (paths, sha256), counts per filter, every file's sha256
+    tokenizers.json, vocab.src.json, vocab.tgt.json, *.model     the text pipeline
+    partNNN/                one part per rank that prepared it (one part on one process), each:
+        src.ids.npy         (tokens,) every kept pair's source ids, one pair after the other
+        src.offsets.npy     (pairs + 1,) int64: pair i's ids are src.ids[offsets[i]:offsets[i + 1]]
+        src.lengths.npy     (pairs,) uint16: the same lengths, for sorting without reading ids
+        tgt.ids.npy, tgt.offsets.npy, tgt.lengths.npy   the same for the target side
+        lines.npy           (pairs,) each pair's line in its input files (1-based)
+        corpus.npy          (pairs,) uint8: which corpus of data.train it came from
+
+Ids are in the narrowest unsigned type that holds the vocabulary (uint16 up to 65,536 tokens).
+The pairs of all parts, part after part, are the corpus: example i of the index. Nothing is
+loaded whole: `.npy` files are opened as read-only memory maps, so N processes (torchrun ranks)
+share one copy in the operating system's page cache, and a run's memory does not grow with the
+corpus beyond the per-epoch order (4 bytes a pair).
+
+`PreparedData.open` refuses a damaged folder (`DataError` naming the file): every file's size
+and sha256 against the manifest, then the structure (offsets against lengths, ids below the
+vocabulary size, lengths within data.max_len).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from attnmt.bounded import load_json
+from attnmt.data.pipeline import TextPipeline
+from attnmt.errors import AttnmtError, DataError
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1                      # the layout above; another number is refused
+MANIFEST = "manifest.json"
+SIDES = ("src", "tgt")
+ARRAYS = ("src.ids", "src.offsets", "src.lengths", "tgt.ids", "tgt.offsets", "tgt.lengths", "lines", "corpus")
+BLOCK = 1 << 20                 # pairs checked at a time
+
+
+def part_name(rank: int) -> str:
+    return f"part{rank:03d}"
+
+
+def ids_dtype(vocab_size: int) -> np.dtype:
+    """The narrowest unsigned integer type that holds ids below `vocab_size`."""
+    return np.dtype(np.uint16 if vocab_size <= 1 << 16 else np.uint32)
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_manifest(folder: Path) -> dict:
+    """The manifest of a prepared folder, checked for its format and shape.
+
+    Raises:
+        DataError: missing, not JSON, another format, or missing keys; names the file.
+    """
+    path = folder / MANIFEST
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{path}: not found (is {folder} a prepared data folder?)") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: cannot read ({err})") from None
+    try:
+        manifest = load_json(text, source=str(path))
+    except AttnmtError as err:
+        raise DataError(str(err)) from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else None
+        raise DataError(f"{path}: format {found!r}, expected {FORMAT} (prepared by another attnmt version: "
+                        f"prepare it again)")
+    problem = _manifest_problem(manifest)
+    if problem:
+        raise DataError(f"{path}: {problem}")
+    return manifest
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _manifest_problem(m: dict) -> str | None:
+    """What is wrong with a manifest's shape (the parts of it attnmt reads), or None."""
+    for key, kind in (("files", dict), ("parts", list), ("counts", dict), ("settings", dict), ("key", str),
+                      ("inputs", list), ("sides", dict)):
+        if not isinstance(m.get(key), kind):
+            return f"'{key}' is missing or not a JSON {kind.__name__}"
+    parts = m["parts"]
+    if not parts or len(set(map(str, parts))) != len(parts) or \
+            not all(isinstance(n, str) and re.fullmatch(r"part\d{3}", n) for n in parts):
+        return f"'parts' must list distinct part folders (part000, part001, ...), found {parts!r:.80}"
+    missing = [f"{n}/{a}.npy" for n in parts for a in ARRAYS if f"{n}/{a}.npy" not in m["files"]]
+    if missing:
+        return f"'files' does not name {missing[0]}"
+    if not (_is_count(m["settings"].get("max_len")) and m["settings"]["max_len"] > 0):
+        return f"settings.max_len must be a positive integer, found {m['settings'].get('max_len')!r:.40}"
+    counts = m["counts"]
+    if not (_is_count(counts.get("read")) and _is_count(counts.get("kept")) and isinstance(counts.get("dropped"), dict)
+            and all(isinstance(k, str) and _is_count(v) for k, v in counts["dropped"].items())):
+        return "'counts' must hold read, kept (counts) and dropped (filter -> count)"
+    for side in SIDES:
+        found = m["sides"].get(side)
+        if not (isinstance(found, dict) and all(_is_count(found.get(k)) for k in ("tokens", "types", "unk"))):
+            return f"sides.{side} must hold tokens, types and unk counts"
+    for entry in m["inputs"]:
+        if not (isinstance(entry, dict) and isinstance(entry.get("files"), list) and entry["files"]
+                and all(isinstance(f, str) for f in entry["files"]) and _is_count(entry.get("pairs"))):
+            return "'inputs' must be a list of {files: [paths], pairs: count}"
+    return None
+
+
+@dataclass
+class Part:
+    """One part's arrays (memory maps)."""
+
+    arrays: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.arrays["lines"])
+
+
+class PreparedData:
+    """A prepared folder opened for training: its pipeline, manifest and the pairs of all parts.
+
+    Attributes:
+        folder, manifest, pipeline: what was opened.
+        src_lengths, tgt_lengths: (pairs,) uint16, every pair's token counts (all parts, in order).
+        corpus_of: (pairs,) uint8, the corpus of every pair.
+    """
+
+    def __init__(self, folder: Path, manifest: dict, pipeline: TextPipeline, parts: list[Part]):
+        self.folder, self.manifest, self.pipeline, self.parts = folder, manifest, pipeline, parts
+        self.starts = np.cumsum([0] + [len(p) for p in parts])  # (parts + 1,) first pair of each part
+        one = len(parts) == 1
+        self.src_lengths = parts[0].arrays["src.lengths"] if one else np.concatenate([p.arrays["src.lengths"] for p in parts])
+        self.tgt_lengths = parts[0].arrays["tgt.lengths"] if one else np.concatenate([p.arrays["tgt.lengths"] for p in parts])
+        self.corpus_of = parts[0].arrays["corpus"] if one else np.concatenate([p.arrays["corpus"] for p in parts])
+
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    def __repr__(self) -> str:
+        return f"PreparedData({str(self.folder)!r}, {len(self)} pairs)"
+
+    @property
+    def key(self) -> str:
+        return self.manifest["key"]
+
+    @classmethod
+    def open(cls, folder: str | Path, *, verify: bool = True) -> PreparedData:
+        """Open a prepared folder; with `verify`, check every file first (see the module docstring).
+
+        Raises:
+            DataError: a missing, changed or inconsistent file; names it.
+        """
+        folder = Path(folder)
+        manifest = read_manifest(folder)
+        if verify:
+            _verify_digests(folder, manifest)
+        pipeline = TextPipeline.load(folder)
+        parts = [Part(_open_arrays(folder / name, manifest)) for name in manifest["parts"]]
+        data = cls(folder, manifest, pipeline, parts)
+        if verify:
+            data._check_structure()
+        return data
+
+    # ---- reading pairs
+
+    def locate(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(part, row in the part) of each pair of `index`."""
+        part = np.searchsorted(self.starts, index, side="right") - 1
+        return part, index - self.starts[part]
+
+    def ids(self, side: str, index: np.ndarray) -> list[np.ndarray]:
+        """The token ids of `side` ("src" or "tgt") of each pair of `index`, as int64 arrays."""
+        part, row = self.locate(np.asarray(index, dtype=np.int64))
+        out = []
+        for p, r in zip(part.tolist(), row.tolist()):
+            arrays = self.parts[p].arrays
+            offsets = arrays[f"{side}.offsets"]
+            out.append(arrays[f"{side}.ids"][offsets[r]:offsets[r + 1]].astype(np.int64))
+        return out
+
+    def origin(self, index: int) -> str:
+        """Where pair `index` came from, for messages: `files:line`."""
+        part, row = self.locate(np.asarray([index]))
+        arrays = self.parts[int(part[0])].arrays
+        inputs, corpus = self.manifest["inputs"], int(arrays["corpus"][row[0]])
+        files = " + ".join(inputs[corpus]["files"]) if corpus < len(inputs) else f"corpus {corpus}"
+        return f"{files}:{int(arrays['lines'][row[0]])}"
+
+    # ---- checks
+
+    def _check_structure(self) -> None:
+        vocab = {"src": len(self.pipeline.src_vocab), "tgt": len(self.pipeline.tgt_vocab)}
+        max_len = self.manifest["settings"].get("max_len")
+        for name, part in zip(self.manifest["parts"], self.parts):
+            for side in SIDES:
+                _check_side(self.folder / name, side, part.arrays, vocab[side], max_len)
+
+
+def _open_arrays(folder: Path, manifest: dict) -> dict[str, np.ndarray]:
+    arrays = {}
+    for name in ARRAYS:
+        path = folder / f"{name}.npy"
+        try:
+            arrays[name] = np.load(path, mmap_mode="r", allow_pickle=False)
+        except FileNotFoundError:
+            raise DataError(f"{path}: missing (named in {folder.parent / MANIFEST})") from None
+        except Exception as err:  # numpy's header parser raises a zoo of types on a damaged header
+            raise DataError(f"{path}: not a readable .npy array ({type(err).__name__}: {err})") from None
+        if arrays[name].ndim != 1:
+            raise DataError(f"{path}: expected a 1-d array, found shape {arrays[name].shape}")
+    pairs = len(arrays["lines"])
+    for name in ("src.lengths", "tgt.lengths", "corpus"):
+        if len(arrays[name]) != pairs:
+            raise DataError(f"{folder / name}.npy: {len(arrays[name])} entries for {pairs} pairs")
+    return arrays
+
+
+def _verify_digests(folder: Path, manifest: dict) -> None:
+    """Every file the manifest names: present, of its size and sha256 (hashed on two threads)."""
+    files = manifest["files"]
+    for name, info in files.items():
+        path = folder / name
+        if not isinstance(info, dict) or not isinstance(info.get("sha256"), str):
+            raise DataError(f"{folder / MANIFEST}: files.{name} must be an object with a sha256")
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            raise DataError(f"{folder / MANIFEST}: names {name!r}, outside {folder}")
+        if not path.is_file():
+            raise DataError(f"{path}: missing (named in {folder / MANIFEST})")
+        if path.stat().st_size != info.get("bytes"):
+            raise DataError(f"{path}: {path.stat().st_size} bytes, {info.get('bytes')} when it was prepared: "
+                            f"the file was cut or changed")
+    with ThreadPoolExecutor(2) as pool:  # hashlib releases the GIL
+        digests = dict(zip(files, pool.map(lambda name: file_digest(folder / name), files)))
+    for name, info in files.items():
+        if digests[name] != info["sha256"]:
+            raise DataError(f"{folder / name}: sha256 {digests[name][:16]}..., not the {info['sha256'][:16]}... it "
+                            f"had when it was prepared: the file is damaged or was changed")
+
+
+def blocks(n: int, size: int = BLOCK) -> Iterator[slice]:
+    for start in range(0, n, size):
+        yield slice(start, min(start + size, n))
+
+
+def _check_side(folder: Path, side: str, arrays: dict[str, np.ndarray], vocab_size: int, max_len: int | None) -> None:
+    """Offsets that start at 0, step by the lengths and end at the ids' end; ids below the
+    vocabulary size; lengths within max_len (in blocks, so memory stays bounded)."""
+    ids, offsets, lengths = arrays[f"{side}.ids"], arrays[f"{side}.offsets"], arrays[f"{side}.lengths"]
+    where = f"{folder}/{side}"
+    if len(offsets) != len(lengths) + 1 or offsets[0] != 0 or offsets[-1] != len(ids):
+        raise DataError(f"{where}.offsets.npy: does not span {where}.ids.npy ({len(offsets)} offsets, "
+                        f"{len(ids)} ids)")
+    for block in blocks(len(lengths)):
+        steps = np.diff(offsets[block.start:block.stop + 1])
+        if not np.array_equal(steps, lengths[block]):
+            raise DataError(f"{where}.offsets.npy: offsets and {side}.lengths.npy disagree near pair {block.start}")
+        if max_len is not None and len(steps) and (int(steps.max()) > max_len or int(steps.min()) < 1):
+            raise DataError(f"{where}.lengths.npy: a pair near {block.start} has a length outside 1..{max_len}")
+    for block in blocks(len(ids), 1 << 24):
+        if len(ids[block]) and int(ids[block].max()) >= vocab_size:
+            raise DataError(f"{where}.ids.npy: an id near token {block.start} is not below the vocabulary "
+                            f"size {vocab_size}")
