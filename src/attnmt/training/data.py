@@ -65,7 +65,10 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
     n_val_bleu = min(len(val_corpus.src), t.eval_max_sentences or len(val_corpus.src))
     weights = [c.weight for c in d.train_corpora()] or [1.0]
     data = TrainData(prepared, pipeline, weights, batching, val_corpus, val_batches, n_val_bleu)
-    first = data.epoch(1).total_batches  # known at once for a corpus of one window, where this can happen
+    pairs = [i["pairs"] for i in prepared.manifest["inputs"]]
+    first = None
+    if sum(w * n for w, n in zip(weights, pairs)) <= batching.window:  # a small corpus: an epoch is one window,
+        first = data.epoch(1).total_batches                           # planned at once (where this can happen)
     if first is not None and first < batching.group:
         raise AttnmtError(f"an epoch has {first} batches, fewer than one update takes ({world.size} ranks x "
                           f"train.accum_steps={t.accum_steps}): lower train.batch_size or train.accum_steps")
