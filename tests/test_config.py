@@ -108,7 +108,7 @@ def test_shipped_configs_are_valid_and_found_by_name(tmp_path, monkeypatch):
 def test_a_name_that_is_neither_file_nor_packaged_lists_the_names(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match=r"multi30k_lstm: config file not found, and not the name of a "
-                                          r"packaged config \(multi30k_rnn, multi30k_transformer"):
+                                          r"packaged config \(multi30k_multilingual, multi30k_rnn, multi30k_transformer"):
         load_config("multi30k_lstm")
     with pytest.raises(ConfigError, match=r"sub/multi30k_rnn.yaml: config file not found"):
         load_config("sub/multi30k_rnn.yaml")  # a path is a path: no fallback to the packaged one

@@ -85,13 +85,14 @@ def test_shipped_configs_are_far_below_the_parameter_bound():
 
 FLOAT_KEYS = ["model.dropout", "model.attn_dropout", "train.max_minutes", "train.lr", "train.weight_decay",
               "train.plateau_factor", "train.min_lr", "train.clip", "train.label_smoothing",
-              "train.teacher_forcing", "search.length_penalty", "search.max_len_ratio"]
+              "train.teacher_forcing", "search.length_penalty", "search.max_len_ratio", "data.temperature",
+              "data.max_len_ratio"]
 
 
 def test_every_float_setting_is_in_the_list_above():
     floats = {f"{section}.{name}" for section, values in Config().to_dict().items()
               for name, value in values.items() if isinstance(value, float)}
-    floats.add("train.max_minutes")  # None by default
+    floats |= {"train.max_minutes", "data.max_len_ratio"}  # None by default
     assert floats == set(FLOAT_KEYS)
 
 

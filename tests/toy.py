@@ -22,6 +22,8 @@ import yaml
 
 SRC_WORDS = "hund katze haus baum auto mann frau kind ball wasser rot blau groß klein".split()
 TGT_WORDS = "dog cat house tree car man woman child ball water red blue big small".split()
+FR_WORDS = "chien chat maison arbre voiture homme femme enfant balle eau rouge bleu grand petit".split()
+WORDS = {"de": SRC_WORDS, "en": TGT_WORDS, "fr": FR_WORDS}  # one lexicon in three languages (multiway)
 
 
 def sets(items: list[str]) -> list[str]:
@@ -67,6 +69,20 @@ def write_corpus(folder: Path, task: str = "copy") -> Path:
         pairs = make_pairs(n, seed)
         (folder / f"{split}.de").write_text("\n".join(s for s, _ in pairs) + "\n", encoding="utf-8")
         (folder / f"{split}.en").write_text("\n".join(t for _, t in pairs) + "\n", encoding="utf-8")
+    return folder
+
+
+def write_multiway(folder: Path, langs=("de", "en", "fr"), sizes=(("train", 600, 21), ("valid", 40, 22),
+                                                                ("test", 40, 23))) -> Path:
+    """The same random sentences word for word in every language of `langs` (lower case, no
+    punctuation): {train,valid,test}.{lang} in a new `folder`, a multiway corpus; returns it."""
+    folder.mkdir(parents=True)
+    for split, n, seed in sizes:
+        rng = random.Random(seed)
+        sentences = [[rng.randrange(len(SRC_WORDS)) for _ in range(rng.randint(2, 6))] for _ in range(n)]
+        for lang in langs:
+            text = "".join(" ".join(WORDS[lang][i] for i in idx) + "\n" for idx in sentences)
+            (folder / f"{split}.{lang}").write_text(text, encoding="utf-8")
     return folder
 
 
@@ -126,3 +142,21 @@ def target(batch: int, tgt_len: int, seed: int = 2):
     tgt_in = torch.randint(4, TGT_VOCAB, (batch, tgt_len), generator=gen)
     tgt_in[:, 0] = BOS
     return tgt_in
+
+
+def write_multilingual_config(path: Path, *, lang_token: str = "target", epochs: int = 10,
+                              langs=("de", "en", "fr"), pairs=None, train_size: int = 300, **train) -> Path:
+    """A tiny multilingual Transformer over a multiway corpus of `train_size` sentences a language
+    (write_multiway, in the folder beside `path` named for its stem): every direction between
+    `langs`, or `pairs`."""
+    folder = write_multiway(path.with_suffix(""), langs,
+                            sizes=(("train", train_size, 21), ("valid", 40, 22), ("test", 40, 23)))
+    sections = yaml.safe_load(config_text(folder, "transformer", epochs=epochs, batch_size=16, lr=5e-3, beam_size=3,
+                                          model=dict(enc_layers=1, share_embeddings=True, tie_embeddings=True),
+                                          train=dict(num_threads=1, eval_max_sentences=20, **train)))
+    data = sections["data"]
+    del data["src_lang"], data["tgt_lang"]
+    data.update(tokenizer="sentencepiece", spm_vocab_size=80, lang_token=lang_token,
+                **({"pairs": list(pairs)} if pairs else {"langs": list(langs)}))
+    path.write_text(yaml.safe_dump(sections, sort_keys=False), encoding="utf-8")
+    return path

@@ -172,6 +172,37 @@ def _add_workers_arg(p: argparse.ArgumentParser) -> None:
                         "but start ~2 s later, so they win only past a few thousand sentences (docs/performance.md)")
 
 
+def language(text: str) -> str:
+    """A language code as a multilingual model names its languages (de, fra, pt_BR)."""
+    from attnmt.config import LANG_CODE
+
+    if not LANG_CODE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a language code (de, en, fra, pt_BR, ...)")
+    return text
+
+
+def pair(text: str) -> str:
+    """A direction SRC-TGT (de-en), or 'all'."""
+    if text != "all" and not (len(text.split("-")) == 2 and all(map(_is_language, text.split("-")))):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a direction like de-en, nor 'all'")
+    return text
+
+
+def _is_language(text: str) -> bool:
+    try:
+        return bool(language(text))
+    except argparse.ArgumentTypeError:
+        return False
+
+
+def _add_language_args(p: argparse.ArgumentParser) -> None:
+    """A multilingual model's direction (translate, score)."""
+    p.add_argument("--source-lang", type=language, default=None,
+                   help="the input's language (a multilingual model: checked against its directions)")
+    p.add_argument("--target-lang", type=language, default=None,
+                   help="the language to write (a multilingual model that writes several needs it)")
+
+
 def _add_engine_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=["native", "ctranslate2"], default="native",
                    help="native: RUN_DIR is a training run; ctranslate2: RUN_DIR is a folder from `attnmt export`")
@@ -235,6 +266,8 @@ def _add_evaluate(sub) -> None:
     evaluate.add_argument("--batch-size", type=positive_int, default=128)
     evaluate.add_argument("--checkpoint", default="best", help="'best', 'last', 'average' (after attnmt average) or a checkpoint file")
     evaluate.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    evaluate.add_argument("--pair", type=pair, default=None, metavar="SRC-TGT",
+                          help="a multilingual model's direction to evaluate, or 'all' (one report per direction)")
     _add_engine_arg(evaluate)
     _add_workers_arg(evaluate)
 
@@ -250,6 +283,7 @@ def _add_translate(sub) -> None:
     translate.add_argument("--batch-size", type=positive_int, default=64)
     translate.add_argument("--checkpoint", default="best")
     translate.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    _add_language_args(translate)
     _add_engine_arg(translate)
     translate.add_argument("--n-best", type=beam_size, default=1, metavar="K",
                            help="print the K best: 'rank<TAB>score<TAB>text' lines, an empty line after each sentence")
@@ -284,6 +318,7 @@ def _add_score(sub) -> None:
     score.add_argument("--batch-size", type=positive_int, default=64)
     score.add_argument("--checkpoint", default="best")
     score.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    _add_language_args(score)
     _add_engine_arg(score)
     _add_shard_args(score)
 
@@ -378,6 +413,9 @@ def _add_compare(sub) -> None:
     compare.add_argument("--batch-size", type=positive_int, default=128)
     compare.add_argument("--checkpoint", default="best")
     compare.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    compare.add_argument("--pair", type=pair, default=None, metavar="SRC-TGT",
+                         help="compare on one direction (a multilingual system needs it): its test files, each "
+                              "system translating it")
     _add_engine_arg(compare)
     compare.add_argument("--paired-bs-n", type=positive_int, default=1000, metavar="N", help="bootstrap resamples")
     compare.add_argument("--paired-ar-n", type=positive_int, default=10000, metavar="N",

@@ -42,13 +42,20 @@ class TrainCorpus:
 
     path: str                                # a path prefix (path.de, path.en; plain or .gz) or a .tsv file
     weight: float = 1.0                      # examples per epoch = weight x pairs (3: three times; 0.5: a random half)
+    pair: str | None = None                  # multilingual: the one direction these files hold ("de-en"); default:
+                                             # every direction of data.pairs whose two files are there (multiway)
 
 
 @dataclass(frozen=True)
 class DataConfig:
     corpus: str = "multi30k"                 # "multi30k" or "files" (your own data)
-    src_lang: str = "de"
+    src_lang: str = "de"                     # one direction (the default); not used when data.pairs / langs is set
     tgt_lang: str = "en"
+    pairs: tuple[str, ...] | None = None     # multilingual: the directions of one model, e.g. [de-en, en-de, fr-en]
+    langs: tuple[str, ...] | None = None     # multilingual: every direction between these languages
+    lang_token: Literal["source", "target"] = "target"  # where the target language's token goes: first source
+                                             # token (Johnson et al. 2017) or first target token, forced (fairseq)
+    temperature: float = 1.0                 # direction d is sampled with p ~ n_d^(1/T) (T 1: by size; larger: flatter)
     train: str | tuple[TrainCorpus, ...] | None = None  # own data: a path prefix (train -> train.de, train.en)
                                              # or .tsv; or a list of {path, weight} corpora
     valid: str | None = None
@@ -68,6 +75,20 @@ class DataConfig:
     dedup: bool = False                      # keep the first of exactly repeated pairs
     train_subset: int | None = None          # use only the first N training pairs (quick runs)
     workers: int | None = None               # processes that prepare the data (default: one per core)
+
+    def directions(self) -> list[tuple[str, str]]:
+        """The (source, target) language pairs of the model: data.pairs, every ordered pair of
+        data.langs, or (src_lang, tgt_lang)."""
+        if self.pairs:
+            return [tuple(p.split("-", 1)) for p in self.pairs]  # type: ignore[misc]
+        if self.langs:
+            return [(a, b) for a in self.langs for b in self.langs if a != b]
+        return [(self.src_lang, self.tgt_lang)]
+
+    @property
+    def multilingual(self) -> bool:
+        """Several directions in one model (the target language given by a token)."""
+        return bool(self.pairs or self.langs)
 
     def train_corpora(self) -> tuple[TrainCorpus, ...]:
         """`train` as a list of corpora (one string: one corpus of weight 1; Multi30k: none)."""
@@ -190,7 +211,7 @@ RANGES: dict[str, tuple[str, int | float]] = {
     "data.train_subset": ("positive", MAX_COUNT), "data.spm_train_sentences": ("positive", MAX_COUNT),
     "data.min_len": ("positive", MAX_TOKENS), "data.max_len_ratio": ("positive", 1e6), "data.workers": ("positive", 1024),
     "train.max_updates": ("positive", MAX_COUNT), "train.validate_every": ("positive", MAX_COUNT),
-    "train.length_window": ("positive", MAX_COUNT),
+    "train.length_window": ("positive", MAX_COUNT), "data.temperature": ("positive", 1000.0),
     **{f"model.{k}": ("positive", MAX_DIM) for k in ("emb_dim", "enc_hidden", "dec_hidden", "attn_dim",
                                                        "d_model", "ff_dim")},
     **{f"model.{k}": ("positive", MAX_LAYERS) for k in ("layers", "enc_layers", "dec_layers")},
@@ -330,8 +351,12 @@ def _coerce(value: Any, hint: Any, *, source: str, key: str) -> Any:
         if len(inner) > 1 and isinstance(value, (list, tuple)):  # `str | tuple[...]`: the list form
             inner = [a for a in inner if typing.get_origin(a) is tuple] or inner
         return _coerce(value, inner[0], source=source, key=key)
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:  # a list of sections (data.train)
-        return _coerce_list(value, args[0], source=source, key=key)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:  # a list of sections (data.train) or values
+        if dataclasses.is_dataclass(args[0]):
+            return _coerce_list(value, args[0], source=source, key=key)
+        if not isinstance(value, (list, tuple)) or not value or len(value) > MAX_LIST:
+            raise ConfigError(f"{source}: {key} must be a list of 1 to {MAX_LIST} values, got {_show(value)}")
+        return tuple(_coerce(v, args[0], source=source, key=f"{key}[{i}]") for i, v in enumerate(value))
     if origin is Literal:
         if not isinstance(value, str) or value not in args:
             choices = ", ".join(repr(a) for a in args)
@@ -423,13 +448,33 @@ def _check_values(cfg: Config, source: str) -> None:
             raise ConfigError(f"{source}: {problem}")
 
 
+LANG_CODE = re.compile(r"[a-z]{2,3}(_[A-Za-z0-9]{2,8})?")  # de, fra, pt_BR: what a language token and a file suffix can hold
+
+
 def _check_data(cfg: Config) -> str | None:
     d = cfg.data
+    if d.pairs and d.langs:
+        return "data.pairs and data.langs both name the directions: set one of them"
+    for i, pair in enumerate(d.pairs or ()):
+        parts = pair.split("-")
+        if len(parts) != 2 or not all(LANG_CODE.fullmatch(p) for p in parts) or parts[0] == parts[1]:
+            return f"data.pairs[{i}]={_show(pair)} must be two different language codes joined by '-', e.g. de-en"
+    if d.pairs and len(set(d.pairs)) != len(d.pairs):
+        return f"data.pairs={list(d.pairs)} names a direction twice"
+    for i, lang in enumerate(d.langs or ()):
+        if not LANG_CODE.fullmatch(lang):
+            return f"data.langs[{i}]={_show(lang)} must be a language code (de, en, fra, pt_BR, ...)"
+    if d.langs and len(set(d.langs)) != len(d.langs) or d.langs is not None and len(d.langs) < 2:
+        return f"data.langs={list(d.langs)} must name at least two different languages"
+    used = sorted({lang for pair in d.directions() for lang in pair})
     if d.corpus == "multi30k":
         langs = ("de", "en", "fr", "cs")
         for key in ("src_lang", "tgt_lang"):
             if getattr(d, key) not in langs:
                 return f"data.{key}={_show(getattr(d, key))}: Multi30k has {', '.join(langs)}"
+        other = [lang for lang in used if lang not in langs]
+        if other:
+            return f"data.{'pairs' if d.pairs else 'langs'} names {other[0]!r}: Multi30k has {', '.join(langs)}"
     elif d.corpus == "files":
         if not d.train:
             return "data.train must name your training data when data.corpus is 'files'"
@@ -437,11 +482,18 @@ def _check_data(cfg: Config) -> str | None:
             where = "data.train" if isinstance(d.train, str) else f"data.train[{i}]"
             if not (math.isfinite(corpus.weight) and 0 < corpus.weight <= MAX_WEIGHT):
                 return f"{where}.weight={_show(corpus.weight)} must be a number in (0, {MAX_WEIGHT:g}]"
+            if corpus.pair is not None and (not d.multilingual or corpus.pair not in
+                                            {f"{a}-{b}" for a, b in d.directions()}):
+                return (f"{where}.pair={_show(corpus.pair)} must be one of the model's directions "
+                        f"({', '.join(f'{a}-{b}' for a, b in d.directions())})")
     else:
         return f"data.corpus={_show(d.corpus)} must be 'multi30k' or 'files'"
     if d.corpus == "multi30k" and d.train is not None:
         return "data.train names own data; set data.corpus to 'files' (Multi30k has its own splits)"
-    if d.src_lang == d.tgt_lang:
+    if d.multilingual and not (d.tokenizer == "sentencepiece" and d.spm_joint):
+        return (f"a multilingual model (data.{'pairs' if d.pairs else 'langs'}) needs one joint subword vocabulary: "
+                f"data.tokenizer=sentencepiece and data.spm_joint=true (got {d.tokenizer!r}, {d.spm_joint})")
+    if not d.multilingual and d.src_lang == d.tgt_lang:
         return f"data.src_lang and data.tgt_lang are both {_show(d.src_lang)}"
     return None
 

@@ -15,3 +15,7 @@ class ConfigError(AttnmtError, ValueError):
 
 class CheckpointError(AttnmtError):
     """A missing, truncated, corrupted or unsafe checkpoint: names the file and what is wrong."""
+
+
+class LanguageError(AttnmtError, ValueError):
+    """A language or direction the model was not trained on: names the ones it has."""

@@ -29,7 +29,7 @@ from attnmt.decoding import (Alternative, Engine, ScoreResult, TranslationResult
                              check_constraints, check_prefixes, encode_targets, replace_unknowns, word_alignment)
 from attnmt.devices import resolve_device
 from attnmt.engines.native import NativeEngine
-from attnmt.errors import AttnmtError
+from attnmt.errors import AttnmtError, LanguageError
 from attnmt.models.ensemble import EnsembleModel
 from attnmt.run_dir import RunDir
 
@@ -136,6 +136,29 @@ class Translator:
         return cls(run.load_model(checkpoint, cfg, pipeline), pipeline, cfg, device=device, run_dir=run.path)
 
     @property
+    def directions(self) -> list[tuple[str, str]]:
+        """The (source, target) languages this model translates."""
+        languages = self.pipeline.languages
+        if languages is not None:
+            return list(languages.directions)
+        return [(self.cfg.data.src_lang, self.cfg.data.tgt_lang)]
+
+    def target_language(self, source_lang: str | None = None, target_lang: str | None = None) -> str | None:
+        """The language a call writes (for the engines: None for a one-direction model), checked.
+
+        Raises:
+            LanguageError: a language or direction the model lacks; names its directions.
+        """
+        languages = self.pipeline.languages
+        if languages is not None:
+            return languages.resolve(source_lang, target_lang)[1]
+        (src, tgt), = self.directions
+        if source_lang not in (None, src) or target_lang not in (None, tgt):
+            raise LanguageError(f"direction {source_lang or src}-{target_lang or tgt}: this model translates "
+                                f"{src}-{tgt} only")
+        return None
+
+    @property
     def subword(self) -> bool:
         """Whether tokens are sentencepiece pieces (merged into words for alignments) or words."""
         return self.cfg.data.tokenizer == "sentencepiece"
@@ -152,8 +175,14 @@ class Translator:
                   head: int | None = None, n_best: int = 1, sampling_topk: int = 1,
                   sampling_temperature: float = 1.0, seed: int | None = None, replace_unk: bool | None = None,
                   alignments: bool = False, target_prefix: Sequence[str | None] | None = None,
-                  constraints: Sequence | None = None) -> list[TranslationResult]:
+                  constraints: Sequence | None = None, source_lang: str | None = None,
+                  target_lang: str | None = None) -> list[TranslationResult]:
         """Translate sentences (a list, or one string); beam_size 1 is greedy search.
+
+        `target_lang` says which language a multilingual model writes (needed when it writes
+        several); `source_lang`, when given, must make one of its directions with it. A
+        one-direction model takes either only as its own languages. A wrong one is a
+        LanguageError naming the model's directions.
 
         `layer` and `head` pick which cross-attention a native Transformer reports (default: the
         mean); the CTranslate2 engine reports the layer chosen at export, averaged over heads.
@@ -185,6 +214,9 @@ class Translator:
         prefix_texts = check_prefixes(target_prefix, len(sentences))
         beam = self.cfg.search.beam_size if beam_size is None else beam_size
         options = {}
+        language = self.target_language(source_lang, target_lang)
+        if language is not None:
+            options["target_lang"] = language
         if any(check_constraints(constraints, len(sentences))):
             if self.engine.name != "native":
                 raise ValueError(f"constraints: the {self.engine.name} engine has no lexically constrained search; "
@@ -221,38 +253,72 @@ class Translator:
                 hyp.alignment = word_alignment(hyp.attention, result.source_tokens, hyp.tokens,
                                                subword=self.subword)
 
-    def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64) -> list[ScoreResult]:
+    def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64,
+              source_lang: str | None = None, target_lang: str | None = None) -> list[ScoreResult]:
         """Forced decoding: each (source, translation) pair's log-probability (<eos> included),
-        its length-normalized score and token count; in input order."""
-        return self.engine.score(list(sources), list(targets), batch_size=batch_size)
+        its length-normalized score and token count; in input order. `source_lang` /
+        `target_lang` as in `translate`."""
+        language = self.target_language(source_lang, target_lang)
+        options = {} if language is None else {"target_lang": language}
+        return self.engine.score(list(sources), list(targets), batch_size=batch_size, **options)
 
     def evaluate(self, split: str = "test_2016_flickr", *, beam_size: int | None = None,
                  length_penalty: float | None = None, batch_size: int = 128,
-                 replace_unk: bool | None = None, translate: Callable[..., list] | None = None) -> dict:
+                 replace_unk: bool | None = None, translate: Callable[..., list] | None = None,
+                 source_lang: str | None = None, target_lang: str | None = None) -> dict:
         """BLEU, chrF (cased, detokenized; sacreBLEU signature), lowercased BLEUs and perplexity;
         `replace_unk` as in `translate` (default `replaces_unk`). `translate` (default this
         translator's) decodes the split instead, with the same arguments: e.g. a
-        workers.WorkerPool's over the same run."""
+        workers.WorkerPool's over the same run. A multilingual model is evaluated on one of its
+        directions (`source_lang` and `target_lang`, both needed: the test files are a pair's)."""
         from attnmt.data.corpus import corpus_spec, load_corpus
         from attnmt.evaluation import corpus_loss, perplexity, score_translations
 
-        corpus = load_corpus(corpus_spec(self.cfg.data), split)
+        direction = self._evaluated_direction(source_lang, target_lang)
+        corpus = load_corpus(corpus_spec(self.cfg.data), split, direction)
         beam = self.cfg.search.beam_size if beam_size is None else beam_size
+        languages = {} if self.pipeline.languages is None else {"source_lang": direction[0], "target_lang": direction[1]}
         results = (translate or self.translate)(corpus.src, beam_size=beam, length_penalty=length_penalty,
-                                                batch_size=batch_size, replace_unk=replace_unk)
+                                                batch_size=batch_size, replace_unk=replace_unk, **languages)
         lp = self.cfg.search.length_penalty if length_penalty is None else length_penalty
-        report = {"split": split, "sentences": len(corpus.src), "beam": beam,
-                  "length_penalty": lp if beam > 1 else None,
+        report = {"split": split, **({"pair": f"{direction[0]}-{direction[1]}"} if languages else {}),
+                  "sentences": len(corpus.src), "beam": beam, "length_penalty": lp if beam > 1 else None,
                   "replace_unk": self.replaces_unk if replace_unk is None else replace_unk}
-        report.update(score_translations([r.text for r in results], corpus.tgt, tgt_lang=self.cfg.data.tgt_lang))
+        report.update(score_translations([r.text for r in results], corpus.tgt, tgt_lang=direction[1]))
         vocab = self.pipeline.tgt_vocab
         if self.model is not None:
-            batches = make_batches(self.pipeline.encode_corpus(corpus), batch_size=batch_size, shuffle=False,
+            target = direction[1] if languages else None
+            batches = make_batches(self.pipeline.encode_corpus(corpus, target), batch_size=batch_size, shuffle=False,
                                    pad_id=vocab.pad_id, bos_id=vocab.bos_id, eos_id=vocab.eos_id)
             nll, tokens = corpus_loss(self.model, batches, self.device, pad_id=vocab.pad_id)
+            if target is not None and self.pipeline.language_ids(target)[1]:  # a forced first token is not scored
+                nll, tokens = self._without_forced_first(batches, nll, tokens)
         else:  # forced decoding through the engine gives the same sums
-            scored = self.score(corpus.src, corpus.tgt, batch_size=batch_size)
+            scored = self.score(corpus.src, corpus.tgt, batch_size=batch_size, **languages)
             nll, tokens = -sum(r.log_prob for r in scored), sum(r.num_tokens for r in scored)
         report["engine"] = self.engine.name
         report["ppl"] = round(perplexity(nll, tokens), 2)
         return report
+
+    def _evaluated_direction(self, source_lang: str | None, target_lang: str | None) -> tuple[str, str]:
+        if self.pipeline.languages is None:
+            self.target_language(source_lang, target_lang)
+            return self.directions[0]
+        if source_lang is None or target_lang is None:
+            raise LanguageError(f"evaluating a multilingual model needs a direction (source_lang and target_lang; "
+                                f"CLI: --pair SRC-TGT or --pair all): it has {self.pipeline.languages.names()}")
+        self.target_language(source_lang, target_lang)
+        return source_lang, target_lang
+
+    def _without_forced_first(self, batches, nll: float, tokens: int) -> tuple[float, int]:
+        """The corpus loss less each target's first token (a forced language token): the model's
+        loss on it, and one token a sentence."""
+        import torch.nn.functional as F
+
+        with torch.inference_mode():
+            forced = 0.0
+            for batch in batches:
+                batch = batch.to(self.device)
+                logits = self.model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in[:, :1]).logits
+                forced += float(F.cross_entropy(logits[:, 0].float(), batch.tgt_out[:, 0], reduction="sum"))
+        return nll - forced, tokens - sum(len(b) for b in batches)

@@ -261,3 +261,28 @@ def test_two_ranks_prepare_one_index_of_the_same_pairs(tmp_path, toy_corpus, mon
         return sorted(zip(lines, map(tuple, all_ids(data, "src")), map(tuple, all_ids(data, "tgt"))))
 
     assert pairs(two) == pairs(one)
+
+
+SCRIPT_WITHOUT_GUARD = """
+import sys
+from attnmt.config import config_from_dict
+from attnmt.data import corpus
+from attnmt.data.prepare import prepare
+corpus.CHUNK_LINES = 64  # several chunks: the workers start
+cfg = config_from_dict({"data": dict(corpus="files", train=sys.argv[1], valid=sys.argv[1])})
+print(len(prepare(cfg.data, workers=2)))
+"""
+
+
+def test_workers_start_from_a_script_without_a_main_guard(tmp_path, toy_corpus):
+    """A user's script that prepares at import level (no `if __name__ == "__main__"`): workers that
+    imported it again would run it again and wait forever for the first preparation's lock."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT_WITHOUT_GUARD)
+    done = subprocess.run([sys.executable, str(script), str(toy_corpus / "train")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "600"

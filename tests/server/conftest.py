@@ -203,3 +203,15 @@ def en_de_run(toy_run, tmp_path_factory):
             "--set", "data.src_lang=en", "--set", "data.tgt_lang=de"]
     assert main(argv) == 0
     return short_input_copy(base / "run", base / "en_de")
+
+
+@pytest.fixture(scope="session")
+def multilingual_pairs_run(tmp_path_factory):
+    """A tiny multilingual Transformer of three directions, de-en, en-de and fr-en: fr -> de is
+    reachable through English, de -> fr is not (no en -> fr)."""
+    from attnmt.cli import main
+
+    base = tmp_path_factory.mktemp("multilingual")
+    config = toy.write_multilingual_config(base / "ml.yaml", pairs=["de-en", "en-de", "fr-en"])
+    assert main(["train", str(config), "--run-dir", str(base / "run")]) == 0
+    return base / "run"

@@ -215,3 +215,23 @@ def test_the_pair_selector_translates_with_the_chosen_model(page, serve_process,
     probs = page.eval_on_selector_all("#output-tokens .token", "els => els.map(e => Number(e.dataset.prob))")
     np.testing.assert_allclose(probs, expected["token_probs"][:len(tokens)], atol=1e-4)  # scored by en -> de too
     assert page.is_hidden("#error-message")
+
+
+def test_the_pair_selector_offers_every_direction_of_a_multilingual_model(page, serve_process,
+                                                                         multilingual_pairs_run):
+    """One multilingual model: the selector lists its three directions (from /v1/models), and
+    choosing fr -> en translates with the French-to-English direction, as the API does."""
+    server = serve_process(multilingual_pairs_run)
+    open_page(page, server.url, "transformer")
+    options = page.eval_on_selector_all("#pair-select option", "els => els.map(e => e.textContent)")
+    assert options == ["de → en", "en → de", "fr → en"]
+    page.select_option("#pair-select", "2")
+    page.fill("#source-text", "chien rouge maison")
+    with page.expect_request(lambda r: r.url.endswith("/v1/translate")) as sent:
+        page.click("#translate-button")
+    page.wait_for_function("!document.getElementById('translate-button').disabled")
+    assert sent.value.post_data_json["source"] == "fr" and sent.value.post_data_json["target"] == "en"
+    expected = api_translation(server.url, "chien rouge maison", int(page.input_value("#beam-size")),
+                               source="fr", target="en")
+    assert page.text_content("#output-text") == expected["text"]
+    assert page.is_hidden("#error-message")

@@ -7,7 +7,9 @@ A SYSTEM is a run directory, an export (with --engine ctranslate2), or run direc
 '+' (an ensemble: runs/a-seed1+runs/a-seed2); each translates the source side of --split of the
 first run's data. `--hyp FILE` adds a system given by its translations, after the SYSTEMs. The
 references are --ref FILE, else the target side of --split (the first run's data; with --hyp
-files only, Multi30k de-en).
+files only, Multi30k de-en). `--pair SRC-TGT` compares on one direction: its test files, each
+system translating that direction (a multilingual model needs it; a one-direction model must be
+of that direction).
 """
 
 from __future__ import annotations
@@ -34,18 +36,32 @@ def system_paths(system: str) -> list[str]:
     return [system]
 
 
-def _test_set(systems: list[str], split: str) -> ParallelCorpus:
-    """The split the systems translate, from the first system's data config (Multi30k without one)."""
+def _direction(pair: str | None) -> tuple[str, str] | None:
+    return None if pair is None else tuple(pair.split("-", 1))  # type: ignore[return-value]
+
+
+def _test_set(systems: list[str], split: str, pair: str | None) -> ParallelCorpus:
+    """The split the systems translate, from the first system's data config (Multi30k without
+    one), of --pair's direction when given.
+
+    Raises:
+        AttnmtError: a multilingual first system without --pair.
+    """
     data = RunDir(system_paths(systems[0])[0]).config().data if systems else DataConfig()
-    return load_corpus(corpus_spec(data), split)
+    if data.multilingual and pair is None:
+        raise AttnmtError(f"{systems[0]} is multilingual: name the direction to compare with --pair SRC-TGT "
+                          f"({', '.join(f'{a}-{b}' for a, b in data.directions())})")
+    return load_corpus(corpus_spec(data), split, _direction(pair))
 
 
 def _translate(system: str, sources: list[str], args) -> list[str]:
     translator = Translator.load(system_paths(system), checkpoint=args.checkpoint, device=args.device,
                                  engine=args.engine)
     log.info("translating %d sentences with %s (beam %d)", len(sources), system, args.beam)
+    direction = _direction(args.pair)
+    languages = {} if direction is None else dict(source_lang=direction[0], target_lang=direction[1])
     results = translator.translate(sources, beam_size=args.beam, length_penalty=args.length_penalty,
-                                   batch_size=args.batch_size)
+                                   batch_size=args.batch_size, **languages)
     return [r.text for r in results]
 
 
@@ -62,7 +78,7 @@ def run(args) -> int:
         raise AttnmtError("compare needs at least two systems: run directories (or exports, or RUN+RUN ensembles) "
                           "and --hyp translation files, the baseline first")
     split = args.split
-    corpus = _test_set(args.systems, split) if args.systems or args.ref is None else None
+    corpus = _test_set(args.systems, split, args.pair) if args.systems or args.ref is None else None
     refs = read_file(args.ref) if args.ref is not None else corpus.tgt
     refs_name = args.ref or f"{split} of {corpus.name}"
     if corpus is not None and len(corpus.src) != len(refs):
@@ -72,7 +88,8 @@ def run(args) -> int:
     logging.getLogger("sacrebleu").setLevel(logging.WARNING)  # its per-step progress lines
     comparison = compare_systems(systems, refs, bootstrap_samples=args.paired_bs_n,
                                  randomization_trials=args.paired_ar_n)
-    report = {"references": refs_name, "beam": args.beam if args.systems else None, **comparison.to_dict()}
+    report = {"references": refs_name, "beam": args.beam if args.systems else None,
+              **({"pair": args.pair} if args.pair else {}), **comparison.to_dict()}
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(comparison))
     return 0
 

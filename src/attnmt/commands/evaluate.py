@@ -1,7 +1,8 @@
-"""`attnmt evaluate RUN_DIR [RUN_DIR ...] [--split S] [--beam K]`: print BLEU, chrF and perplexity as
-JSON, and keep the report in the run directory (eval_SPLIT_beamK[...].json). Several run
-directories are evaluated as one ensemble, whose report is printed only. --workers N decodes the
-split in N processes (workers.py); the report is the same."""
+"""`attnmt evaluate RUN_DIR [RUN_DIR ...] [--split S] [--beam K] [--pair SRC-TGT|all]`: print BLEU, chrF
+and perplexity as JSON, and keep the report in the run directory (eval_SPLIT_beamK[...].json). Several
+run directories are evaluated as one ensemble, whose report is printed only. --workers N decodes
+the split in N processes (workers.py); the report is the same. A multilingual model is evaluated
+on the direction --pair names, or on all of them (one report each, and their means)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from attnmt.commands import sharded
+from attnmt.errors import AttnmtError
 from attnmt.files import write_json
 from attnmt.run_dir import RunDir
 from attnmt.translator import Translator
@@ -27,27 +29,59 @@ def keep_report(report: dict, path: Path) -> None:
         log.warning("could not write %s: %s", path, err)
 
 
+def _pairs(translator: Translator, pair: str | None) -> list[tuple[str, str] | None]:
+    """The directions to evaluate: [None] for a one-direction model (its own); --pair's otherwise.
+
+    Raises:
+        AttnmtError: a multilingual model without --pair, or a direction the model lacks.
+    """
+    directions = translator.directions
+    if translator.pipeline.languages is None:
+        if pair not in (None, "all", f"{directions[0][0]}-{directions[0][1]}"):
+            raise AttnmtError(f"--pair {pair}: this model translates {directions[0][0]}-{directions[0][1]} only")
+        return [None]
+    if pair is None:
+        raise AttnmtError(f"a multilingual model: say which direction with --pair SRC-TGT, or --pair all "
+                          f"({translator.pipeline.languages.names()})")
+    if pair == "all":
+        return list(directions)
+    chosen = tuple(pair.split("-"))
+    translator.target_language(*chosen)  # a LanguageError naming the directions
+    return [chosen]
+
+
 def run(args) -> int:
     runs = args.run_dir  # one run, or the members of an ensemble
     sharded.check_workers(args.workers, args.engine)
     translator = Translator.load(runs if len(runs) > 1 else runs[0], checkpoint=args.checkpoint,
                                  device=args.device, engine=args.engine)  # perplexity; the decoding without --workers
+    reports = {}
     with sharded.open_translator(runs, checkpoint=args.checkpoint, device=args.device, engine=args.engine,
                                  workers=args.workers) if args.workers > 1 else nullcontext(translator) as decoder:
-        start = time.perf_counter()
-        report = translator.evaluate(args.split, beam_size=args.beam, length_penalty=args.length_penalty,
-                                     batch_size=args.batch_size, translate=decoder.translate)
-    report["seconds"] = round(time.perf_counter() - start, 2)
-    report["checkpoint"] = args.checkpoint
-    report["workers"] = args.workers
-    if len(runs) > 1:
-        report["ensemble"] = list(runs)
-    print(json.dumps(report, indent=2, ensure_ascii=False))
+        for direction in _pairs(translator, args.pair):
+            start = time.perf_counter()
+            languages = {} if direction is None else dict(source_lang=direction[0], target_lang=direction[1])
+            report = translator.evaluate(args.split, beam_size=args.beam, length_penalty=args.length_penalty,
+                                         batch_size=args.batch_size, translate=decoder.translate, **languages)
+            report["seconds"] = round(time.perf_counter() - start, 2)
+            report["checkpoint"] = args.checkpoint
+            report["workers"] = args.workers
+            if len(runs) > 1:
+                report["ensemble"] = list(runs)
+            reports[direction] = report
+    if len(reports) == 1:
+        print(json.dumps(next(iter(reports.values())), indent=2, ensure_ascii=False))
+    else:
+        means = {key: round(sum(r[key] for r in reports.values()) / len(reports), 2) for key in ("bleu", "chrf")}
+        print(json.dumps({"split": args.split, "pairs": {r["pair"]: r for r in reports.values()}, "mean": means},
+                         indent=2, ensure_ascii=False))
     if len(runs) > 1:
         log.info("the report of an ensemble is not written into a member's run directory")
         return 0
     suffix = "" if args.checkpoint == "best" else "_" + Path(args.checkpoint).stem
     if args.length_penalty is not None:
         suffix += f"_lp{args.length_penalty:g}"
-    keep_report(report, RunDir(runs[0]).eval_report_path(args.split, args.beam, suffix))
+    for direction, report in reports.items():
+        pair = "" if direction is None else f"_{direction[0]}-{direction[1]}"
+        keep_report(report, RunDir(runs[0]).eval_report_path(args.split, args.beam, suffix + pair))
     return 0

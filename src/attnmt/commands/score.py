@@ -14,8 +14,9 @@ from attnmt.translator import Translator
 
 def run(args) -> int:
     if sharded.wanted(args):
-        return sharded.run(args, [args.input, args.reference], {},
-                           lambda translator: _work(translator, args.batch_size))
+        languages = dict(source_lang=args.source_lang, target_lang=args.target_lang)
+        return sharded.run(args, [args.input, args.reference], languages,
+                           lambda translator: _work(translator, args.batch_size, languages))
     sharded.refuse_shard_lines(args)
     sources = read_file(args.input)
     targets = read_file(args.reference)
@@ -24,22 +25,27 @@ def run(args) -> int:
     with sharded.torch_threads(args.threads):
         translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine)
         with open_output(args.output) as target:
-            target.writelines(_score(translator, sources, targets, args.batch_size))
+            target.writelines(_score(translator, sources, targets, args.batch_size,
+                                     dict(source_lang=args.source_lang, target_lang=args.target_lang)))
     return 0
 
 
-def _score(translator: Translator, sources: list[str], targets: list[str], batch_size: int) -> list[str]:
+def _score(translator: Translator, sources: list[str], targets: list[str], batch_size: int,
+           languages: dict) -> list[str]:
     """One output line per pair."""
     return [f"{r.log_prob:.6f}\t{r.normalized:.6f}\t{r.num_tokens}\n"
-            for r in translator.score(sources, targets, batch_size=batch_size)]
+            for r in translator.score(sources, targets, batch_size=batch_size, **languages)]
 
 
-def _work(translator: Translator, batch_size: int) -> Work:
-    """One shard's scores (sharding.py), in chunks of batch_size * 8 pairs."""
+def _work(translator: Translator, batch_size: int, languages: dict) -> Work:
+    """One shard's scores (sharding.py), in chunks of batch_size * 8 pairs. A language the model
+    lacks is refused here, before the work folder is made."""
     chunk = batch_size * 8
+    translator.target_language(**languages)
 
     def work(columns: list[list[bytes]]) -> list[str]:
         sources, targets = (list(read_lines(column)) for column in columns)
         return [line for start in range(0, len(sources), chunk)
-                for line in _score(translator, sources[start:start + chunk], targets[start:start + chunk], batch_size)]
+                for line in _score(translator, sources[start:start + chunk], targets[start:start + chunk], batch_size,
+                                   languages)]
     return work

@@ -27,7 +27,8 @@ def run(args) -> int:
     options = dict(beam_size=beam, length_penalty=args.length_penalty, batch_size=args.batch_size,
                    n_best=args.n_best, sampling_topk=args.sampling_topk,
                    sampling_temperature=args.sampling_temperature, seed=args.seed,
-                   replace_unk=args.replace_unk, alignments=args.alignments, glossary=glossary)
+                   replace_unk=args.replace_unk, alignments=args.alignments, glossary=glossary,
+                   source_lang=args.source_lang, target_lang=args.target_lang)
     chunk_size = args.batch_size * 8
     if sharded.wanted(args):
         settings = {k: v for k, v in options.items() if k not in ("batch_size", "glossary")}

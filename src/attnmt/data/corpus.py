@@ -194,10 +194,13 @@ def read_lines(path: str | os.PathLike) -> list[str]:
 
 @dataclass(frozen=True)
 class CorpusFiles:
-    """The files of one corpus: two aligned text files (`src`, `tgt`), or one TSV file (`src` only)."""
+    """The files of one corpus: two aligned text files (`src`, `tgt`), or one TSV file (`src` only);
+    for a multilingual model, the direction they hold and which of data.train's corpora they are."""
 
     src: Path
     tgt: Path | None = None
+    direction: tuple[str, str] | None = None
+    corpus: int = 0
 
     @property
     def name(self) -> str:
@@ -467,28 +470,57 @@ def corpus_files(spec: str, src_lang: str, tgt_lang: str) -> CorpusFiles:
     return CorpusFiles(*paths)
 
 
+def _direction_files(spec: str, direction: tuple[str, str], corpus: int) -> CorpusFiles:
+    found = corpus_files(spec, *direction)
+    return CorpusFiles(found.src, found.tgt, direction, corpus)
+
+
 def train_files(data_cfg: Any) -> list[CorpusFiles]:
     """The training corpora a config names, in order: Multi30k's train files (verified), or each
-    of `data.train`'s own corpora.
+    of `data.train`'s own corpora. A multilingual config has one entry per corpus and direction:
+    Multi30k's are the train files of each direction's two languages; an own corpus is a
+    `pair`'s files, or a multiway prefix (`data/train` for data/train.de, .en, .fr) that gives
+    every direction whose two files exist.
 
     Raises:
-        DataError: a file is missing or fails its checksum.
+        DataError: a file is missing or fails its checksum, or a multiway corpus has no direction's files.
     """
+    directions = data_cfg.directions()
+    multi = data_cfg.multilingual
     if data_cfg.corpus == "multi30k":
-        return [CorpusFiles(multi30k_path("train", data_cfg.src_lang), multi30k_path("train", data_cfg.tgt_lang))]
-    return [corpus_files(str(c.path), data_cfg.src_lang, data_cfg.tgt_lang) for c in data_cfg.train_corpora()]
+        return [CorpusFiles(multi30k_path("train", s), multi30k_path("train", t), (s, t) if multi else None)
+                for s, t in directions]
+    files = []
+    for index, c in enumerate(data_cfg.train_corpora()):
+        path = str(c.path)
+        if not multi:
+            files.append(corpus_files(path, *directions[0]))
+        elif c.pair is not None:
+            files.append(_direction_files(path, tuple(c.pair.split("-", 1)), index))
+        elif path.endswith((".tsv", ".tsv.gz")):
+            raise DataError(f"{path}: a .tsv file holds one direction: name it with data.train[{index}].pair")
+        else:
+            found = [_direction_files(path, d, index) for d in directions
+                     if all(any(Path(f"{path}.{lang}{gz}").is_file() for gz in ("", ".gz")) for lang in d)]
+            if not found:
+                raise DataError(f"{path}: no files of any direction ({', '.join(f'{s}-{t}' for s, t in directions)}): "
+                                f"expected {path}.<lang> (or .gz) for both languages of one at least")
+            files += found
+    return files
 
 
-def load_corpus(data_cfg: Any, split: str) -> ParallelCorpus:
+def load_corpus(data_cfg: Any, split: str, direction: tuple[str, str] | None = None) -> ParallelCorpus:
     """Sentence pairs of `split` for a `CorpusSpec` (or a config with the same attributes).
 
     Args:
         data_cfg: has `src_lang`, `tgt_lang`, the corpus name as `name` or `corpus`, and for own
             data `train`, `valid` (or `val`) and `test` paths.
         split: "train", "val"/"valid", "test", or a Multi30k split name like "test_2017_flickr".
+        direction: (source, target) languages instead of data_cfg's (a multilingual model's
+            directions: Multi30k's files of those languages, or own multiway files prefix.<lang>).
     """
     name = getattr(data_cfg, "corpus", None) or getattr(data_cfg, "name", "multi30k")
-    src_lang, tgt_lang = data_cfg.src_lang, data_cfg.tgt_lang
+    src_lang, tgt_lang = direction or (data_cfg.src_lang, data_cfg.tgt_lang)
     if name == "multi30k":
         return load_multi30k(split, src_lang, tgt_lang)
     # test_2016_flickr is the CLI's default test split: for own data it means the test files.

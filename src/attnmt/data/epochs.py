@@ -51,6 +51,8 @@ class Batching:
     pad_id: int = 0
     bos_id: int = 2
     eos_id: int = 3
+    src_extra: int = 0      # tokens a batch adds before each source (a language token), for the budget
+    tgt_extra: int = 0      # tokens it adds first in each target
 
     @property
     def group(self) -> int:
@@ -102,7 +104,8 @@ def cut_window(examples: np.ndarray, src_lengths: np.ndarray, tgt_lengths: np.nd
     if batching.batch_by == "sentences":
         cuts = list(range(batching.batch_size, len(examples), batching.batch_size))
     else:
-        cuts = _token_cuts(np.maximum(src, tgt + 1).tolist(), batching.batch_size)
+        cuts = _token_cuts(np.maximum(src + batching.src_extra, tgt + batching.tgt_extra + 1).tolist(),
+                           batching.batch_size)
     batches = np.split(examples, cuts)
     return [batches[i] for i in rng.permutation(len(batches))]
 
@@ -151,8 +154,12 @@ def shard_update(tokens: Sequence[int], world_size: int) -> list[list[int]]:
 class Epoch:
     """The batches and updates of one epoch of `data` (see the module docstring)."""
 
-    def __init__(self, data: PreparedData, weights: Sequence[float], batching: Batching, epoch: int):
+    def __init__(self, data: PreparedData, weights: Sequence[float], batching: Batching, epoch: int,
+                 prefixes: Sequence[tuple[list[int], list[int]]] | None = None):
+        """`prefixes`: per corpus, the ids put before its sources and first in its targets (a
+        multilingual model's language token); none by default."""
         self.data, self.batching, self.epoch = data, batching, epoch
+        self.prefixes = [(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)) for a, b in prefixes or ()]
         self.examples = epoch_examples(data.corpus_of, weights, epoch_rng(batching.seed, epoch))
         if len(self.examples) == 0:
             raise ValueError("an epoch with no examples (every corpus weight leaves nothing)")
@@ -186,8 +193,8 @@ class Epoch:
             yield from self._window(w)
 
     def tokens(self, examples: np.ndarray) -> int:
-        """Target tokens of a batch of these examples, <eos> included."""
-        return int(self.data.tgt_lengths[examples].astype(np.int64).sum()) + len(examples)
+        """Target tokens of a batch of these examples, <eos> (and any first target ids) included."""
+        return int(self.data.tgt_lengths[examples].astype(np.int64).sum()) + len(examples) * (1 + self.batching.tgt_extra)
 
     def updates(self, rank: int = 0, start: int = 0) -> Iterator[Update]:
         """The epoch's updates from update `start` on (the ones before are skipped without
@@ -210,5 +217,9 @@ class Epoch:
         """The padded Batch of these examples (read from the memory maps)."""
         b = self.batching
         src, tgt = self.data.ids("src", examples), self.data.ids("tgt", examples)
+        if self.prefixes:
+            corpus = self.data.corpus_of[examples].tolist()
+            src = [np.concatenate([self.prefixes[c][0], ids]) for c, ids in zip(corpus, src)]
+            tgt = [np.concatenate([self.prefixes[c][1], ids]) for c, ids in zip(corpus, tgt)]
         return collate(list(zip(src, tgt)), torch.from_numpy(examples.astype(np.int64)), pad_id=b.pad_id,
                        bos_id=b.bos_id, eos_id=b.eos_id)

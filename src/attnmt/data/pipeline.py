@@ -3,7 +3,8 @@
 `data.prepare` trains whatever needs training (sentencepiece models, vocabularies) on the
 training data; `save` / `load` keep it in the prepared folder and in the run directory as JSON
 plus sentencepiece model files, so that a trained model translates with exactly the
-tokenization it was trained with.
+tokenization it was trained with. A multilingual model's pipeline also holds its `Languages`
+(languages.py): the directions, the language tokens in the vocabulary and where they go.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from pathlib import Path
 
 from attnmt.files import read_json, sha256_file, write_json
 from attnmt.data.corpus import ParallelCorpus
+from attnmt.data.languages import Languages, lang_token
 from attnmt.data.tokenizers import SentencePieceTokenizer, Tokenizer, tokenizer_from_dict
 from attnmt.data.vocab import Vocab
 from attnmt.errors import DataError
 
 log = logging.getLogger(__name__)
+
 
 @dataclass
 class TextPipeline:
@@ -26,23 +29,53 @@ class TextPipeline:
     tgt_tokenizer: Tokenizer
     src_vocab: Vocab
     tgt_vocab: Vocab
+    languages: Languages | None = None  # a multilingual model's (None: one direction)
 
     # ------------------------------------------------------------------ use
-    def encode_source(self, text: str) -> list[int]:
-        return self.src_vocab.encode(self.src_tokenizer.tokenize(text))
+    def language_ids(self, target_lang: str | None) -> tuple[list[int], list[int]]:
+        """The ids that tell the model to write `target_lang`: (put before the source ids, forced
+        first in the output); ([], []) for a one-direction model.
 
-    def encode_target(self, text: str) -> list[int]:
-        return self.tgt_vocab.encode(self.tgt_tokenizer.tokenize(text))
+        Raises:
+            DataError: a multilingual model whose placement is not chosen, or a language it lacks.
+        """
+        if self.languages is None or target_lang is None:
+            return [], []
+        token = lang_token(target_lang)
+        if token not in self.tgt_vocab:
+            raise DataError(f"the vocabulary has no token {token}: this model writes "
+                            f"{', '.join(sorted({t for _, t in self.languages.directions}))}")
+        if self.languages.placement is None:
+            raise DataError("the language token's place is not chosen (prepared data: data.lang_token)")
+        ids = [self.tgt_vocab.stoi[token]]
+        return (ids, []) if self.languages.placement == "source" else ([], ids)
+
+    def encode_source(self, text: str, target_lang: str | None = None) -> list[int]:
+        before, _ = self.language_ids(target_lang)
+        return before + self.src_vocab.encode(self.src_tokenizer.tokenize(text))
+
+    def encode_target(self, text: str, target_lang: str | None = None) -> list[int]:
+        _, first = self.language_ids(target_lang)
+        return first + self.tgt_vocab.encode(self.tgt_tokenizer.tokenize(text))
 
     def decode_target(self, ids: list[int]) -> tuple[list[str], str]:
         """Target ids -> (tokens, detokenized text)."""
         tokens = self.tgt_vocab.decode(ids)
         return tokens, self.tgt_tokenizer.detokenize(tokens)
 
-    def encode_corpus(self, corpus: ParallelCorpus) -> list[tuple[list[int], list[int]]]:
-        """Encode every pair of a (small, in-memory) corpus: validation and test sets. Training data
-        is encoded once by `data.prepare`."""
-        return [(self.encode_source(s), self.encode_target(t)) for s, t in zip(corpus.src, corpus.tgt)]
+    def encode_corpus(self, corpus: ParallelCorpus, target_lang: str | None = None) -> list[tuple[list[int], list[int]]]:
+        """Encode every pair of a (small, in-memory) corpus: validation and test sets (a
+        multilingual model's: with the target language's token). Training data is encoded once
+        by `data.prepare`."""
+        return [(self.encode_source(s, target_lang), self.encode_target(t, target_lang))
+                for s, t in zip(corpus.src, corpus.tgt)]
+
+    def with_placement(self, placement: str) -> TextPipeline:
+        """This pipeline with its language tokens' place chosen (a one-direction pipeline: itself)."""
+        if self.languages is None:
+            return self
+        return TextPipeline(self.src_tokenizer, self.tgt_tokenizer, self.src_vocab, self.tgt_vocab,
+                            self.languages.with_placement(placement))
 
     # ------------------------------------------------------------------ persistence
     def save(self, run_dir: Path) -> None:
@@ -52,6 +85,8 @@ class TextPipeline:
             if isinstance(tok, SentencePieceTokenizer):
                 tok = tok.copy_model_to(run_dir)
             settings[side] = tok.to_dict()
+        if self.languages is not None:
+            settings["languages"] = self.languages.to_dict()
         write_json(run_dir / "tokenizers.json", settings)
         self.src_vocab.save(run_dir / "vocab.src.json")
         self.tgt_vocab.save(run_dir / "vocab.tgt.json")
@@ -63,11 +98,13 @@ class TextPipeline:
         settings = read_json(path, DataError)
         if not isinstance(settings, dict) or not all(isinstance(settings.get(side), dict) for side in ("src", "tgt")):
             raise DataError(f"{path}: expected {{\"src\": {{...}}, \"tgt\": {{...}}}} tokenizer settings")
+        languages = None if "languages" not in settings else Languages.from_dict(settings["languages"], str(path))
         return cls(
             tokenizer_from_dict(settings["src"], run_dir, source=f"{path}: src"),
             tokenizer_from_dict(settings["tgt"], run_dir, source=f"{path}: tgt"),
             Vocab.load(run_dir / "vocab.src.json"),
             Vocab.load(run_dir / "vocab.tgt.json"),
+            languages,
         )
 
 
@@ -88,9 +125,15 @@ def _vocab_difference(a: Vocab, b: Vocab) -> str:
     return f"{len(a)} tokens against {len(b)}"
 
 
-def pipeline_difference(a: TextPipeline, b: TextPipeline) -> str | None:
+def pipeline_difference(a: TextPipeline, b: TextPipeline, *, placement: bool = True) -> str | None:
     """How two pipelines would encode or decode differently, in words; None when they are the same
-    (same tokenizer settings and sentencepiece models, same vocabularies, id for id)."""
+    (same tokenizer settings and sentencepiece models, same vocabularies, id for id, the same
+    directions and, with `placement`, the same place of the language tokens)."""
+    langs_a, langs_b = (None if p.languages is None else p.languages.to_dict() for p in (a, b))
+    if not placement and langs_a and langs_b:
+        langs_a, langs_b = ({**langs_a, "placement": None}, {**langs_b, "placement": None})
+    if langs_a != langs_b:
+        return f"their languages differ ({langs_a} and {langs_b})"
     for side, name in (("tgt", "target"), ("src", "source")):
         vocab_a, vocab_b = getattr(a, f"{side}_vocab"), getattr(b, f"{side}_vocab")
         if vocab_a != vocab_b:

@@ -33,6 +33,7 @@ import math
 import os
 import random
 import shutil
+import sys
 import time
 from collections import Counter, deque
 from concurrent.futures import ProcessPoolExecutor
@@ -51,6 +52,7 @@ from attnmt.bounded import load_json
 from attnmt.data import encode
 from attnmt.data.corpus import CorpusFiles, RawChunk, cache_dir, read_chunks, train_files
 from attnmt.data.encode import FILTERS, Filters
+from attnmt.data.languages import Languages, pair_name
 from attnmt.data.pipeline import TextPipeline
 from attnmt.data.prepared import (ARRAYS, FORMAT, MANIFEST, SIDES, PreparedData, blocks, file_digest, ids_dtype,
                                   part_name, read_manifest)
@@ -110,14 +112,25 @@ class Plan:
         return self.root / self.key
 
     def inputs(self) -> list[dict]:
-        return [{"files": [str(p) for p in c.paths], "sha256": list(d)} for c, d in zip(self.corpora, self.digests)]
+        return [{"files": [str(p) for p in c.paths], "sha256": list(d), "corpus": c.corpus,
+                 **({} if c.direction is None else {"pair": pair_name(c.direction)})}
+                for c, d in zip(self.corpora, self.digests)]
+
+    def languages(self) -> Languages | None:
+        """A multilingual plan's directions (their tokens join the vocabulary)."""
+        directions = self.settings.get("directions")
+        return None if directions is None else Languages(tuple(tuple(d.split("-", 1)) for d in directions))
 
 
 def preparation_settings(data_cfg: Any) -> dict:
-    """The settings of `data_cfg` that change the prepared ids, and nothing that does not."""
+    """The settings of `data_cfg` that change the prepared ids, and nothing that does not (a
+    multilingual config: its directions instead of src_lang / tgt_lang)."""
     settings = {key: getattr(data_cfg, key) for key in SETTINGS}
     for key in (SPM_ONLY if settings["tokenizer"] == "moses" else ("lowercase",)):
         del settings[key]
+    if data_cfg.multilingual:
+        del settings["src_lang"], settings["tgt_lang"]
+        settings["directions"] = [pair_name(d) for d in data_cfg.directions()]
     return settings
 
 
@@ -379,8 +392,8 @@ def _tokenizer(settings: dict, folder: Path) -> Tokenizer:
 @contextmanager
 def _encoders(args: tuple, workers: int) -> Iterator[Callable[[Iterator], Iterator[encode.EncodedChunk]]]:
     """A function from (corpus, chunk) jobs to their EncodedChunks in order: in this process with
-    one worker or one chunk, else in `workers` spawned processes, at most 2 chunks each in flight
-    (a worker's result does not depend on where it runs: encode.py)."""
+    one worker or one chunk, else in `workers` processes (`_worker_context`), at most 2 chunks each
+    in flight (a worker's result does not depend on where it runs: encode.py)."""
     local = encode.ChunkEncoder(*args)
     pools: list[ProcessPoolExecutor] = []
 
@@ -392,7 +405,7 @@ def _encoders(args: tuple, workers: int) -> Iterator[Callable[[Iterator], Iterat
             yield from (local.encode(chunk, corpus) for corpus, chunk in filter(None, (first,)))
             yield from (local.encode(chunk, corpus) for corpus, chunk in jobs)
             return
-        pools.append(ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=encode.start_worker,
+        pools.append(ProcessPoolExecutor(workers, mp_context=_worker_context(), initializer=encode.start_worker,
                                          initargs=args))
         pending: deque = deque()
         for corpus, chunk in chain([first, second], jobs):
@@ -407,6 +420,14 @@ def _encoders(args: tuple, workers: int) -> Iterator[Callable[[Iterator], Iterat
     finally:
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_context():
+    """Forked workers on Linux (as torch's DataLoader's): no re-import of the caller's __main__ (a
+    script without an `if __name__ == "__main__"` guard would run again in each spawned worker, and
+    block on this preparation's lock), and no second start-up; the workers touch no torch or thread
+    state. Spawned ones where fork is not the platform's way (macOS, Windows)."""
+    return get_context("fork" if sys.platform.startswith("linux") else "spawn")
 
 
 def _result(future) -> encode.EncodedChunk:
@@ -554,10 +575,12 @@ def _build_vocabularies(plan: Plan, tokenizers: tuple[dict, dict], folder: Path,
     seen = {side: {"types": len(totals[side])} for side in SIDES}
     if joint:  # one vocabulary over both sides' counts
         totals = {"src": totals["src"] + totals["tgt"], "tgt": Counter()}
-    options = dict(min_freq=s["min_freq"], max_size=s["max_vocab"])
+    languages = plan.languages()
+    options = dict(min_freq=s["min_freq"], max_size=s["max_vocab"], reserved=languages.tokens() if languages else ())
     src_vocab = Vocab.from_counts(totals["src"], **options)
     tgt_vocab = src_vocab if joint else Vocab.from_counts(totals["tgt"], **options)
-    TextPipeline(_tokenizer(tokenizers[0], folder), _tokenizer(tokenizers[1], folder), src_vocab, tgt_vocab).save(folder)
+    TextPipeline(_tokenizer(tokenizers[0], folder), _tokenizer(tokenizers[1], folder), src_vocab, tgt_vocab,
+                 languages).save(folder)
     for part in parts:
         for side, settings, vocab in zip(SIDES, tokenizers, (src_vocab, tgt_vocab)):
             types = _types(part, side, settings)

@@ -52,26 +52,29 @@ class Vocab:
         return cls.from_counts(Counter(chain.from_iterable(token_lists)), min_freq=min_freq, max_size=max_size)
 
     @classmethod
-    def from_counts(cls, counts: Mapping[str, int], *, min_freq: int = 1, max_size: int | None = None) -> Vocab:
-        """The vocabulary of tokens counted `counts[token]` times: the specials, then the tokens
-        seen at least `min_freq` times by descending count, ties by the token string.
+    def from_counts(cls, counts: Mapping[str, int], *, min_freq: int = 1, max_size: int | None = None,
+                    reserved: Sequence[str] = ()) -> Vocab:
+        """The vocabulary of tokens counted `counts[token]` times: the specials, the `reserved`
+        tokens (a multilingual model's language tokens), then the tokens seen at least `min_freq`
+        times by descending count, ties by the token string.
 
         Args:
-            counts: token -> occurrences (the specials' counts are ignored).
+            counts: token -> occurrences (the specials' and reserved tokens' counts are ignored).
             min_freq: keep tokens seen at least this often.
-            max_size: keep at most this many regular tokens (the 4 specials come on top);
-                None keeps all.
+            max_size: keep at most this many regular tokens (the specials and reserved tokens come
+                on top); None keeps all.
+            reserved: tokens that follow the specials whatever their counts.
         """
         if min_freq < 1:
             raise ValueError(f"min_freq={min_freq} must be >= 1")
         if max_size is not None and max_size < 0:
             raise ValueError(f"max_size={max_size} must be >= 0")
-        specials = set(cls.SPECIALS)
+        specials = set(cls.SPECIALS) | set(reserved)
         kept = sorted((t for t, n in counts.items() if n >= min_freq and t not in specials),
                       key=lambda t: (-counts[t], t))
         if max_size is not None:
             kept = kept[:max_size]
-        return cls([*cls.SPECIALS, *kept])
+        return cls([*cls.SPECIALS, *reserved, *kept])
 
     def __len__(self) -> int:
         return len(self.itos)

@@ -156,10 +156,13 @@ class CTranslate2Engine:
     def translate(self, sentences: Sequence[str], *, beam_size: int, length_penalty: float | None = None,
                   batch_size: int = 64, n_best: int = 1, layer: int | None = None, head: int | None = None,
                   sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                  seed: int | None = None, target_prefix: Sequence[str | None] | None = None) -> list[TranslationResult]:
+                  seed: int | None = None, target_prefix: Sequence[str | None] | None = None,
+                  target_lang: str | None = None) -> list[TranslationResult]:
         """As NativeEngine.translate; `layer`/`head` must be None or the exported attention layer
         (CTranslate2 returns that layer's attention averaged over heads); `target_prefix` is
-        CTranslate2's own, with budgets raised to the prefix length + 1 as in search.py."""
+        CTranslate2's own, with budgets raised to the prefix length + 1 as in search.py; a
+        multilingual model's language token (`target_lang`) goes before the source tokens or
+        first in that target prefix, and is left out of the results."""
         check_decoding_args(beam_size=beam_size, n_best=n_best, sampling_topk=sampling_topk,
                             sampling_temperature=sampling_temperature, length_penalty=length_penalty, seed=seed)
         exported, layers = self.info["attention_layer"], self.info["decoder_layers"]
@@ -171,8 +174,11 @@ class CTranslate2Engine:
         cfg = self.search_cfg
         alpha = cfg.length_penalty if length_penalty is None else length_penalty
         warnings: list[list[str]] = [[] for _ in sentences]
+        before, first = self.pipeline.language_ids(target_lang)
         src_tokens, src_ids = encode_sources(self.pipeline, sentences, cfg, warnings)
-        prefix_ids = encode_prefixes(self.pipeline, target_prefix, len(sentences), cfg, warnings)
+        src_ids = [before + ids if ids else ids for ids in src_ids]
+        prefix_ids = [first + ids for ids in encode_prefixes(self.pipeline, target_prefix, len(sentences), cfg,
+                                                             warnings)]
         budgets = output_budget(torch.tensor([len(ids) for ids in src_ids]), cfg.max_len_ratio,
                                 cfg.max_len_offset).tolist() if sentences else []
         budgets = [max(budget, len(ids) + 1) for budget, ids in zip(budgets, prefix_ids)]
@@ -195,8 +201,8 @@ class CTranslate2Engine:
                                                      batch_size, options)))
             self._fix_first_attention(found, src_ids, batch_size)
         results = [self._result(found[i], src_tokens[i], warnings[i], n_best, alpha, beam_size > 1, budgets[i],
-                                gnmt_penalty) if i in found else empty_result(src_tokens[i], warnings[i])
-                   for i in range(len(sentences))]
+                                gnmt_penalty, skip=(len(first), len(before)))
+                   if i in found else empty_result(src_tokens[i], warnings[i]) for i in range(len(sentences))]
         return results
 
     def _decode(self, translator, group: list[int], src_ids: list[list[int]], prefix_ids: list[list[int]],
@@ -255,28 +261,36 @@ class CTranslate2Engine:
             found[i].sort(key=lambda hyp: hyp[1], reverse=True)  # best first, as CTranslate2 returns them
 
     def _result(self, hyps: list[tuple[list[str], float, list]], source_tokens: list[str], warnings: list[str],
-                n_best: int, alpha: float, rerank: bool, budget: int, penalty) -> TranslationResult:
-        """One sentence's hypotheses -> TranslationResult; beams re-ranked with the GNMT penalty."""
+                n_best: int, alpha: float, rerank: bool, budget: int, penalty,
+                skip: tuple[int, int] = (0, 0)) -> TranslationResult:
+        """One sentence's hypotheses -> TranslationResult; beams re-ranked with the GNMT penalty;
+        `skip`: the language tokens forced first and put before the source, left out."""
         tokenizer = self.pipeline.tgt_tokenizer
+        first, before = skip
         ranked = []
         for tokens, log_prob, attention in hyps:
             scored = len(tokens) + (1 if len(tokens) < budget else 0)  # eos, unless cut at the budget
             score = log_prob / penalty(scored, alpha) if rerank else log_prob
-            ranked.append((score, tokens, attention))
+            weights = np.asarray(attention, dtype=np.float32).reshape(len(tokens), before + len(source_tokens))
+            ranked.append((score, list(tokens)[first:], weights[first:, before:]))
         if rerank:
             ranked.sort(key=lambda h: h[0], reverse=True)
-        alternatives = [Alternative(tokenizer.detokenize(list(tokens)), list(tokens), float(score),
-                                    np.asarray(attention, dtype=np.float32).reshape(len(tokens), len(source_tokens)))
+        alternatives = [Alternative(tokenizer.detokenize(tokens), tokens, float(score), attention)
                         for score, tokens, attention in ranked[:n_best]]
         best = alternatives[0]
         return TranslationResult(best.text, best.tokens, source_tokens, best.attention, best.score, alternatives,
                                  warnings)
 
-    def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64) -> list[ScoreResult]:
+    def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64,
+              target_lang: str | None = None) -> list[ScoreResult]:
         """Forced decoding with CTranslate2's score_batch (per-token log-probabilities too; its
-        score_batch returns no attention, so `attention` is None); an empty source has no score (nan)."""
+        score_batch returns no attention, so `attention` is None); an empty source has no score
+        (nan). A language token forced first in the output is not scored (as NativeEngine.score)."""
         src_tokens, src_ids, tgt_tokens, tgt_ids, warnings = prepare_pairs(self.pipeline, sources, targets,
                                                                            self.search_cfg)
+        before, first = self.pipeline.language_ids(target_lang)
+        src_ids = [before + ids if ids else ids for ids in src_ids]
+        tgt_ids = [first + ids for ids in tgt_ids]
         itos = self.pipeline.tgt_vocab.itos
         log_probs = [float("nan")] * len(sources)
         token_log_probs: list[list[float]] = [[] for _ in sources]
@@ -284,8 +298,8 @@ class CTranslate2Engine:
             found = self.translator.score_batch([self._source_tokens(src_ids[i]) for i in chunk],
                                                 [[itos[t] for t in tgt_ids[i]] for i in chunk], max_input_length=0)
             for i, result in zip(chunk, found):
-                token_log_probs[i] = [float(x) for x in result.log_probs]
-                log_probs[i] = float(sum(result.log_probs))
-        return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1, warnings[i],
+                token_log_probs[i] = [float(x) for x in result.log_probs][len(first):]
+                log_probs[i] = float(sum(token_log_probs[i]))
+        return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1 - len(first), warnings[i],
                             token_log_probs[i]) for i in range(len(sources))]
 

@@ -77,11 +77,14 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
                    length_penalty: float | None = None, n_best: int = 1, sampling_topk: int = 1,
                    sampling_temperature: float = 1.0, seed: int | None = None,
                    target_prefix: Sequence[str | None] | None = None,
-                   constraints: Sequence[Sequence[str]] | None = None) -> list[TranslationResult]:
+                   constraints: Sequence[Sequence[str]] | None = None,
+                   target_lang: str | None = None) -> list[TranslationResult]:
     """Translate raw sentences in length-sorted batches; results come back in input order.
 
     `target_prefix` (one text or None per sentence) forces the start of each translation; the
-    search completes it (search.py).
+    search completes it (search.py). `target_lang` (a multilingual model's) puts its language
+    token before each source or forces it first in each output (pipeline.language_ids); the
+    results leave that token out (its attention row or column too).
 
     `constraints` (per sentence, a list of target phrases) must each appear in the translation
     exactly once: the sentences that have some are decoded together by constrained beam search
@@ -97,8 +100,10 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
                         sampling_temperature=sampling_temperature, length_penalty=length_penalty, seed=seed)
     generator = _sampling_generator(sampling_topk, seed, device)
     warnings: list[list[str]] = [[] for _ in sentences]
+    before, first = pipeline.language_ids(target_lang)
     src_tokens, src_ids = encode_sources(pipeline, sentences, search_cfg, warnings)
-    prefix_ids = encode_prefixes(pipeline, target_prefix, len(sentences), search_cfg, warnings)
+    src_ids = [before + ids if ids else ids for ids in src_ids]  # an empty source stays empty (no translation)
+    prefix_ids = [first + ids for ids in encode_prefixes(pipeline, target_prefix, len(sentences), search_cfg, warnings)]
     phrases, constraint_ids = encode_constraints(pipeline, constraints, len(sentences), search_cfg)
     for i in range(len(sentences)):
         phrases[i], constraint_ids[i] = _drop_contained(phrases[i], constraint_ids[i], warnings[i])
@@ -122,33 +127,36 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
                                      prefix=prefix_batch([prefix_ids[i] for i in chunk], device), constraints=cons)
                 for row, i in enumerate(chunk):
                     results[i] = _result(found, row, pipeline, src_tokens[i], len(src_ids[i]), n_best,
-                                         phrases[i], constraint_ids[i], warnings[i])
+                                         phrases[i], constraint_ids[i], warnings[i], skip=(len(first), len(before)))
     return [r if r is not None else empty_result(src_tokens[i], warnings[i]) for i, r in enumerate(results)]
 
 
 def _result(found, row: int, pipeline: TextPipeline, src_tokens: list[str], src_length: int, n_best: int,
-            phrases: list[list[str]], constraint_ids: list[list[int]], warnings: list[str]) -> TranslationResult:
+            phrases: list[list[str]], constraint_ids: list[list[int]], warnings: list[str],
+            skip: tuple[int, int] = (0, 0)) -> TranslationResult:
     """Sentence `row` of a SearchResult as a TranslationResult: constraint tokens the vocabulary
-    lacks are shown as typed (not <unk>), and a constraint the output lacks is named in `warnings`."""
+    lacks are shown as typed (not <unk>), and a constraint the output lacks is named in `warnings`.
+    `skip`: the language ids forced first in the output and put before the source, left out."""
     vocab = pipeline.tgt_vocab
+    first, before = skip
     alternatives = []
     for hyp in found.nbest[row][:n_best]:
-        ids = [t for t in hyp.tokens if t != vocab.eos_id]
-        attention = hyp.attention[: len(ids)].float().numpy()  # (len(ids), src_length)
+        ids = [t for t in hyp.tokens if t != vocab.eos_id][first:]
+        attention = hyp.attention[first:first + len(ids), before:].float().numpy()  # (len(ids), src_len)
         tokens, text = vocab.decode(ids, strip_special=False), pipeline.decode_target(ids)[1]
         if any(t == vocab.unk_id for c in constraint_ids for t in c):
             tokens = _show_constraints(ids, tokens, phrases, constraint_ids)
             text = pipeline.tgt_tokenizer.detokenize(tokens)
         alternatives.append(Alternative(text, tokens, float(hyp.score), attention,
-                                        token_log_probs=[float(p) for p in hyp.token_log_probs]))
-    best_ids = [t for t in found.nbest[row][0].tokens if t != vocab.eos_id]
+                                        token_log_probs=[float(p) for p in hyp.token_log_probs[first:]]))
+    best_ids = [t for t in found.nbest[row][0].tokens if t != vocab.eos_id][first:]
     for phrase, ids in zip(phrases, constraint_ids):
         if count_occurrences(best_ids, ids) == 0:
             note = f"constraint {' '.join(phrase)!r} not met: the output budget ran out"
             log.warning(note)
             warnings.append(note)
     best = alternatives[0]
-    attention = found.attention[row][: len(best.tokens), :src_length].float().cpu().numpy()
+    attention = found.attention[row][first:first + len(best.tokens), before:src_length].float().cpu().numpy()
     return TranslationResult(best.text, best.tokens, src_tokens, attention, best.score, alternatives, warnings,
                              token_log_probs=best.token_log_probs)
 
@@ -185,18 +193,24 @@ def _show_constraints(ids: list[int], tokens: list[str], phrases: list[list[str]
 
 @torch.inference_mode()
 def score_pairs(model: nn.Module, pipeline: TextPipeline, sources: Sequence[str], targets: Sequence[str], *,
-                search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64) -> list[ScoreResult]:
+                search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64,
+                target_lang: str | None = None) -> list[ScoreResult]:
     """Forced decoding: each translation's log-probability given its source (teacher forcing,
     <eos> included), in length-sorted batches; results in input order, with each token's
     log-probability and the attention (as the model's attention view reports it). An empty source
-    has no score (log_prob nan, no token log-probabilities)."""
+    has no score (log_prob nan, no token log-probabilities). `target_lang` (a multilingual
+    model's): its language token goes where training put it, and a token forced first in the
+    output is not scored (as in decoding)."""
     import numpy as np
 
     src_tokens, src_ids, tgt_tokens, tgt_ids, warnings = prepare_pairs(pipeline, sources, targets, search_cfg)
+    before, first = pipeline.language_ids(target_lang)
+    src_ids = [before + ids if ids else ids for ids in src_ids]
+    tgt_ids = [first + ids for ids in tgt_ids]
     vocab = pipeline.tgt_vocab
     log_probs = [float("nan")] * len(sources)
     token_log_probs: list[list[float]] = [[] for _ in sources]
-    attention = [np.zeros((0, len(ids)), dtype=np.float32) for ids in src_ids]
+    attention = [np.zeros((0, len(ids) - len(before) if ids else 0), dtype=np.float32) for ids in src_ids]
     # the Transformer computes its attention weights in a teacher-forced pass only when asked
     attention_option = {"need_attention": True} if "need_attention" in signature(model.forward).parameters else {}
     with eval_mode(model):
@@ -206,13 +220,14 @@ def score_pairs(model: nn.Module, pipeline: TextPipeline, sources: Sequence[str]
             out = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in, **attention_option)
             logp = out.logits.float().log_softmax(dim=-1).gather(2, batch.tgt_out.unsqueeze(2)).squeeze(2)  # (batch, tgt_len)
             logp = logp.masked_fill(batch.tgt_out == vocab.pad_id, 0.0)
+            logp[:, :len(first)] = 0.0  # forced tokens are not the model's choice
             weights = None if out.attention is None else out.attention.float().cpu().numpy()  # (batch, tgt_len, src_len)
             for row, (total, per_token) in enumerate(zip(logp.sum(dim=1).tolist(), logp.tolist())):
                 i = chunk[int(batch.index[row])]
                 n = len(tgt_ids[i]) + 1
-                log_probs[i], token_log_probs[i] = total, per_token[:n]
-                attention[i] = None if weights is None else weights[row, :n, :len(src_ids[i])]
-    return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1, warnings[i],
+                log_probs[i], token_log_probs[i] = total, per_token[len(first):n]
+                attention[i] = None if weights is None else weights[row, len(first):n, len(before):len(src_ids[i])]
+    return [ScoreResult(src_tokens[i], tgt_tokens[i], log_probs[i], len(tgt_ids[i]) + 1 - len(first), warnings[i],
                         token_log_probs[i], attention[i]) for i in range(len(sources))]
 
 
@@ -231,9 +246,11 @@ class NativeEngine:
                   batch_size: int = 64, n_best: int = 1, layer: int | None = None, head: int | None = None,
                   sampling_topk: int = 1, sampling_temperature: float = 1.0,
                   seed: int | None = None, target_prefix: Sequence[str | None] | None = None,
-                  constraints: Sequence[Sequence[str]] | None = None) -> list[TranslationResult]:
+                  constraints: Sequence[Sequence[str]] | None = None,
+                  target_lang: str | None = None) -> list[TranslationResult]:
         """`layer` and `head` pick which cross-attention a Transformer reports (default: the mean);
-        `constraints`: per sentence, target phrases that must appear exactly once (decode_sources)."""
+        `constraints`: per sentence, target phrases that must appear exactly once; `target_lang`:
+        a multilingual model's output language (decode_sources)."""
         if layer is not None or head is not None:
             if not hasattr(self.model, "set_attention_view"):
                 raise ValueError("layer/head selection needs a Transformer model")
@@ -243,11 +260,12 @@ class NativeEngine:
                                   search_cfg=self.search_cfg, device=self.device, batch_size=batch_size,
                                   length_penalty=length_penalty, n_best=n_best, sampling_topk=sampling_topk,
                                   sampling_temperature=sampling_temperature, seed=seed,
-                                  target_prefix=target_prefix, constraints=constraints)
+                                  target_prefix=target_prefix, constraints=constraints, target_lang=target_lang)
         finally:
             if layer is not None or head is not None:
                 self.model.set_attention_view(layer=None, head=None)
 
-    def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64) -> list[ScoreResult]:
+    def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64,
+              target_lang: str | None = None) -> list[ScoreResult]:
         return score_pairs(self.model, self.pipeline, sources, targets, search_cfg=self.search_cfg,
-                           device=self.device, batch_size=batch_size)
+                           device=self.device, batch_size=batch_size, target_lang=target_lang)

@@ -29,7 +29,7 @@ from attnmt.server.models import ModelSet
 from attnmt.server.ratelimit import RateLimiter
 from attnmt.server.routes import detect, files, frontend, health, libretranslate, page, v1
 from attnmt.server.routes.page import STATIC
-from attnmt.server.service import TranslationService
+from attnmt.server.service import services_for
 from attnmt.server.settings import ServeSettings
 from attnmt.server.suggestions import SuggestionLog
 
@@ -52,18 +52,19 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
         for model_name, load_one in loads:
             start = time.perf_counter()
             translator = await asyncio.to_thread(load_one)
-            service = TranslationService(translator, settings, name=model_name)
-            service.model_card()  # computed once now, not on the first request
-            services.append(service)
-            log.info("model %s (%s, %s) loaded in %.1f s", service.name, service.arch, service.pair,
-                     time.perf_counter() - start)
+            for service in services_for(translator, settings, name=model_name):
+                service.model_card()  # computed once now, not on the first request
+                services.append(service)
+            log.info("model %s (%s, %s) loaded in %.1f s", service.name, service.arch,
+                     ", ".join(f"{a}-{b}" for a, b in translator.directions), time.perf_counter() - start)
         model_set = ModelSet(services)  # refuses two models of one pair
         start = time.perf_counter()
         app.state.detector = await asyncio.to_thread(LanguageDetector, model_set.sources)
         log.info("language identification (%s) loaded in %.1f s", ", ".join(app.state.detector.languages),
                  time.perf_counter() - start)
-        for service in services:
-            await service.batcher.start()
+        batchers = list({id(s.batcher): s.batcher for s in services}.values())  # a multilingual model's: one
+        for batcher in batchers:
+            await batcher.start()
         app.state.models = model_set
         app.state.suggestions = suggestions
         app.state.limiter = RateLimiter(settings.req_limit) if settings.req_limit else None
@@ -76,10 +77,10 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
             yield
         finally:
             store.close()
-            for service in services:
-                await service.batcher.close()
-                log.info("%s stopped after %d batches, %d sentences", service.name, service.batcher.stats.batches,
-                         service.batcher.stats.sentences)
+            for batcher in batchers:
+                await batcher.close()
+                log.info("a model stopped after %d batches, %d sentences", batcher.stats.batches,
+                         batcher.stats.sentences)
 
     app = FastAPI(title="attnmt", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="LibreTranslate-compatible translation API, plus attnmt's own /v1 API with "

@@ -36,6 +36,8 @@ class DecodeSettings:
     n_best: int = 1
     layer: int | None = None
     head: int | None = None
+    source_lang: str | None = None  # a multilingual model's direction (None: the model's only one)
+    target_lang: str | None = None
 
 
 @dataclass
@@ -70,7 +72,8 @@ class MicroBatcher:
 
     Args:
         translate_fn: called as translate_fn(texts, beam_size=, length_penalty=, n_best=, layer=,
-            head=) in the worker thread; returns one result per text, in order.
+            head=[, source_lang=, target_lang=]) in the worker thread; returns one result per text,
+            in order.
         max_wait_ms: how long the oldest waiting sentence waits for others to join its batch.
         max_batch_sentences: the most sentences in one call of translate_fn.
     """
@@ -165,8 +168,9 @@ class MicroBatcher:
                 await self._run(batch, first.settings)
 
     def _call(self, texts: list[str], s: DecodeSettings) -> list:
+        languages = {} if s.target_lang is None else {"source_lang": s.source_lang, "target_lang": s.target_lang}
         results = self.translate_fn(texts, beam_size=s.beam_size, length_penalty=s.length_penalty,
-                                    n_best=s.n_best, layer=s.layer, head=s.head)
+                                    n_best=s.n_best, layer=s.layer, head=s.head, **languages)
         if len(results) != len(texts):
             raise RuntimeError(f"the model returned {len(results)} results for {len(texts)} texts")
         return results

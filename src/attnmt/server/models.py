@@ -1,11 +1,14 @@
-"""The models one server holds, one per language pair, and the routing of a request to one.
+"""The models one server holds, one service per direction, and the routing of a request to one.
 
     models = ModelSet([service_de_en, service_en_de])
     models.route("de", "en")        # the de -> en TranslationService
     models.route("fr", "en")        # ApiError(400, "fr is not supported: this server translates de -> en, en -> de")
+    models.legs("cs", "fr")         # [cs -> en, en -> fr] when no model translates cs -> fr: a pivot
 
-Each model has its own TranslationService (its own micro-batcher and worker thread), so a
-request's sentences only ever meet sentences of the same pair in a batch.
+Each model has its own micro-batcher and worker thread (a multilingual model's directions share
+its one), so a request's sentences only ever meet sentences of the same direction in a batch.
+A direction no model was trained on but reachable through a pivot language (English first) is
+translated in two legs by LibreTranslate's /translate (plain text), and its answer says so.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from attnmt.errors import AttnmtError
 from attnmt.server.errors import ApiError
 from attnmt.server.ratelimit import check_rate
 from attnmt.server.service import TranslationService, language_name
+
+PIVOT = "en"  # the language a direction no model has goes through first, when a model reaches it
 
 
 class ModelSet:
@@ -31,7 +36,7 @@ class ModelSet:
             key = (service.source_lang, service.target_lang)
             if key in self.by_pair:
                 raise AttnmtError(f"{self.by_pair[key].name} and {service.name} both translate {service.pair}: "
-                                  f"serve one model per pair (join runs with '+' to serve them as one ensemble)")
+                                  f"serve one model per direction (join runs with '+' to serve them as one ensemble)")
             self.by_pair[key] = service
 
     @property
@@ -44,8 +49,9 @@ class ModelSet:
         return list(dict.fromkeys(s.source_lang for s in self.services))
 
     def sources_into(self, target: str) -> list[str]:
-        """The languages the server translates into `target` from."""
-        return [s.source_lang for s in self.services if s.target_lang == target]
+        """The languages the server translates into `target` from (directly, then through a pivot)."""
+        direct = [s.source_lang for s in self.services if s.target_lang == target]
+        return direct + [s for s in self.sources if s not in direct and s != target and self.pivot(s, target)]
 
     def describe_pairs(self) -> str:
         """'this model translates de -> en' or 'this server translates de -> en, en -> de'."""
@@ -61,14 +67,45 @@ class ModelSet:
             raise ApiError(400, f"{source} is not supported: {self.describe_pairs()}")
         if target not in {s.target_lang for s in self.services}:
             raise ApiError(400, f"{target} is not supported: {self.describe_pairs()}")
+        via = self.pivot(source, target)
+        if via is not None:
+            raise ApiError(400, f"{source} -> {target} is not supported directly: {self.describe_pairs()} "
+                                f"(LibreTranslate's /translate, plain text, translates it through {via[2]})")
         raise ApiError(400, f"{source} -> {target} is not supported: {self.describe_pairs()}")
+
+    def pivot(self, source: str, target: str) -> tuple[TranslationService, TranslationService, str] | None:
+        """Services for source -> P and P -> target, P English when it can be (else the first
+        other language that joins them), for a direction no model has; None when none joins them."""
+        if (source, target) in self.by_pair or source == target:
+            return None
+        middles = [PIVOT] + sorted({s.target_lang for s in self.services} - {PIVOT})
+        for middle in middles:
+            first, second = self.by_pair.get((source, middle)), self.by_pair.get((middle, target))
+            if first is not None and second is not None:
+                return first, second, middle
+        return None
+
+    def legs(self, source: str, target: str) -> tuple[list[TranslationService], str | None]:
+        """The services a source -> target translation goes through (one, or two through a pivot)
+        and the pivot language; 400 naming the pairs the server has when nothing reaches it."""
+        if (source, target) not in self.by_pair:
+            via = self.pivot(source, target)
+            if via is not None:
+                return [via[0], via[1]], via[2]
+        return [self.route(source, target)], None
+
+    def targets_of(self, source: str) -> list[str]:
+        """What `source` is translated into: directly (model order), then through a pivot."""
+        direct = [s.target_lang for s in self.services if s.source_lang == source]
+        codes = dict.fromkeys([s.source_lang for s in self.services] + [s.target_lang for s in self.services])
+        return direct + [t for t in codes if t not in direct and self.pivot(source, t) is not None]
 
     def languages(self) -> list[dict]:
         """LibreTranslate's /languages: every language the server reads or writes, each with the
-        targets it translates into (sources first, in model order; then languages only written)."""
+        targets it translates into, directly or through a pivot (sources first, in model order;
+        then languages only written)."""
         codes = list(dict.fromkeys([s.source_lang for s in self.services] + [s.target_lang for s in self.services]))
-        return [dict(code=code, name=language_name(code),
-                     targets=[s.target_lang for s in self.services if s.source_lang == code]) for code in codes]
+        return [dict(code=code, name=language_name(code), targets=self.targets_of(code)) for code in codes]
 
     def check_api_key(self, given: str | None) -> None:
         self.default.check_api_key(given)  # one key for the whole server (the settings are shared)

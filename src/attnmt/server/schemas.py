@@ -143,6 +143,8 @@ class LibreTranslateResponse(BaseModel):
     detectedLanguage: Optional[Union[DetectedLanguage, list[DetectedLanguage]]] = None
     warnings: Optional[Union[list[str], list[list[str]]]] = Field(
         None, description="attnmt's addition: present when an input was cut")
+    pivot: Optional[str] = Field(None, description="attnmt's addition: the language a text was translated "
+                                                   "through, when no model has its direction")
 
 
 class TranslateFileResponse(BaseModel):
@@ -283,6 +285,8 @@ class V1Model(BaseModel):
     arch: str = Field(..., examples=["rnn", "transformer"])
     source_lang: str
     target_lang: str
+    directions: list[str] = Field(default_factory=list, description="every direction of the model that serves "
+                                  "this one (a multilingual model has several), as SRC-TGT")
     tokenizer: str
     parameters: int
     src_vocab_size: int

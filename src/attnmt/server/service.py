@@ -1,6 +1,10 @@
 """The loaded model as the routes see it: checks a request against the model, sends its texts
 through the micro-batcher, and describes the model (languages, sizes, scores).
 
+A multilingual model gets one TranslationService per direction (`services_for`), sharing its
+micro-batcher and worker thread: a batch holds sentences of one direction (DecodeSettings
+carries it), and the model is only ever used by that one thread.
+
 The routes stay thin: they parse, call `TranslationService.translate`, and shape the answer.
 """
 
@@ -30,20 +34,27 @@ def language_name(code: str) -> str:
 class TranslationService:
     """A Translator behind a MicroBatcher, with the checks every route shares."""
 
-    def __init__(self, translator, settings: ServeSettings, *, name: str | None = None):
+    def __init__(self, translator, settings: ServeSettings, *, name: str | None = None,
+                 direction: tuple[str, str] | None = None, batcher: MicroBatcher | None = None):
+        """`direction`: the one a multilingual model's service serves (with its shared `batcher`)."""
         self.translator = translator
         self.settings = settings
         cfg = translator.cfg
-        self.source_lang = cfg.data.src_lang
-        self.target_lang = cfg.data.tgt_lang
+        self.multilingual = direction is not None
+        self.source_lang, self.target_lang = direction or (cfg.data.src_lang, cfg.data.tgt_lang)
         self.arch = cfg.model.arch
         self.beam_size = settings.beam_size or cfg.search.beam_size
         run_dir = getattr(translator, "run_dir", None)
         self.name = name or (Path(run_dir).name if run_dir else "model")
-        self.batcher = MicroBatcher(translator.translate, max_wait_ms=settings.max_wait_ms,
-                                    max_batch_sentences=settings.max_batch_sentences)
+        self.batcher = batcher or MicroBatcher(translator.translate, max_wait_ms=settings.max_wait_ms,
+                                               max_batch_sentences=settings.max_batch_sentences)
         self.in_flight = 0
         self._card: dict | None = None
+
+    @property
+    def languages(self) -> dict:
+        """The direction a multilingual model's calls name ({} for a one-direction model)."""
+        return dict(source_lang=self.source_lang, target_lang=self.target_lang) if self.multilingual else {}
 
     @property
     def pair(self) -> str:
@@ -80,7 +91,7 @@ class TranslationService:
                 raise ApiError(422, f"Invalid request: layer={layer} must be in 0..{layers - 1}")
             if head is not None and not 0 <= head < heads:
                 raise ApiError(422, f"Invalid request: head={head} must be in 0..{heads - 1}")
-        return DecodeSettings(beam, length_penalty, n_best, layer, head)
+        return DecodeSettings(beam, length_penalty, n_best, layer, head, **self.languages)
 
     # ---- work -----------------------------------------------------------------------------
 
@@ -105,13 +116,14 @@ class TranslationService:
             return self.translator.translate(texts, beam_size=settings.beam_size,
                                              length_penalty=settings.length_penalty, n_best=settings.n_best,
                                              layer=settings.layer, head=settings.head, alignments=alignments,
-                                             target_prefix=prefixes, constraints=constraints)
+                                             target_prefix=prefixes, constraints=constraints, **self.languages)
         return await self._guarded(self.batcher.run_in_worker(run))
 
     async def score(self, sources: Sequence[str], translations: Sequence[str]) -> list:
         """ScoreResults (forced decoding) for (source, translation) pairs, in the model's worker thread."""
         sources, translations = list(sources), list(translations)
-        return await self._guarded(self.batcher.run_in_worker(lambda: self.translator.score(sources, translations)))
+        return await self._guarded(self.batcher.run_in_worker(
+            lambda: self.translator.score(sources, translations, **self.languages)))
 
     async def _guarded(self, work) -> list:
         """Await model work, counted in flight; a fault inside the model becomes a 500 ApiError."""
@@ -137,6 +149,7 @@ class TranslationService:
         model = getattr(t, "model", None)
         parameters = sum(p.numel() for p in model.parameters()) if model is not None else 0
         card = dict(name=self.name, arch=self.arch, source_lang=self.source_lang, target_lang=self.target_lang,
+                    directions=[f"{a}-{b}" for a, b in t.directions],
                     tokenizer=cfg.data.tokenizer, parameters=int(parameters),
                     src_vocab_size=len(t.pipeline.src_vocab), tgt_vocab_size=len(t.pipeline.tgt_vocab),
                     layers=cfg.model.dec_layers if self.arch == "transformer" else None,
@@ -148,3 +161,14 @@ class TranslationService:
         card.update(RunDir(run_dir).scores() if run_dir is not None else no_scores())
         self._card = card
         return card
+
+
+def services_for(translator, settings: ServeSettings, *, name: str | None = None) -> list[TranslationService]:
+    """The services of one loaded model: one, or one per direction of a multilingual model (they
+    share its micro-batcher, so the model is used by one thread)."""
+    if getattr(translator.pipeline, "languages", None) is None:
+        return [TranslationService(translator, settings, name=name)]
+    batcher = MicroBatcher(translator.translate, max_wait_ms=settings.max_wait_ms,
+                           max_batch_sentences=settings.max_batch_sentences)
+    return [TranslationService(translator, settings, name=name, direction=direction, batcher=batcher)
+            for direction in translator.directions]

@@ -13,6 +13,7 @@ from attnmt.config import Config, save_config
 from attnmt.data.batching import Batch, make_batches
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
 from attnmt.data.epochs import Batching, Epoch
+from attnmt.data.languages import pair_name, temperature_weights
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
 from attnmt.data.prepare import make_plan, prepare, prepared_root, what_changed
 from attnmt.data.prepared import PreparedData
@@ -23,56 +24,92 @@ from attnmt.world import SINGLE, World, barrier, broadcast_from_main
 
 
 @dataclass
+class ValSet:
+    """The validation pairs of one direction (a one-direction run has one)."""
+
+    direction: tuple[str, str]
+    corpus: ParallelCorpus
+    batches: list[Batch]
+    n_bleu: int                  # its first n_bleu sentences are translated for BLEU / chrF
+    target_lang: str | None      # the language token to give the model (a multilingual run's)
+
+
+@dataclass
 class TrainData:
     prepared: PreparedData
     pipeline: TextPipeline
-    weights: list[float]        # per corpus of data.train: examples per epoch = weight x pairs
+    weights: list[float]        # per corpus of the prepared data: examples per epoch = weight x pairs
     batching: Batching
-    val_corpus: ParallelCorpus
-    val_batches: list[Batch]
-    n_val_bleu: int
+    val: list[ValSet]
+    prefixes: list[tuple[list[int], list[int]]] | None = None  # per corpus: its language token ids
 
     def epoch(self, epoch: int) -> Epoch:
         """Epoch `epoch`'s batches and updates (the same on every rank)."""
-        return Epoch(self.prepared, self.weights, self.batching, epoch)
+        return Epoch(self.prepared, self.weights, self.batching, epoch, self.prefixes)
 
 
 def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) -> TrainData:
-    """Open (or prepare) the training data; rank 0 saves the pipeline, config and the prepared
-    data's key into a new run, and a resumed run goes on with the data it was trained on."""
+    """Open (or prepare) the training data; rank 0 saves the pipeline (a multilingual one with its
+    language tokens' place, data.lang_token), config and the prepared data's key into a new run,
+    and a resumed run goes on with the data it was trained on."""
     t, d = cfg.train, cfg.data
     prepared = _resumed_data(run, cfg, world) if resume else prepare(d, world=world)
     if not resume and world.main:
-        prepared.pipeline.save(run.path)
+        prepared.pipeline.with_placement(d.lang_token).save(run.path)
         save_config(cfg, run.path / CONFIG)
         write_json(run.path / PREPARED, {"key": prepared.key, "folder": str(prepared.folder), "pairs": len(prepared)})
         run.record_checksums([CONFIG, PREPARED, *run.pipeline_files()])
     barrier(world)
     pipeline = run.pipeline()
-    problem = pipeline_difference(pipeline, prepared.pipeline)
+    problem = pipeline_difference(pipeline, prepared.pipeline, placement=False)
     if problem:
         raise DataError(f"{run.path}: the run's tokenizers and vocabularies are not those of its prepared data "
                         f"{prepared.folder}: {problem}")
-    val_corpus = load_corpus(corpus_spec(d), "val")
-    if len(val_corpus) == 0:  # refused before anything is trained
-        raise DataError(f"{val_corpus.name}: the validation data has no sentence pairs")
+    inputs = prepared.manifest["inputs"]
+    targets = [tuple(i["pair"].split("-", 1))[1] if "pair" in i else None for i in inputs]
+    prefixes = [pipeline.language_ids(target) for target in targets] if d.multilingual else None
     vocab = pipeline.tgt_vocab
     ids = dict(pad_id=vocab.pad_id, bos_id=vocab.bos_id, eos_id=vocab.eos_id)
+    extra = prefixes[0] if prefixes else ([], [])
     batching = Batching(t.batch_size, t.batch_by, window=t.length_window, seed=t.seed, world_size=world.size,
-                        accum_steps=t.accum_steps, **ids)
-    val_batches = make_batches(pipeline.encode_corpus(val_corpus), batch_size=t.batch_size, batch_by=t.batch_by,
-                               shuffle=False, **ids)
-    n_val_bleu = min(len(val_corpus.src), t.eval_max_sentences or len(val_corpus.src))
-    weights = [c.weight for c in d.train_corpora()] or [1.0]
-    data = TrainData(prepared, pipeline, weights, batching, val_corpus, val_batches, n_val_bleu)
-    pairs = [i["pairs"] for i in prepared.manifest["inputs"]]
+                        accum_steps=t.accum_steps, src_extra=len(extra[0]), tgt_extra=len(extra[1]), **ids)
+    data = TrainData(prepared, pipeline, corpus_weights(d, inputs), batching, _val_sets(cfg, pipeline, ids), prefixes)
+    pairs = [i["pairs"] for i in inputs]
     first = None
-    if sum(w * n for w, n in zip(weights, pairs)) <= batching.window:  # a small corpus: an epoch is one window,
-        first = data.epoch(1).total_batches                           # planned at once (where this can happen)
-    if first is not None and first < batching.group:
+    if sum(w * n for w, n in zip(data.weights, pairs)) <= batching.window:  # a small corpus: an epoch is one
+        first = data.epoch(1).total_batches                                # window, planned at once (where
+    if first is not None and first < batching.group:                       # this can happen)
         raise AttnmtError(f"an epoch has {first} batches, fewer than one update takes ({world.size} ranks x "
                           f"train.accum_steps={t.accum_steps}): lower train.batch_size or train.accum_steps")
     return data
+
+
+def corpus_weights(d, inputs: list[dict]) -> list[float]:
+    """Examples per epoch over pairs, per corpus of the prepared data (`inputs`: the manifest's):
+    its data.train weight, times (multilingual) its direction's share at data.temperature."""
+    given = [c.weight for c in d.train_corpora()] or [1.0]
+    weights = [given[i.get("corpus", 0)] for i in inputs]
+    if not d.multilingual:
+        return weights
+    names = [pair_name(direction) for direction in d.directions()]
+    sizes = [sum(i["pairs"] for i in inputs if i.get("pair") == name) for name in names]
+    factor = dict(zip(names, temperature_weights(sizes, d.temperature)))
+    return [w * factor[i["pair"]] for w, i in zip(weights, inputs)]
+
+
+def _val_sets(cfg: Config, pipeline: TextPipeline, ids: dict) -> list[ValSet]:
+    """The validation pairs of every direction, encoded (refused when one has no pairs)."""
+    t, d = cfg.train, cfg.data
+    sets = []
+    for direction in d.directions():
+        corpus = load_corpus(corpus_spec(d), "val", direction if d.multilingual else None)
+        if len(corpus) == 0:  # refused before anything is trained
+            raise DataError(f"{corpus.name}: the validation data has no sentence pairs")
+        target = direction[1] if d.multilingual else None
+        batches = make_batches(pipeline.encode_corpus(corpus, target), batch_size=t.batch_size, batch_by=t.batch_by,
+                               shuffle=False, **ids)
+        sets.append(ValSet(direction, corpus, batches, min(len(corpus), t.eval_max_sentences or len(corpus)), target))
+    return sets
 
 
 def _resumed_data(run: RunDir, cfg: Config, world: World) -> PreparedData:

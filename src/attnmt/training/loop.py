@@ -32,6 +32,7 @@ from attnmt.evaluation import corpus_loss, perplexity, score_translations
 from attnmt.models import count_parameters
 from attnmt.run_dir import RunDir
 from attnmt.data.epochs import Update
+from attnmt.data.languages import pair_name
 from attnmt.training.data import TrainData, load_data
 from attnmt.world import SINGLE, World, any_rank, barrier, broadcast_from_main, close_world, init_world
 from attnmt.training.state import MetricsLog, TrainState, restore_resume_state, save_resume_state
@@ -70,15 +71,25 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False, overwrite: 
 
 
 def validate(model: torch.nn.Module, data: TrainData, cfg: Config, device: torch.device) -> dict:
-    """Validation loss, perplexity, BLEU and chrF of `model` (greedy or `train.eval_beam`)."""
+    """Validation loss, perplexity, BLEU and chrF of `model` (greedy or `train.eval_beam`). A
+    multilingual run is validated on every direction: val_bleu / val_chrf are the means over them
+    (what early stopping and the best checkpoint use), val_bleu_SRC-TGT each one's BLEU."""
     pad_id = data.pipeline.tgt_vocab.pad_id
-    val_nll, val_tokens = corpus_loss(model, data.val_batches, device, pad_id=pad_id)
-    hyps = decode_sources(model, data.pipeline, data.val_corpus.src[:data.n_val_bleu], beam_size=cfg.train.eval_beam,
-                          search_cfg=cfg.search, device=device)
-    scores = score_translations([h.text for h in hyps], data.val_corpus.tgt[:data.n_val_bleu],
-                                tgt_lang=cfg.data.tgt_lang)
-    return dict(val_loss=round(val_nll / max(val_tokens, 1), 4), val_ppl=round(perplexity(val_nll, val_tokens), 2),
-                val_bleu=scores["bleu"], val_chrf=scores["chrf"], _val_loss=val_nll / max(val_tokens, 1))
+    val_nll, val_tokens, per_direction = 0.0, 0, {}
+    for val in data.val:
+        nll, tokens = corpus_loss(model, val.batches, device, pad_id=pad_id)
+        val_nll, val_tokens = val_nll + nll, val_tokens + tokens
+        hyps = decode_sources(model, data.pipeline, val.corpus.src[:val.n_bleu], beam_size=cfg.train.eval_beam,
+                              search_cfg=cfg.search, device=device, target_lang=val.target_lang)
+        per_direction[pair_name(val.direction)] = score_translations(
+            [h.text for h in hyps], val.corpus.tgt[:val.n_bleu], tgt_lang=val.direction[1])
+    bleu = sum(s["bleu"] for s in per_direction.values()) / len(per_direction)
+    chrf = sum(s["chrf"] for s in per_direction.values()) / len(per_direction)
+    scores = dict(val_loss=round(val_nll / max(val_tokens, 1), 4), val_ppl=round(perplexity(val_nll, val_tokens), 2),
+                  val_bleu=round(bleu, 2), val_chrf=round(chrf, 2), _val_loss=val_nll / max(val_tokens, 1))
+    if len(per_direction) > 1:
+        scores.update({f"val_bleu_{pair}": s["bleu"] for pair, s in per_direction.items()})
+    return scores
 
 
 def selection_score(scores: dict, t) -> float:
@@ -147,7 +158,7 @@ class Trainer:
     def _start(self) -> TrainState:
         self.metrics.write(event="start", params=count_parameters(self.trainable.core), device=str(self.device),
                            train_pairs=len(self.data.prepared), prepared=self.data.prepared.key,
-                           val_pairs=sum(len(b) for b in self.data.val_batches),
+                           val_pairs=sum(len(b) for val in self.data.val for b in val.batches),
                            **({"ranks": self.world.size} if self.world.size > 1 else {}),
                            **({"accum_steps": self.t.accum_steps} if self.t.accum_steps > 1 else {}))
         return TrainState()

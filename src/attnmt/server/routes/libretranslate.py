@@ -85,8 +85,9 @@ async def translate(request: Request, models: ModelSet = Depends(get_models)):
         translated, warnings = await translate_html_texts(models, texts, sources, body.target,
                                                           max_sentences=models.default.settings.max_sentences)
         others: list[list[str]] = [[] for _ in texts]
+        pivot = None
     else:
-        translated, others, warnings = await translate_plain(models, texts, sources, body.target, alternatives)
+        translated, others, warnings, pivot = await translate_plain(models, texts, sources, body.target, alternatives)
 
     answer = LibreTranslateResponse(translatedText=translated if batch else translated[0])
     if alternatives:
@@ -96,6 +97,8 @@ async def translate(request: Request, models: ModelSet = Depends(get_models)):
         answer.detectedLanguage = languages if batch else languages[0]
     if any(warnings):
         answer.warnings = warnings if batch else warnings[0]
+    if pivot is not None:
+        answer.pivot = pivot
     return answer
 
 
@@ -104,22 +107,34 @@ async def _detect(request: Request, models: ModelSet, body: LibreTranslateReques
     """With `source: auto`, each text's language (of its text without tags, for HTML); otherwise
     None, once the pair is known to be served."""
     if body.source != "auto":
-        models.route(body.source, body.target)
+        models.legs(body.source, body.target) if not html else models.route(body.source, body.target)
         return None
     readable = [" ".join(d.sentences) for d in await asyncio.to_thread(parse_html, texts, "q")] if html else texts
     return await detect_sources(request, models, readable, body.target)
 
 
 async def translate_plain(models: ModelSet, texts: list[str], sources: list[str], target: str,
-                          alternatives: int) -> tuple[list[str], list[list[str]], list[list[str]]]:
-    """Plain texts translated (one call per source language): their translations, the distinct
-    alternatives of each (without the best), and each one's warnings."""
+                          alternatives: int) -> tuple[list[str], list[list[str]], list[list[str]], str | None]:
+    """Plain texts translated (one call per source language; a direction no model has goes
+    through a pivot, two calls): their translations, the distinct alternatives of each (without
+    the best; of the last leg), each one's warnings, and the pivot language if one was used."""
     results: list = [None] * len(texts)
+    notes: list[list[str]] = [[] for _ in texts]
+    used = None
     for source in dict.fromkeys(sources):  # one call per source language (one, unless auto)
-        service = models.route(source, target)
-        settings = service.settings_for(beam_size=max(service.beam_size, alternatives + 1), n_best=alternatives + 1)
+        legs, pivot = models.legs(source, target)
+        used = used or pivot
         where = [i for i, s in enumerate(sources) if s == source]
-        for i, result in zip(where, await service.translate([texts[i] for i in where], settings)):
+        current = [texts[i] for i in where]
+        for leg, service in enumerate(legs):
+            last = leg == len(legs) - 1
+            n_best = alternatives + 1 if last else 1
+            settings = service.settings_for(beam_size=max(service.beam_size, n_best), n_best=n_best)
+            found = await service.translate(current, settings)
+            for i, result in zip(where, found):
+                notes[i] += result.warnings
+            current = [r.text for r in found]
+        for i, result in zip(where, found):
             results[i] = result
 
     def others(result) -> list[str]:  # alternatives without the best and without repeats
@@ -130,7 +145,7 @@ async def translate_plain(models: ModelSet, texts: list[str], sources: list[str]
                 out.append(alt.text)
         return out
 
-    return [r.text for r in results], [others(r) for r in results], [r.warnings for r in results]
+    return [r.text for r in results], [others(r) for r in results], notes, used
 
 
 async def detect_sources(request: Request, models: ModelSet, texts: list[str], target: str) -> list[dict]:
