@@ -84,3 +84,32 @@ def test_v1_refuses_a_pivot_direction_and_says_where_it_works(server):
     response = post(server, "/v1/translate", {"texts": ["chien"], "source": "fr", "target": "de"})
     assert response.status_code == 400
     assert "not supported directly" in response.json()["error"] and "through en" in response.json()["error"]
+
+
+# ---- generated languages and directions (Hypothesis), over real HTTP -----------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from fuzzing import fuzz  # noqa: E402
+
+CODES = st.one_of(st.sampled_from(["de", "en", "fr", "cs", "auto", "", "DE", "en-US", "<2fr>", "de-en"]),
+                  st.text(max_size=12), st.integers(), st.none(), st.lists(st.text(max_size=3), max_size=2))
+
+
+@fuzz(60, 2000)
+@given(source=CODES, target=CODES, route=st.sampled_from(["/translate", "/v1/translate", "/v1/score"]))
+def test_any_source_and_target_get_an_answer_or_a_4xx_naming_the_problem(server, source, target, route):
+    body = {"q": "hund rot", "source": source, "target": target} if route == "/translate" else \
+        {"texts": ["hund rot"], "source": source, "target": target,
+         **({"translations": ["dog red"]} if route == "/v1/score" else {})}
+    response = post(server, route, body)
+    assert response.status_code in (200, 400, 422), (response.status_code, response.text)
+    if response.status_code != 200:
+        assert isinstance(response.json()["error"], str) and response.json()["error"]
+    else:
+        direct = {("de", "en"), ("en", "de"), ("fr", "en")}
+        if route == "/translate":  # fr -> de through en; auto: a source detected among those reaching target
+            assert (source, target) in direct | {("fr", "de")} or (source == "auto" and target in ("en", "de"))
+        else:  # /v1: a direction the model has, or none at all (the first one)
+            assert (source, target) in direct | {(None, None)}
