@@ -211,3 +211,16 @@ def test_a_ctranslate2_export_answers_every_direction_as_the_native_engine(run, 
             [s.log_prob for s in native.score(sentences, texts, target_lang=target)], abs=1e-3)
     with pytest.raises(LanguageError, match="this model writes de, en, fr"):
         ct2.translate(["hund"])
+
+
+def test_data_stats_of_a_multilingual_config_shows_each_directions_sets(tmp_path, capsys):
+    config = toy.write_multilingual_config(tmp_path / "ml.yaml", langs=("de", "en"))
+    assert main(["data", "stats", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.split("\n\n")[0].splitlines()[3:]]
+    assert [row[:3] for row in rows] == [["train", "src", "600"], ["train", "tgt", "600"],
+                                         ["val:de-en", "de", "40"], ["val:de-en", "en", "40"],
+                                         ["val:en-de", "en", "40"], ["val:en-de", "de", "40"],
+                                         ["test:de-en", "de", "40"], ["test:de-en", "en", "40"],
+                                         ["test:en-de", "en", "40"], ["test:en-de", "de", "40"]]
+    assert "de->en, en->de" in out.splitlines()[0] and "train: 600 pairs read, 600 kept" in out

@@ -286,3 +286,47 @@ def test_workers_start_from_a_script_without_a_main_guard(tmp_path, toy_corpus):
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "600"
+
+
+def test_a_second_preparation_of_the_same_data_waits_for_the_first(tmp_path, toy_corpus, caplog):
+    import threading
+
+    from attnmt.data import prepare as prepare_module
+
+    d = data_config(toy_corpus)
+    plan = prepare_module.make_plan(d)
+    done = []
+    with caplog.at_level(logging.INFO, logger="attnmt.data.prepare"):
+        with prepare_module._locked(plan.root / f".{plan.key}.lock"):  # another preparation holds the lock
+            worker = threading.Thread(target=lambda: done.append(prepare(d, workers=1)))
+            worker.start()
+            worker.join(2.0)
+            assert worker.is_alive() and not done  # waiting, not preparing beside it
+        worker.join(60)
+    assert len(done) == 1 and len(done[0]) == 600
+    assert "waiting: another process is preparing the same data" in caplog.text
+
+
+def test_a_dead_worker_is_one_line_not_a_hang():
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from attnmt.data.prepare import _result
+    from attnmt.errors import AttnmtError
+
+    future = Future()
+    future.set_exception(BrokenProcessPool("a process terminated abruptly"))
+    with pytest.raises(AttnmtError, match=r"a preparation worker process died .* nothing was written"):
+        _result(future)
+
+
+def test_a_rank_with_no_chunk_writes_an_empty_part(tmp_path, toy_corpus):
+    """600 pairs are one chunk: rank 1 of 2 encodes nothing, and the index is rank 0's part."""
+    from test_distributed import run_ranks
+
+    d = data_config(toy_corpus)
+    assert run_ranks(_prepare_rank, d, tmp_path / "two") == [0, 0]
+    two = PreparedData.open(next((tmp_path / "two").glob("*/manifest.json")).parent)
+    assert [len(p) for p in two.parts] == [600, 0] and len(two) == 600
+    one = prepare(d, workers=1, root=tmp_path / "one")
+    assert all_ids(two, "src") == all_ids(one, "src") and all_ids(two, "tgt") == all_ids(one, "tgt")

@@ -58,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     tokenizer = d.tokenizer
     if d.tokenizer == "sentencepiece":
         tokenizer += f" ({d.spm_model_type}, {d.spm_vocab_size} pieces{', joint' if d.spm_joint else ''})"
-    print(f"corpus {corpus} {d.src_lang}->{d.tgt_lang}, tokenizer {tokenizer}"
+    languages = ", ".join(f"{a}->{b}" for a, b in d.directions())
+    print(f"corpus {corpus} {languages}, tokenizer {tokenizer}"
           f"{', lowercased' if d.lowercase else ''}; vocab built on train with min_freq={d.min_freq}"
           f"{f', max_vocab={d.max_vocab}' if d.max_vocab else ''}")
     print(format_table(stats.rows))

@@ -152,19 +152,25 @@ def compute_stats(d: DataConfig, splits: Sequence[str] | None = None) -> CorpusS
         present = [s for s, files in zip(DEFAULT_SPLITS, (spec.train, spec.valid, spec.test)) if files]
         splits = list(splits or present)
     start = time.perf_counter()
-    others = {split: load_corpus(spec, split) for split in splits if split != "train"}  # before preparing: a
-    prepared = prepare(d)                                                                # missing split fails fast
+    directions = d.directions() if d.multilingual else [None]  # a multilingual config: each direction's sets
+    others = {(split, direction): load_corpus(spec, split, direction)  # before preparing: a missing split
+              for split in splits if split != "train" for direction in directions}  # fails fast
+    prepared = prepare(d)
     pipeline = prepared.pipeline
     tokenizers = (pipeline.src_tokenizer, pipeline.tgt_tokenizer)
     vocabs = (pipeline.src_vocab, pipeline.tgt_vocab)
     rows = []
     for split in splits:
-        if split == "train":
-            rows += [prepared_side_stats(prepared, side, lang) for side, lang in zip(SIDES, (d.src_lang, d.tgt_lang))]
+        if split == "train":  # a multilingual model's: all its sources, all its targets
+            langs = ("src", "tgt") if d.multilingual else (d.src_lang, d.tgt_lang)
+            rows += [prepared_side_stats(prepared, side, lang) for side, lang in zip(SIDES, langs)]
             continue
-        corpus = others[split]
-        for lang, texts, tokenizer, vocab in zip((d.src_lang, d.tgt_lang), (corpus.src, corpus.tgt), tokenizers, vocabs):
-            rows.append(side_stats(split, lang, _tokenize(tokenizer, texts), vocab))
+        for direction in directions:
+            corpus = others[split, direction]
+            name = split if direction is None else f"{split}:{direction[0]}-{direction[1]}"
+            for lang, texts, tokenizer, vocab in zip(direction or (d.src_lang, d.tgt_lang), (corpus.src, corpus.tgt),
+                                                     tokenizers, vocabs):
+                rows.append(side_stats(name, lang, _tokenize(tokenizer, texts), vocab))
     logger.debug("statistics computed in %.1f s", time.perf_counter() - start)
     return CorpusStats(rows, prepared.manifest["counts"], prepared.manifest["inputs"])
 
