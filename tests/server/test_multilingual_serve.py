@@ -12,23 +12,12 @@ from attnmt.translator import Translator
 
 
 @pytest.fixture(scope="module")
-def server(serve_process_module, multilingual_pairs_run):
-    return serve_process_module(multilingual_pairs_run)
-
-
-@pytest.fixture(scope="module")
-def serve_process_module():
+def server(multilingual_pairs_run):
     from conftest import ServeProcess
 
-    started = []
-
-    def start(run_dir, *flags):
-        started.append(ServeProcess(run_dir, *flags))
-        return started[-1]
-
-    yield start
-    for s in started:
-        s.stop()
+    started = ServeProcess(multilingual_pairs_run)
+    yield started
+    started.stop()
 
 
 @pytest.fixture(scope="module")
