@@ -215,3 +215,11 @@ def multilingual_pairs_run(tmp_path_factory):
     config = toy.write_multilingual_config(base / "ml.yaml", pairs=["de-en", "en-de", "fr-en"])
     assert main(["train", str(config), "--run-dir", str(base / "run")]) == 0
     return base / "run"
+
+
+@pytest.fixture(scope="session")
+def served_multilingual(multilingual_pairs_run):
+    """`attnmt serve` on the multilingual run (de-en, en-de, fr-en), shared by its API and page tests."""
+    server = ServeProcess(multilingual_pairs_run)
+    yield server
+    server.stop()

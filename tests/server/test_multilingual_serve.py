@@ -12,12 +12,8 @@ from attnmt.translator import Translator
 
 
 @pytest.fixture(scope="module")
-def server(multilingual_pairs_run):
-    from conftest import ServeProcess
-
-    started = ServeProcess(multilingual_pairs_run)
-    yield started
-    started.stop()
+def server(served_multilingual):
+    return served_multilingual
 
 
 @pytest.fixture(scope="module")

@@ -217,11 +217,10 @@ def test_the_pair_selector_translates_with_the_chosen_model(page, serve_process,
     assert page.is_hidden("#error-message")
 
 
-def test_the_pair_selector_offers_every_direction_of_a_multilingual_model(page, serve_process,
-                                                                         multilingual_pairs_run):
+def test_the_pair_selector_offers_every_direction_of_a_multilingual_model(page, served_multilingual):
     """One multilingual model: the selector lists its three directions (from /v1/models), and
     choosing fr -> en translates with the French-to-English direction, as the API does."""
-    server = serve_process(multilingual_pairs_run)
+    server = served_multilingual
     open_page(page, server.url, "transformer")
     options = page.eval_on_selector_all("#pair-select option", "els => els.map(e => e.textContent)")
     assert options == ["de → en", "en → de", "fr → en"]
