@@ -13,7 +13,7 @@ TORCH_INDEX ?=
 ATTNMT_DATA ?= $(if $(wildcard ../shared/data/multi30k/SHA256SUMS),$(abspath ../shared/data/multi30k),)
 export ATTNMT_DATA
 
-.PHONY: setup demo test test-all bench clean
+.PHONY: setup demo test test-seeds test-all bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# The tests that assert what a small training learned, again with another training seed: a bound
+# that holds only for seed 1's luck on one CPU's arithmetic fails here on any machine (CI runs it).
+test-seeds: setup
+	ATTNMT_TEST_SEED=2 $(BIN)/python -m pytest -q -m 'learned and not slow and not gpu'
 
 test-all: setup
 	$(BIN)/python -m pytest -q -m ''

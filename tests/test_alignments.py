@@ -7,6 +7,8 @@ import pytest
 from attnmt.decoding import pharaoh, token_words, word_alignment
 from attnmt.translator import Translator
 
+pytestmark = pytest.mark.learned  # asserts what a small training learned (make test-seeds)
+
 MARK = "\u2581"
 
 

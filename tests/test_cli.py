@@ -18,6 +18,7 @@ def test_help_runs_as_module():
     assert "train" in out.stdout and "translate" in out.stdout
 
 
+@pytest.mark.learned
 def test_train_evaluate_translate_attention(tmp_path, toy_config, capsys, monkeypatch):
     run_dir = tmp_path / "run"
     assert main(["train", str(toy_config), "--run-dir", str(run_dir), "--set", "train.epochs=6"]) == 0

@@ -15,6 +15,8 @@ from attnmt.decoding import read_glossary
 from attnmt.search import beam_search
 from attnmt.translator import Translator
 
+pytestmark = pytest.mark.learned  # asserts what a small training learned (make test-seeds)
+
 SOURCES = ["Hund rot haus .", "Katze blau .", "Mann frau kind ball .", "Baum .", "Auto wasser groß klein ."]
 # words the copy model would not produce here (cat, water, Quokka: not in the vocabulary), a
 # two-word phrase, a repeated word, and a word it produces anyway (red)

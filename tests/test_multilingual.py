@@ -20,6 +20,8 @@ from attnmt.data.prepare import prepare
 from attnmt.errors import LanguageError
 from attnmt.translator import Translator
 
+pytestmark = pytest.mark.learned  # asserts what a small training learned (make test-seeds)
+
 DIRECTIONS = ["de-en", "de-fr", "en-de", "en-fr", "fr-de", "fr-en"]
 
 

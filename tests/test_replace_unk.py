@@ -8,6 +8,8 @@ import toy
 from attnmt.data.vocab import Vocab
 from attnmt.translator import Translator
 
+pytestmark = pytest.mark.learned  # asserts what a small training learned (make test-seeds)
+
 
 
 def rare_word_pairs(n: int, seed: int) -> list[tuple[str, str]]:

@@ -6,6 +6,8 @@ import pytest
 from attnmt.checkpoint import save_weights
 from attnmt.translator import Translator
 
+pytestmark = pytest.mark.learned  # asserts what a small training learned (make test-seeds)
+
 SENTENCES = ["Hund katze haus .", "Rot blau .", "Mann frau kind ball wasser .", "Baum ."]
 
 

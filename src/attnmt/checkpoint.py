@@ -42,11 +42,12 @@ def tensors_digest(tensors: dict[str, torch.Tensor]) -> str:
 def save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None) -> str:
     """Write named tensors as a safetensors file, atomically, with their digest in the metadata;
     returns the digest (what a pointer to the file records)."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save
 
     digest = tensors_digest(tensors)
     metadata = {**(metadata or {}), DIGEST_KEY: digest}
-    atomic_write(Path(path), lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
+    # serialized here and written by Python: a full disk is an OSError naming the file (WriteError)
+    atomic_write(Path(path), lambda tmp: tmp.write_bytes(save(tensors, metadata=metadata)))
     return digest
 
 
@@ -216,6 +217,12 @@ def train_states(run_dir: Path) -> list[Path]:
             f"longer reads. Its weights still work with evaluate/translate. To resume it, convert it once "
             f"(this unpickles it with torch.load(weights_only=True)): python -c \"from attnmt.checkpoint "
             f"import convert_legacy_train_state as c; c('{run_dir}')\"")
+    weights = sorted(p.name for p in (run_dir / "checkpoints").glob("*.safetensors")
+                     if not p.name.startswith(("train_state_", "resume_step")))
+    if weights:  # stopped (a full disk, a kill) before its first resumable state: say what there is
+        raise CheckpointError(f"{run_dir / TRAIN_STATE}: training state not found (cannot resume): the run stopped "
+                              f"before it saved one; its weights {', '.join(weights[-3:])} in {run_dir / 'checkpoints'} "
+                              f"still translate and evaluate; to train again, start it afresh with --overwrite")
     raise CheckpointError(f"{run_dir / TRAIN_STATE}: training state not found (cannot resume)")
 
 

@@ -256,6 +256,19 @@ def encode_constraints(pipeline: TextPipeline, constraints: Sequence[Sequence[st
     return all_tokens, all_ids
 
 
+def unknown_target_words(pipeline: TextPipeline, phrases: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """The target phrases with tokens the target vocabulary lacks, and those tokens: forced as
+    <unk>, they cannot appear as typed (what a glossary user must be told)."""
+    vocab = pipeline.tgt_vocab
+    found = []
+    for phrase in phrases:
+        tokens = pipeline.tgt_tokenizer.tokenize(phrase)
+        unknown = [t for t, i in zip(tokens, vocab.encode(tokens)) if i == vocab.unk_id]
+        if unknown:
+            found.append((phrase, unknown))
+    return found
+
+
 def read_glossary(path) -> list[tuple[str, str]]:
     """A glossary file: one 'source phrase<TAB>target phrase' per line (UTF-8); empty lines are skipped.
 

@@ -13,6 +13,10 @@ class ConfigError(AttnmtError, ValueError):
     """Bad config: names the file and dotted key (`x.yaml: model.heads=6 must divide d_model=256`)."""
 
 
+class WriteError(AttnmtError):
+    """A file that could not be written (disk full, I/O error): names it, the cause and what is kept."""
+
+
 class CheckpointError(AttnmtError):
     """A missing, truncated, corrupted or unsafe checkpoint: names the file and what is wrong."""
 

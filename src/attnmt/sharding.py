@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from attnmt.errors import AttnmtError, DataError
-from attnmt.files import atomic_write, read_json, write_json
+from attnmt.files import LOCK_FILE, atomic_write, read_json, write_json
 from attnmt.world import SINGLE, World, barrier, broadcast_from_main
 
 log = logging.getLogger(__name__)
@@ -209,7 +209,7 @@ def _start_folder(folder: Path, manifest: dict, shards: int) -> list[int]:
                               f"({'; '.join(differences)}): "
                               f"rerun with the same inputs and settings to resume, or remove {folder} to start over")
         log.info("resuming: %d of %d shard(s) already done in %s", len(done), shards, folder)
-    elif not path.is_file() and folder.exists() and any(folder.iterdir()):
+    elif not path.is_file() and folder.exists() and any(p.name != LOCK_FILE for p in folder.iterdir()):
         raise AttnmtError(f"{folder} exists and has no {MANIFEST}: it is not attnmt's work folder; move it away")
     else:  # a new job, or one killed before its first shard: nothing to mix
         write_json(path, manifest)

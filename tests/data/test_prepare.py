@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from attnmt.data.prepared import PreparedData
 from attnmt.data.tokenizers import MosesTokenizer
 from attnmt.data.vocab import Vocab
 from attnmt.errors import DataError
+from attnmt.files import writer_lock
 
 
 def data_config(folder: Path, **data):
@@ -296,15 +298,15 @@ def test_a_second_preparation_of_the_same_data_waits_for_the_first(tmp_path, toy
     d = data_config(toy_corpus)
     plan = prepare_module.make_plan(d)
     done = []
-    with caplog.at_level(logging.INFO, logger="attnmt.data.prepare"):
-        with prepare_module._locked(plan.root / f".{plan.key}.lock"):  # another preparation holds the lock
+    with caplog.at_level(logging.INFO, logger="attnmt.files"):
+        with writer_lock(plan.root, name=f".{plan.key}.lock"):  # another preparation holds the lock
             worker = threading.Thread(target=lambda: done.append(prepare(d, workers=1)))
             worker.start()
             worker.join(2.0)
             assert worker.is_alive() and not done  # waiting, not preparing beside it
         worker.join(60)
     assert len(done) == 1 and len(done[0]) == 600
-    assert "waiting: another process is preparing the same data" in caplog.text
+    assert "waiting for" in caplog.text and str(os.getpid()) in caplog.text  # names the holder
 
 
 def test_a_dead_worker_is_one_line_not_a_hang():

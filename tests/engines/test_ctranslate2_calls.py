@@ -12,6 +12,8 @@ from attnmt.errors import AttnmtError
 
 pytest.importorskip("ctranslate2")
 
+pytestmark = pytest.mark.learned  # the trained-model test asserts what the toy model learned
+
 from attnmt.engines.ctranslate2 import load_export, thread_settings  # noqa: E402
 from attnmt.engines.ctranslate2_export import export_run  # noqa: E402
 from attnmt.translator import Translator  # noqa: E402
@@ -93,11 +95,22 @@ def test_trained_model_with_small_budgets_ends_as_alone_and_as_native(prenorm_ru
     budgets = [int(ratio * len(r.source_tokens) + offset) for r in together]
     assert len(set(budgets)) >= 3  # calls with several budgets
     ends = [len(r.tokens) - b for r, b in zip(together, budgets)]
+    # How many end at the budget depends on how well the toy model learned, which differs between
+    # CPUs (Intel Xeon, seed 1: over 32 of 40 at 1.0 x source + 1) and seeds (AMD EPYC, seeds 1-5: 20-30
+    # of 40 at 1.0 x source + 1, 39-40 at 0.5 x source + 1): the bounds only ask that each case
+    # occurs often enough to be tested, with room below the worst case seen
     if ratio < 1:
-        assert ends.count(0) >= 0.9 * len(sources)  # cut at the budget
+        assert ends.count(0) >= 0.5 * len(sources)  # cut at the budget
     else:
-        assert ends.count(-1) >= 0.8 * len(sources)  # eos as the budget's last token
+        assert ends.count(-1) >= 0.2 * len(sources)  # eos as the budget's last token
     native = Translator.load(prenorm_run, device="cpu")
+    if beam == 1:  # greedy: a budget that holds a sentence's unbounded translation and its eos leaves it whole
+        unbounded = native.translate(sources, beam_size=1)  # the default budget, 2 x source + 10
+        for r, free, b in zip(together, unbounded, budgets):
+            if len(free.tokens) + 1 <= b:
+                assert r.tokens == free.tokens
+            else:
+                assert r.tokens == free.tokens[:b]
     native.engine.search_cfg = ct2.engine.search_cfg
     expected = native.translate(sources, beam_size=beam)
     same = [a.tokens == b.tokens for a, b in zip(expected, together)]

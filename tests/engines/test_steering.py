@@ -12,6 +12,8 @@ from attnmt.decoding import pharaoh  # noqa: E402
 from attnmt.engines.ctranslate2_export import export_run  # noqa: E402
 from attnmt.translator import Translator  # noqa: E402
 
+pytestmark = pytest.mark.learned  # asserts what a small training learned (make test-seeds)
+
 
 @pytest.fixture(scope="module")
 def trained_pair(prenorm_run, tmp_path_factory):
@@ -54,14 +56,20 @@ def test_prefixes_agree_between_engines(trained_pair, prenorm_run, beam):
     prefixes = [None if i % 4 == 0 else " ".join(["dog", "house"][: 1 + i % 2]) for i in range(len(sources))]
     # alpha 0: the two beam searches stop alike only without a length penalty (engines/ctranslate2.py).
     # With alpha 1 and beam 4 one trained toy model gave a sentence where the native search stopped
-    # before a longer hypothesis CTranslate2 found (-0.753 against -0.768); with alpha 0 all 30 agree.
+    # before a longer hypothesis CTranslate2 found (-0.753 against -0.768). Even at alpha 0 they can
+    # stop apart on a near tie: training seed 3 gave one such sentence of 30 at beam 4 (seeds 1, 2:
+    # none), so greedy must agree on every sentence and a beam on nearly all.
     a = native.translate(sources, beam_size=beam, target_prefix=prefixes, layer=-1, length_penalty=0.0)
     b = ct2.translate(sources, beam_size=beam, target_prefix=prefixes, length_penalty=0.0)
     for prefix, x, y in zip(prefixes, a, b):
         if prefix:
             assert x.tokens[:len(prefix.split())] == prefix.split()
-        assert x.tokens == y.tokens
-        assert x.score == pytest.approx(y.score, abs=1e-3)
+            assert y.tokens[:len(prefix.split())] == prefix.split()
+    same = [x.tokens == y.tokens for x, y in zip(a, b)]
+    assert sum(same) >= (1.0 if beam == 1 else 0.9) * len(sources), same
+    for x, y, s in zip(a, b, same):
+        if s:
+            assert x.score == pytest.approx(y.score, abs=1e-3)
 
 
 def test_token_log_probs_agree_between_engines(trained_pair, prenorm_run):

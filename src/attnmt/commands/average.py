@@ -1,26 +1,38 @@
 """`attnmt average RUN_DIR --last N [-o FILE]`: the mean of the last N validated checkpoints; without -o
-it goes into the run (checkpoints/average_lastN.safetensors) and average.json points to it."""
+it goes into the run (checkpoints/average_lastN.safetensors) and average.json points to it. Writing
+into the run, it takes the run's one-writer lock (files.writer_lock): never beside a training."""
 
 from __future__ import annotations
 
+import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from attnmt.checkpoint import average_weights, save_tensors
 from attnmt.errors import AttnmtError
+from attnmt.files import refuse_overwrite, writer_lock
 from attnmt.run_dir import RunDir
 
 
 def run(args) -> int:
     run_dir = RunDir(args.run_dir)
-    paths = run_dir.checkpoints()[-args.last:]
+    found = run_dir.checkpoints()
+    paths = found[-args.last:]
     if not paths:
         raise AttnmtError(f"{run_dir.path}: no validated checkpoints (checkpoints/epoch_*.safetensors, "
                           f"step_*.safetensors) to average")
     out = (Path(args.output) if args.output
            else run_dir.path / "checkpoints" / f"average_last{len(paths)}.safetensors")
-    digest = save_tensors(average_weights(paths), out, metadata={"averaged": ",".join(p.name for p in paths)})
-    if not args.output:
-        run_dir.write_pointer("average", {"file": str(out.relative_to(run_dir.path)), "sha256": digest,
-                                          "from": [p.name for p in paths]})
-    print(f"averaged {len(paths)} checkpoints -> {out}")
+    if args.output:
+        refuse_overwrite(out, {f"checkpoint {p.name}": p for p in paths})
+    into_run = out.resolve().is_relative_to(run_dir.path.resolve())
+    with writer_lock(run_dir.path) if into_run else nullcontext():
+        digest = save_tensors(average_weights(paths), out, metadata={"averaged": ",".join(p.name for p in paths)})
+        if not args.output:
+            run_dir.write_pointer("average", {"file": str(out.relative_to(run_dir.path)), "sha256": digest,
+                                              "from": [p.name for p in paths]})
+    if len(paths) < args.last:  # asked for more than there is: say so
+        print(f"attnmt average: note: asked for the last {args.last} checkpoints; {run_dir.path} has "
+              f"{len(found)}: averaged {len(found)}", file=sys.stderr)
+    print(f"averaged {len(paths)} checkpoint{'s' if len(paths) != 1 else ''} -> {out}")
     return 0

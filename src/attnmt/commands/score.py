@@ -13,6 +13,8 @@ from attnmt.translator import Translator
 
 
 def run(args) -> int:
+    sharded.refuse_overwriting_inputs(args.output, {"input (-i)": args.input, "reference": args.reference},
+                                      args.run_dir)
     if sharded.wanted(args):
         languages = dict(source_lang=args.source_lang, target_lang=args.target_lang)
         return sharded.run(args, [args.input, args.reference], languages,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -20,10 +20,11 @@ import torch
 
 from attnmt.devices import resolve_device
 from attnmt.errors import AttnmtError
+from attnmt.files import LOCK_FILE, refuse_overwrite, writer_lock
 from attnmt.run_dir import RunDir
 from attnmt.sharding import (DEFAULT_SHARD_LINES, WAIT_FOR_RANKS_S, Work, check_output, finish_job, open_job,
-                             run_shards, threads_per_rank, usable_cpus)
-from attnmt.world import close_world, init_world, launched_by_torchrun
+                             run_shards, threads_per_rank, usable_cpus, work_folder)
+from attnmt.world import broadcast_from_main, close_world, init_world, launched_by_torchrun
 from attnmt.translator import Translator
 from attnmt.workers import WorkerPool
 
@@ -63,18 +64,55 @@ def run(args, inputs: Sequence[str], settings: dict, make_work: Callable[[Transl
     with torch_threads(args.threads):
         device = resolve_device(args.device or "auto", key="--device")
         world, device = init_world("auto", device, timeout_s=WAIT_FOR_RANKS_S)  # one process: SINGLE
-        shard_lines = args.shard_lines or DEFAULT_SHARD_LINES
-        log.info("%d rank(s) on %s, %d torch thread(s) each, shards of %d lines", world.size, device.type,
-                 torch.get_num_threads(), shard_lines)
-        with open_translator(args.run_dir, checkpoint=args.checkpoint, device=str(device), engine=args.engine,
-                             workers=workers, threads=args.threads) as translator:
-            work = make_work(translator)
-            job = open_job(inputs, args.output, shard_lines=shard_lines,
-                           settings={**model_settings(args), **settings}, world=world)
-            run_shards(job, work)
-        finish_job(job)
+        with ExitStack() as held:
+            shard_lines = args.shard_lines or DEFAULT_SHARD_LINES
+            log.info("%d rank(s) on %s, %d torch thread(s) each, shards of %d lines", world.size, device.type,
+                     torch.get_num_threads(), shard_lines)
+            with open_translator(args.run_dir, checkpoint=args.checkpoint, device=str(device), engine=args.engine,
+                                 workers=workers, threads=args.threads) as translator:
+                work = make_work(translator)  # refuses bad options before the work folder is made
+                _lock_output(args.output, world, held)
+                job = open_job(inputs, args.output, shard_lines=shard_lines,
+                               settings={**model_settings(args), **settings}, world=world)
+                run_shards(job, work)
+            finish_job(job)
         close_world(world)
     return 0
+
+
+def _lock_output(output: str, world, held: ExitStack) -> None:
+    """Rank 0 takes the one-writer lock of `output` (in its work folder, OUTPUT.shards/), held
+    until `held` closes; every rank raises rank 0's refusal alike."""
+    answer: object = None
+    if world.main:
+        folder = work_folder(output)
+        try:
+            held.enter_context(writer_lock(folder))
+            held.callback(_remove_if_only_the_lock, folder)  # at the end, while still held
+        except AttnmtError as err:
+            answer = err
+    answer = broadcast_from_main(world, answer)
+    if isinstance(answer, BaseException):
+        raise answer
+
+
+def _remove_if_only_the_lock(folder: Path) -> None:
+    """A work folder that holds nothing but its lock file (a job that stopped before its manifest) goes."""
+    try:
+        if folder.is_dir() and [p.name for p in folder.iterdir()] == [LOCK_FILE]:
+            (folder / LOCK_FILE).unlink()
+            folder.rmdir()
+    except OSError:
+        pass
+
+
+def refuse_overwriting_inputs(output: str | None, inputs: dict[str, str | None], run_dirs: Sequence[str]) -> None:
+    """Refuse, before any work, an -o that is an input file (label -> path) or lies in a model folder read."""
+    if output is None or output == "-":
+        return
+    refuse_overwrite(output, {label: path for label, path in inputs.items() if path not in (None, "-")},
+                     {"model folder": path for path in run_dirs} if len(run_dirs) == 1 else
+                     {f"model folder {i + 1}": path for i, path in enumerate(run_dirs)})
 
 
 def check_workers(workers: int, engine: str) -> None:

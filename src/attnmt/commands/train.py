@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import nullcontext
 from pathlib import Path
 
 from attnmt.config import Config, apply_overrides, config_from_dict, load_config, save_config
 from attnmt.errors import AttnmtError
+from attnmt.files import writer_lock
 from attnmt.run_dir import CONFIG, RunDir
 from attnmt.training import train
 from attnmt.world import env_rank
@@ -80,15 +82,17 @@ def run(args) -> int:
     if args.resume:
         run_dir = Path(args.resume)
         RunDir(run_dir).require_run()
-        cfg = RunDir(run_dir).config()
-        if args.overrides:
-            cfg = _extend_run(cfg, run_dir, args.overrides)
+        with writer_lock(run_dir) if env_rank() == 0 else nullcontext():  # held from the config's extension on
+            cfg = RunDir(run_dir).config()
+            if args.overrides:
+                cfg = _extend_run(cfg, run_dir, args.overrides)
+            result = train(cfg, run_dir, resume=True)
     else:
         if not args.config:
             raise AttnmtError("train needs a CONFIG file (or --resume RUN_DIR)")
         cfg = load_config(args.config, args.overrides)
         run_dir = Path(args.run_dir or Path("runs") / Path(args.config).stem)
-    result = train(cfg, run_dir, resume=bool(args.resume), overwrite=args.overwrite)
+        result = train(cfg, run_dir, overwrite=args.overwrite)
     if env_rank() == 0:
         print(json.dumps(_summary(result), indent=2))
     return 0

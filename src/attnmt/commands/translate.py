@@ -10,19 +10,25 @@ decodes in N processes (workers.py), outputs in input order."""
 
 from __future__ import annotations
 
+import sys
+
 from attnmt.commands import sharded
 from attnmt.commands.text_io import open_input, open_output, output_line, read_lines
-from attnmt.decoding import pharaoh, read_glossary
+from attnmt.decoding import pharaoh, read_glossary, unknown_target_words
 from attnmt.errors import AttnmtError
 from attnmt.files import sha256_file
+from attnmt.run_dir import RunDir
 from attnmt.sharding import Work
 from attnmt.translator import Translator
 from attnmt.workers import WorkerPool
 
 
 def run(args) -> int:
+    sharded.refuse_overwriting_inputs(args.output, {"input (-i)": args.input, "glossary": args.glossary}, args.run_dir)
     sharded.check_workers(args.workers, args.engine)
     glossary = read_glossary(args.glossary) if args.glossary is not None else None
+    if glossary:
+        _say_unknown_terms(args.glossary, glossary, RunDir(args.run_dir[0]).pipeline())
     beam = args.beam if args.beam is not None else (1 if args.sampling_topk != 1 else 5)
     options = dict(beam_size=beam, length_penalty=args.length_penalty, batch_size=args.batch_size,
                    n_best=args.n_best, sampling_topk=args.sampling_topk,
@@ -41,6 +47,13 @@ def run(args) -> int:
     with sharded.torch_threads(args.threads):
         _stream(args, options, chunk_size)
     return 0
+
+
+def _say_unknown_terms(path, glossary: list[tuple[str, str]], pipeline) -> None:
+    """A glossary entry whose target words the model's vocabulary lacks is forced as <unk>: say so."""
+    for phrase, unknown in unknown_target_words(pipeline, list(dict.fromkeys(t for _, t in glossary))):
+        print(f"attnmt translate: note: {path}: the target {phrase!r} has words the model's vocabulary lacks "
+              f"({', '.join(unknown[:5])}): they cannot come out as typed (each is forced as <unk>)", file=sys.stderr)
 
 
 def _stream(args, options: dict, chunk_size: int) -> None:

@@ -25,7 +25,6 @@ folder must then be one all ranks see (one machine, or a shared file system).
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
@@ -58,8 +57,8 @@ from attnmt.data.prepared import (ARRAYS, FORMAT, MANIFEST, SIDES, PreparedData,
                                   part_name, read_manifest)
 from attnmt.data.tokenizers import MosesTokenizer, SentencePieceTokenizer, Tokenizer, train_sentencepiece
 from attnmt.data.vocab import Vocab
-from attnmt.errors import AttnmtError, DataError
-from attnmt.files import atomic_write_text, write_json
+from attnmt.errors import AttnmtError, DataError, WriteError
+from attnmt.files import atomic_write_text, write_json, writer_lock, writing
 from attnmt.world import SINGLE, World, barrier, broadcast_from_main, gather_to_main
 
 log = logging.getLogger(__name__)
@@ -202,13 +201,19 @@ def prepare(data_cfg: Any, *, world: World = SINGLE, workers: int | None = None,
     """
     plan = broadcast_from_main(world, make_plan(data_cfg, root) if world.main else None)
     opened, reason = None, ""
-    with (_locked(plan.root / f".{plan.key}.lock") if world.main else _nothing()):
+    with (writer_lock(plan.root, name=f".{plan.key}.lock", wait=True) if world.main else _nothing()):  # one at a time
         if world.main:
             opened, reason = _cached(plan)
         todo = broadcast_from_main(world, None if opened else reason)
         if todo is not None:
             log.info("preparing the training data in %s (%s)", plan.folder, todo)
-            _prepare(plan, world, workers or data_cfg.workers or default_workers(world))
+            partial = plan.root / f".{plan.key}.partial"
+            try:
+                with writing(partial, "the cache keeps only whole preparations: this one is removed"):
+                    _prepare(plan, world, workers or data_cfg.workers or default_workers(world))
+            except WriteError:
+                shutil.rmtree(partial, ignore_errors=True)  # the space it took goes back
+                raise
     barrier(world)
     return opened or PreparedData.open(plan.folder, verify=world.main)
 
@@ -249,19 +254,6 @@ def what_changed(plan: Plan) -> str:
     if not changes:
         changes = ["the tokenizer libraries changed"]  # the only other part of the key
     return "since the last preparation of these files: " + "; ".join(changes)
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One preparation of a key at a time (an OS lock: released when its holder dies)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.info("waiting: another process is preparing the same data (%s)", path)
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
 
 @contextmanager

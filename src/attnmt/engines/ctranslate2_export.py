@@ -43,7 +43,7 @@ import torch
 
 from attnmt.data.pipeline import TextPipeline
 from attnmt.errors import AttnmtError
-from attnmt.files import write_json
+from attnmt.files import refuse_overwrite, write_json, writer_lock, writing
 from attnmt.run_dir import EXPORT_CONFIG, EXPORT_INFO, RunDir
 
 log = logging.getLogger(__name__)
@@ -179,8 +179,15 @@ def export_run(run_dir: str | Path, output_dir: str | Path, *, checkpoint: str =
         raise AttnmtError(f"{run.config_path}: model.arch={cfg.model.arch}: CTranslate2 has no "
                           f"RNN models; only Transformer runs can be exported (the native engine translates "
                           f"this run)")
+    refuse_overwrite(output_dir, {}, {"run": run.path})  # before --force could delete it
     if output_dir.exists() and any(output_dir.iterdir()) and not force:
         raise AttnmtError(f"{output_dir}: exists and is not empty (use --force to replace it)")
+    with writer_lock(output_dir.parent, name=f".{output_dir.name}.lock"):  # one export into it at a time
+        return _export(run, cfg, output_dir, ctranslate2, checkpoint, quantization, attention_layer)
+
+
+def _export(run: RunDir, cfg, output_dir: Path, ctranslate2, checkpoint: str, quantization: str,
+            attention_layer: int) -> Path:
     pipeline = run.pipeline()
     weights = run.weights(checkpoint)
     model = run.load_model(checkpoint, cfg, pipeline)
@@ -189,16 +196,18 @@ def export_run(run_dir: str | Path, output_dir: str | Path, *, checkpoint: str =
     spec.optimize(quantization=quantization)
     output_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
+    kept = f"{output_dir} is as it was" if output_dir.exists() else f"nothing was written to {output_dir}"
     try:
-        spec.save(str(staging))
-        pipeline.save(staging)
-        shutil.copyfile(run.config_path, staging / EXPORT_CONFIG)
-        write_json(staging / EXPORT_INFO, {
-            "format": "ctranslate2", "ctranslate2_version": ctranslate2.__version__,
-            "quantization": quantization, "attention_layer": attention_layer % len(model.decoder_layers),
-            "decoder_layers": len(model.decoder_layers),
-            "run_dir": str(run.path), "checkpoint": str(weights)})
-        RunDir(staging).record_checksums(sorted(p.name for p in staging.iterdir() if p.is_file()))
+        with writing(staging, kept):  # a full disk: one line naming the file, the output untouched
+            spec.save(str(staging))
+            pipeline.save(staging)
+            shutil.copyfile(run.config_path, staging / EXPORT_CONFIG)
+            write_json(staging / EXPORT_INFO, {
+                "format": "ctranslate2", "ctranslate2_version": ctranslate2.__version__,
+                "quantization": quantization, "attention_layer": attention_layer % len(model.decoder_layers),
+                "decoder_layers": len(model.decoder_layers),
+                "run_dir": str(run.path), "checkpoint": str(weights)})
+            RunDir(staging).record_checksums(sorted(p.name for p in staging.iterdir() if p.is_file()))
         if output_dir.exists():
             shutil.rmtree(output_dir)
         staging.rename(output_dir)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from attnmt.config import Config
 from attnmt.engines.native import decode_sources
 from attnmt.devices import resolve_device
 from attnmt.errors import AttnmtError
+from attnmt.files import writer_lock
 from attnmt.evaluation import corpus_loss, perplexity, score_translations
 from attnmt.models import count_parameters
 from attnmt.run_dir import RunDir
@@ -63,7 +65,8 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False, overwrite: 
         device = resolve_device(cfg.train.device)
         use_bf16(cfg, device)  # refuse an impossible `train.amp` before anything is written
         world, device = init_world(cfg.train.backend, device)  # SINGLE outside torchrun
-        result = Trainer(cfg, RunDir(run_dir), world=world, device=device).run(resume=resume, overwrite=overwrite)
+        with writer_lock(run_dir) if world.main else nullcontext():  # one writer per run (rank 0 holds it)
+            result = Trainer(cfg, RunDir(run_dir), world=world, device=device).run(resume=resume, overwrite=overwrite)
         close_world(world)  # on an error, the process exits and torchrun stops the other ranks
         return result
     finally:

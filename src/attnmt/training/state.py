@@ -13,6 +13,7 @@ import torch
 
 from attnmt.checkpoint import load_train_state, load_weights, save_train_state, train_states
 from attnmt.errors import AttnmtError, CheckpointError
+from attnmt.files import writing
 from attnmt.run_dir import RunDir
 from attnmt.world import SINGLE, World, gather_to_main
 from attnmt.training.trainable import Trainable
@@ -87,7 +88,8 @@ class MetricsLog:
     def write(self, **record) -> None:
         if self.path is None:
             return
-        with open(self.path, "a", encoding="utf-8") as handle:
+        with writing(self.path, "the last training state is intact: --resume goes on from it"), \
+                open(self.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         if self.writer is not None and "step" in record:
             for key, value in record.items():
@@ -180,6 +182,7 @@ def _restore(run: RunDir, path: Path, trainable: Trainable, device: torch.device
         raise CheckpointError(f"{path}: names weights {saved['weights']!r}, outside {run.path}")
     state = TrainState.from_dict(saved["counters"], str(path))
     load_weights(trainable.core, weights)
+    log.info("resuming from the training state %s (weights %s)", path, saved["weights"])
     try:
         trainable.optimizer.load_state_dict(saved["optimizer"])
         trainable.step_schedule.load_state_dict(saved["schedule"])
