@@ -34,7 +34,8 @@ log = logging.getLogger(__name__)
 
 def write_failed(path: str | os.PathLike, err: OSError, kept: str = "") -> WriteError:
     """The one-line error of a failed write of `path`: the file, the cause, and what is left."""
-    cause = os.strerror(err.errno) if err.errno else (err.strerror or str(err))
+    cause = (os.strerror(err.errno) if err.errno  # numpy's tofile says only how much it wrote
+             else f"{err.strerror or err} (a short write: the disk is full or a file size limit was reached)")
     if err.errno == errno.ENOSPC:
         cause += " (free some space, then run the command again)"
     return WriteError(f"{path}: could not be written: {cause}" + (f"; {kept}" if kept else ""))
