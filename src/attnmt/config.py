@@ -38,7 +38,7 @@ _FLOAT_LITERAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 @dataclass(frozen=True)
 class DataConfig:
-    corpus: str = "multi30k"                 # "multi30k" or "files" (your own data)
+    corpus: str = "multi30k"                 # "multi30k", "files" (your own data) or "none" (an imported model's)
     src_lang: str = "de"
     tgt_lang: str = "en"
     train: str | None = None                 # own data: path prefix (train -> train.de, train.en) or .tsv
@@ -73,10 +73,13 @@ class ModelConfig:
     ff_dim: int = 1024
     enc_layers: int = 3
     dec_layers: int = 3
-    positions: Literal["sinusoidal", "learned"] = "sinusoidal"
+    positions: Literal["sinusoidal", "sinusoidal_halves", "learned"] = "sinusoidal"  # halves: Marian's sin|cos
     pre_norm: bool = True
     share_embeddings: bool = False           # source = target embedding (joint vocabulary)
     attn_dropout: float = 0.0
+    activation: Literal["relu", "gelu", "swish"] = "relu"  # the feed-forward's (swish = SiLU: OPUS-MT)
+    scale_embeddings: bool = True            # token embeddings times sqrt(d_model)
+    ff_dropout: float | None = None          # after the feed-forward's activation; null = model.dropout
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,8 @@ class TrainConfig:
     num_threads: int | None = None           # CPU threads (default: torch's choice)
     accum_steps: int = 1                     # batches per rank accumulated into each update
     backend: Literal["auto", "gloo", "nccl"] = "auto"  # torchrun only; auto = nccl on CUDA, else gloo
+    init_from: str | None = None             # a run (trained or `attnmt import`ed): start from its weights,
+                                             # tokenizers and vocabularies (training/data.py)
 
 
 @dataclass(frozen=True)
@@ -180,7 +185,7 @@ RANGES: dict[str, tuple[str, int | float]] = {
     "search.max_input_tokens": ("positive", MAX_TOKENS),
 }
 # probabilities and factors: key -> interval
-FRACTIONS = {"model.dropout": "[0, 1)", "model.attn_dropout": "[0, 1)", "train.label_smoothing": "[0, 1)",
+FRACTIONS = {"model.dropout": "[0, 1)", "model.attn_dropout": "[0, 1)", "model.ff_dropout": "[0, 1)", "train.label_smoothing": "[0, 1)",
              "train.teacher_forcing": "[0, 1]", "train.plateau_factor": "(0, 1)"}
 
 
@@ -377,8 +382,8 @@ def _check_data(cfg: Config) -> str | None:
     elif d.corpus == "files":
         if not d.train:
             return "data.train must name your training data when data.corpus is 'files'"
-    else:
-        return f"data.corpus={_show(d.corpus)} must be 'multi30k' or 'files'"
+    elif d.corpus != "none":  # "none": a model imported from elsewhere names no corpus (attnmt import)
+        return f"data.corpus={_show(d.corpus)} must be 'multi30k', 'files' or 'none'"
     if d.src_lang == d.tgt_lang:
         return f"data.src_lang and data.tgt_lang are both {_show(d.src_lang)}"
     return None
@@ -403,7 +408,7 @@ def _check_ranges(cfg: Config) -> str | None:
     for key, interval in FRACTIONS.items():
         section, name = key.split(".")
         value = getattr(getattr(cfg, section), name)
-        if not _in_interval(value, interval):
+        if value is not None and not _in_interval(value, interval):
             return f"{key}={value} must be in {interval}"
     if not all(_in_interval(b, "[0, 1)") for b in cfg.train.betas):
         return f"train.betas={list(cfg.train.betas)} must each be in [0, 1)"
@@ -449,6 +454,9 @@ def _check_rules(cfg: Config) -> str | None:
         check_device_name(t.device, key="train.device")
     except AttnmtError as err:
         return str(err)
+    if m.arch == "rnn" and (m.activation, m.scale_embeddings, m.ff_dropout) != ("relu", True, None):
+        return (f"model.activation={m.activation!r}, model.scale_embeddings={m.scale_embeddings} and model.ff_dropout="
+                f"{m.ff_dropout} apply to model.arch='transformer' only: leave them at 'relu', true and null for the RNN")
     if m.arch == "transformer" and t.teacher_forcing != 1.0:
         return (f"train.teacher_forcing={t.teacher_forcing} applies to model.arch='rnn' only: the Transformer "
                 "is always trained on the gold previous tokens (set it to 1.0)")

@@ -3,6 +3,7 @@
 `TextPipeline.build` trains whatever needs training (sentencepiece models, vocabularies) on the
 training split; `save` / `load` keep it in the run directory as JSON plus sentencepiece model
 files, so that a trained model translates with exactly the tokenization it was trained with.
+`source_eos` (an imported Marian model's convention) ends every source with the eos token.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class TextPipeline:
     tgt_tokenizer: Tokenizer
     src_vocab: Vocab
     tgt_vocab: Vocab
+    source_eos: bool = False  # every source ends with src_vocab's eos token (Marian); attnmt's own: no
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -65,7 +67,7 @@ class TextPipeline:
 
     # ------------------------------------------------------------------ use
     def encode_source(self, text: str) -> list[int]:
-        return self.src_vocab.encode(self.src_tokenizer.tokenize(text))
+        return self.src_vocab.encode(self.src_tokenizer.tokenize(text), add_eos=self.source_eos)
 
     def encode_target(self, text: str) -> list[int]:
         return self.tgt_vocab.encode(self.tgt_tokenizer.tokenize(text))
@@ -105,6 +107,8 @@ class TextPipeline:
             if isinstance(tok, SentencePieceTokenizer):
                 tok = tok.copy_model_to(run_dir)
             settings[side] = tok.to_dict()
+        if self.source_eos:
+            settings["source_eos"] = True
         write_json(run_dir / "tokenizers.json", settings)
         self.src_vocab.save(run_dir / "vocab.src.json")
         self.tgt_vocab.save(run_dir / "vocab.tgt.json")
@@ -116,11 +120,14 @@ class TextPipeline:
         settings = read_json(path, DataError)
         if not isinstance(settings, dict) or not all(isinstance(settings.get(side), dict) for side in ("src", "tgt")):
             raise DataError(f"{path}: expected {{\"src\": {{...}}, \"tgt\": {{...}}}} tokenizer settings")
+        if not isinstance(settings.get("source_eos", False), bool):
+            raise DataError(f"{path}: source_eos must be true or false, got {settings['source_eos']!r:.60}")
         return cls(
             tokenizer_from_dict(settings["src"], run_dir, source=f"{path}: src"),
             tokenizer_from_dict(settings["tgt"], run_dir, source=f"{path}: tgt"),
             Vocab.load(run_dir / "vocab.src.json"),
             Vocab.load(run_dir / "vocab.tgt.json"),
+            source_eos=settings.get("source_eos", False),
         )
 
 
@@ -144,6 +151,8 @@ def _vocab_difference(a: Vocab, b: Vocab) -> str:
 def pipeline_difference(a: TextPipeline, b: TextPipeline) -> str | None:
     """How two pipelines would encode or decode differently, in words; None when they are the same
     (same tokenizer settings and sentencepiece models, same vocabularies, id for id)."""
+    if a.source_eos != b.source_eos:
+        return f"one ends sources with eos and the other does not (source_eos {a.source_eos} and {b.source_eos})"
     for side, name in (("tgt", "target"), ("src", "source")):
         vocab_a, vocab_b = getattr(a, f"{side}_vocab"), getattr(b, f"{side}_vocab")
         if vocab_a != vocab_b:
