@@ -324,12 +324,15 @@ def _take(tensors: dict[str, torch.Tensor], names: tuple[str, ...], path: Path, 
 def marian_state_dict(tensors: dict[str, torch.Tensor], settings: MarianSettings, path: Path) -> dict:
     """attnmt's state dict (TransformerSeq2Seq names) from a Marian checkpoint's tensors."""
     m = settings.model
-    src = ("model.shared.weight", "model.encoder.embed_tokens.weight")
-    tgt = ("model.decoder.embed_tokens.weight",)
-    state = {"src_embed.weight": _take(tensors, src + tgt if settings.share else src, path,
-                                       "share_encoder_decoder_embeddings")}
-    state["tgt_embed.weight"] = state["src_embed.weight"] if settings.share else _take(
-        tensors, tgt, path, "the decoder's embeddings")
+    # the tensors transformers' forward uses: each stack's embed_tokens (saved files may keep only
+    # model.shared.weight, the tensor they are tied to)
+    src, tgt = (_take(tensors, (own,) if own in tensors else ("model.shared.weight",), path, f"the {side}'s embeddings")
+                for own, side in (("model.encoder.embed_tokens.weight", "encoder"),
+                                  ("model.decoder.embed_tokens.weight", "decoder")))
+    # shared when config.json says so and the two tensors are one (transformers 5 unties them,
+    # shared or not, when tie_word_embeddings is false)
+    m["share_embeddings"] = settings.share and src.shape == tgt.shape and torch.equal(src, tgt)
+    state = {"src_embed.weight": src, "tgt_embed.weight": tgt}
     if settings.tie:
         if "lm_head.weight" in tensors and not torch.equal(tensors["lm_head.weight"], state["tgt_embed.weight"]):
             raise CheckpointError(f"{path}: lm_head.weight differs from the target embeddings, but config.json "

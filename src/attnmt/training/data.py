@@ -8,6 +8,7 @@ Shapes:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from attnmt.config import Config, save_config
 from attnmt.data.batching import Batch, make_batches
@@ -16,6 +17,15 @@ from attnmt.data.pipeline import TextPipeline
 from attnmt.errors import AttnmtError, DataError
 from attnmt.run_dir import CONFIG, RunDir
 from attnmt.training.distributed import SINGLE, World, barrier, shard_update
+from attnmt.training.init_from import init_pipeline
+
+
+def new_run_pipeline(cfg: Config, train_corpus: ParallelCorpus, *, cache_dir: Path) -> TextPipeline:
+    """The tokenizers and vocabularies a new run uses: those of the run `train.init_from` names
+    (an imported or an attnmt run), else ones built on its training corpus."""
+    if cfg.train.init_from:
+        return init_pipeline(cfg)
+    return TextPipeline.build(cfg.data, train_corpus, cache_dir=cache_dir)
 
 
 @dataclass
@@ -42,7 +52,7 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
         if len(corpus) == 0:  # refused before anything is built or trained
             raise DataError(f"{corpus.name}: the {what} data has no sentence pairs")
     if not resume and world.main:
-        pipeline = TextPipeline.build(d, train_corpus, cache_dir=run.path / "cache")
+        pipeline = new_run_pipeline(cfg, train_corpus, cache_dir=run.path / "cache")
         pipeline.save(run.path)
         save_config(cfg, run.path / CONFIG)
         run.record_checksums([CONFIG, *run.pipeline_files()])
