@@ -59,7 +59,8 @@ class Vocab:
 
     def _own_specials(self, specials: dict[str, str]) -> dict[str, str]:
         """Set this vocabulary's special tokens and ids from {role: token}."""
-        if not isinstance(specials, dict) or sorted(specials) != sorted(self.ROLES):
+        if (not isinstance(specials, dict) or sorted(map(str, specials)) != sorted(self.ROLES)
+                or not all(isinstance(token, str) for token in specials.values())):
             raise ValueError(f"specials must name a token for each of {', '.join(self.ROLES)}; got {specials!r}")
         absent = {role: token for role, token in specials.items() if token not in self.stoi}
         if absent:
