@@ -212,7 +212,7 @@ def read_settings(folder: Path) -> MarianSettings:
     for name, value in (("pad_token_id", pad_id), ("eos_token_id", eos_id), ("decoder_start_token_id", start_id)):
         if value >= vocab_size:
             raise f.error(name, f"is outside the vocabulary of vocab_size={vocab_size}")
-    if start_id not in (pad_id,) and start_id == eos_id:
+    if start_id == eos_id:
         raise f.error("decoder_start_token_id", "is the eos token: attnmt starts decoding from pad or its own token")
     generation = folder / "generation_config.json"
     g = _Fields(_read_json(generation, required=False), generation)
@@ -225,7 +225,7 @@ def read_settings(folder: Path) -> MarianSettings:
                                                 and not isinstance(b[0], bool) and 0 <= b[0] < vocab_size for b in bad):
             raise source.error("bad_words_ids", "is not supported: only single tokens of the vocabulary can be "
                                                 "banned (attnmt suppresses tokens, not sequences)")
-        suppressed.extend(b[0] for b in bad if b[0] not in suppressed)
+        suppressed = list(dict.fromkeys(suppressed + [b[0] for b in bad]))  # in order, each once
     beams = g.values.get("num_beams", f.values.get("num_beams"))
     model = {
         "arch": "transformer", "d_model": f.int("d_model"), "heads": heads, "ff_dim": ff_dim,
