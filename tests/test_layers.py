@@ -18,6 +18,7 @@ LAYERS = {
     "models": 5,
     "search": 6,
     "decoding": 7, "run_dir": 7, "constraints": 7, "engines": 8,
+    "interop": 8,  # Marian / Hugging Face checkpoints <-> runs (run_dir.py, models, data)
     "evaluation": 9, "significance": 9, "training": 10,
     "translator": 11, "sharding": 11, "plotting": 12,  # sharding: line files in resumable shards over ranks
     "workers": 12,  # decoding in several processes, each with its own Translator (translator.py)

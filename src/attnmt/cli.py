@@ -6,7 +6,8 @@
     attnmt evaluate        BLEU / chrF / perplexity of a run on a split
     attnmt translate       translate stdin (or a file) line by line (n-best lists, sampling)
     attnmt score           the model's log-probability of given translations (forced decoding)
-    attnmt export          write a CTranslate2 model folder for a Transformer run
+    attnmt export          write a CTranslate2 model folder for a Transformer run (or a Marian one: --format hf)
+    attnmt import          a Marian (OPUS-MT) model folder in the Hugging Face layout -> a run
     attnmt attention       draw an attention heatmap for one sentence
     attnmt average         average the weights of checkpoints
     attnmt demo            the README's main job
@@ -48,7 +49,8 @@ from attnmt.server.settings import MAX_EXPIRE_MINUTES, MAX_FILE_KB, MAX_FILES, M
 COMMANDS = {name: f"attnmt.commands.{module}:run" for name, module in (
     ("data stats", "data_stats"), ("prepare", "prepare"), ("train", "train"), ("evaluate", "evaluate"), ("translate", "translate"),
     ("score", "score"), ("export", "export"), ("attention", "attention"), ("average", "average"),
-    ("demo", "demo"), ("serve", "serve"), ("compare", "compare"), ("summarize", "summarize"))}
+    ("demo", "demo"), ("serve", "serve"), ("compare", "compare"), ("summarize", "summarize"),
+    ("import", "import_"))}
 
 
 # --------------------------------------------------------------------------- argument types
@@ -213,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (_add_data, _add_prepare, _add_train, _add_evaluate, _add_translate, _add_score, _add_export, _add_attention,
-                _add_average, _add_demo, _add_serve, _add_compare, _add_summarize):
+                _add_average, _add_demo, _add_serve, _add_compare, _add_summarize, _add_import):
         add(sub)
     return parser
 
@@ -326,8 +328,10 @@ def _add_score(sub) -> None:
 def _add_export(sub) -> None:
     export = sub.add_parser("export", help="write a CTranslate2 model folder for a Transformer run")
     export.add_argument("run_dir")
-    export.add_argument("-o", "--output", default=None, help="output folder (default: RUN_DIR-ct2-QUANTIZATION)")
-    export.add_argument("--format", default="ctranslate2", choices=["ctranslate2"])
+    export.add_argument("-o", "--output", default=None,
+                        help="output folder (default: RUN_DIR-ct2-QUANTIZATION, or RUN_DIR-hf)")
+    export.add_argument("--format", default="ctranslate2", choices=["ctranslate2", "hf"],
+                        help="ctranslate2, or hf: a Marian model folder that transformers loads")
     export.add_argument("--quantization", default="float32",
                         choices=["int8", "int8_float32", "int16", "float16", "float32"])
     export.add_argument("--attention-layer", type=index_int, default=-1,
@@ -431,6 +435,17 @@ def _add_summarize(sub) -> None:
     summarize.add_argument("--batch-size", type=positive_int, default=128)
     summarize.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     summarize.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def _add_import(sub) -> None:
+    imp = sub.add_parser("import", help="a Marian (OPUS-MT) model folder in the Hugging Face layout -> a run")
+    imp.add_argument("folder", metavar="HF_FOLDER",
+                     help="config.json, model.safetensors, source.spm, target.spm, vocab.json (e.g. from "
+                          "`huggingface-cli download Helsinki-NLP/opus-mt-de-en --local-dir opus-mt-de-en`)")
+    imp.add_argument("-o", "--output", required=True, metavar="RUN_DIR", help="the run directory to write")
+    imp.add_argument("--src-lang", default=None, help="source language (default: tokenizer_config.json's)")
+    imp.add_argument("--tgt-lang", default=None, help="target language (default: tokenizer_config.json's)")
+    imp.add_argument("--overwrite", action="store_true", help="replace the run RUN_DIR holds")
 
 
 def _raised_by_attnmt(err: BaseException) -> bool:

@@ -48,7 +48,7 @@ class TrainCorpus:
 
 @dataclass(frozen=True)
 class DataConfig:
-    corpus: str = "multi30k"                 # "multi30k" or "files" (your own data)
+    corpus: str = "multi30k"                 # "multi30k", "files" (your own data) or "none" (an imported model's)
     src_lang: str = "de"                     # one direction (the default); not used when data.pairs / langs is set
     tgt_lang: str = "en"
     pairs: tuple[str, ...] | None = None     # multilingual: the directions of one model, e.g. [de-en, en-de, fr-en]
@@ -117,10 +117,13 @@ class ModelConfig:
     ff_dim: int = 1024
     enc_layers: int = 3
     dec_layers: int = 3
-    positions: Literal["sinusoidal", "learned"] = "sinusoidal"
+    positions: Literal["sinusoidal", "sinusoidal_halves", "learned"] = "sinusoidal"  # halves: Marian's sin|cos
     pre_norm: bool = True
     share_embeddings: bool = False           # source = target embedding (joint vocabulary)
     attn_dropout: float = 0.0
+    activation: Literal["relu", "gelu", "swish"] = "relu"  # the feed-forward's (swish = SiLU: OPUS-MT)
+    scale_embeddings: bool = True            # token embeddings times sqrt(d_model)
+    ff_dropout: float | None = None          # after the feed-forward's activation; null = model.dropout
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,8 @@ class TrainConfig:
     validate_every: int | None = None        # also validate and checkpoint every N updates (besides epoch ends)
     length_window: int = 1_000_000           # each epoch: shuffled, then sorted by length in windows of this many pairs
     backend: Literal["auto", "gloo", "nccl"] = "auto"  # torchrun only; auto = nccl on CUDA, else gloo
+    init_from: str | None = None             # a run (trained or `attnmt import`ed): start from its weights,
+                                             # tokenizers and vocabularies (training/data.py)
 
 
 @dataclass(frozen=True)
@@ -231,7 +236,7 @@ RANGES: dict[str, tuple[str, int | float]] = {
     "search.max_input_tokens": ("positive", MAX_TOKENS),
 }
 # probabilities and factors: key -> interval
-FRACTIONS = {"model.dropout": "[0, 1)", "model.attn_dropout": "[0, 1)", "train.label_smoothing": "[0, 1)",
+FRACTIONS = {"model.dropout": "[0, 1)", "model.attn_dropout": "[0, 1)", "model.ff_dropout": "[0, 1)", "train.label_smoothing": "[0, 1)",
              "train.teacher_forcing": "[0, 1]", "train.plateau_factor": "(0, 1)"}
 
 
@@ -486,8 +491,8 @@ def _check_data(cfg: Config) -> str | None:
                                             {f"{a}-{b}" for a, b in d.directions()}):
                 return (f"{where}.pair={_show(corpus.pair)} must be one of the model's directions "
                         f"({', '.join(f'{a}-{b}' for a, b in d.directions())})")
-    else:
-        return f"data.corpus={_show(d.corpus)} must be 'multi30k' or 'files'"
+    elif d.corpus != "none":  # "none": a model imported from elsewhere names no corpus (attnmt import)
+        return f"data.corpus={_show(d.corpus)} must be 'multi30k', 'files' or 'none'"
     if d.corpus == "multi30k" and d.train is not None:
         return "data.train names own data; set data.corpus to 'files' (Multi30k has its own splits)"
     if d.multilingual and not (d.tokenizer == "sentencepiece" and d.spm_joint):
@@ -517,7 +522,7 @@ def _check_ranges(cfg: Config) -> str | None:
     for key, interval in FRACTIONS.items():
         section, name = key.split(".")
         value = getattr(getattr(cfg, section), name)
-        if not _in_interval(value, interval):
+        if value is not None and not _in_interval(value, interval):
             return f"{key}={value} must be in {interval}"
     if not all(_in_interval(b, "[0, 1)") for b in cfg.train.betas):
         return f"train.betas={list(cfg.train.betas)} must each be in [0, 1)"
@@ -563,6 +568,9 @@ def _check_rules(cfg: Config) -> str | None:
         check_device_name(t.device, key="train.device")
     except AttnmtError as err:
         return str(err)
+    if m.arch == "rnn" and (m.activation, m.scale_embeddings, m.ff_dropout) != ("relu", True, None):
+        return (f"model.activation={m.activation!r}, model.scale_embeddings={m.scale_embeddings} and model.ff_dropout="
+                f"{m.ff_dropout} apply to model.arch='transformer' only: leave them at 'relu', true and null for the RNN")
     if m.arch == "transformer" and t.teacher_forcing != 1.0:
         return (f"train.teacher_forcing={t.teacher_forcing} applies to model.arch='rnn' only: the Transformer "
                 "is always trained on the gold previous tokens (set it to 1.0)")

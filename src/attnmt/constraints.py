@@ -182,7 +182,7 @@ def _rewarded_lengths(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_l
 def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor,
                             constraints: ConstraintBatch, *, beam_size: int = 5, length_penalty: float = 1.0,
                             max_len_ratio: float = 2.0, max_len_offset: int = 10, bos_id: int = 2, eos_id: int = 3,
-                            prefix: Tensor | None = None) -> SearchResult:
+                            prefix: Tensor | None = None, suppress: Sequence[int] = ()) -> SearchResult:
     """Beam search in which every sentence's constraints appear in its output exactly once (module
     docstring), for all sentences at once.
 
@@ -192,7 +192,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
         constraints: ConstraintBatch of (batch, cons, cons_len) tokens and (batch, cons) lengths.
         beam_size: hypotheses kept per sentence and returned; 1 (greedy) searches with GREEDY_BEAM
             (one hypothesis cannot be in two banks) and returns the best.
-        length_penalty, max_len_ratio, max_len_offset, bos_id, eos_id, prefix: as search.beam_search;
+        length_penalty, max_len_ratio, max_len_offset, bos_id, eos_id, prefix, suppress: as search.beam_search;
             each budget is raised to at least the sentence's constraint tokens (+ prefix) + 1; the
             penalty's length is capped (module docstring: length-aware scores).
 
@@ -221,7 +221,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
     window = max(int(cons_tokens.shape[2]), 1)  # the history suffix_matches reads: the longest constraint
     rewarded = _rewarded_lengths(model, src_ids, src_mask, src_lengths, cons_total, beam=beam, alpha=alpha,
                                  max_len_ratio=max_len_ratio, max_len_offset=max_len_offset, bos_id=bos_id,
-                                 eos_id=eos_id, prefix=prefix)  # (batch,)
+                                 eos_id=eos_id, prefix=prefix, suppress=suppress)  # (batch,)
     with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
         state = model.reorder_state(state, tile_index(batch, beam, device))  # rows = batch*beam
@@ -239,7 +239,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
         for t in range(int(max_lens.max())):
             logits, state, attn = model.decode_step(prev_ids, state)  # attn: (rows, src_len)
             row_sents = active.repeat_interleave(beam)  # (rows,)
-            logp = _log_softmax(logits)  # (rows, vocab)
+            logp = _log_softmax(logits, suppress)  # (rows, vocab)
             n, vocab = active.shape[0], logp.shape[-1]
             tok, lens = cons_tokens[row_sents], cons_lengths[row_sents]  # (rows, cons, cons_len), (rows, cons)
             ends = suffix_matches(history, tok, lens)  # (rows, cons, cons_len + 1)

@@ -138,8 +138,14 @@ def encode_texts(tokenizer: Tokenizer, vocab: Vocab, texts: Sequence[str], searc
 
 def encode_sources(pipeline: TextPipeline, sentences: Sequence[str], search_cfg: SearchConfig,
                    warnings: list[list[str]] | None = None) -> tuple[list[list[str]], list[list[int]]]:
-    """`encode_texts` with the pipeline's source tokenizer and vocabulary."""
-    return encode_texts(pipeline.src_tokenizer, pipeline.src_vocab, sentences, search_cfg, warnings)
+    """`encode_texts` with the pipeline's source tokenizer and vocabulary; with the pipeline's
+    `source_eos` (Marian), a non-empty source ends with the eos token, shown among its tokens."""
+    tokens, ids = encode_texts(pipeline.src_tokenizer, pipeline.src_vocab, sentences, search_cfg, warnings)
+    if pipeline.source_eos:
+        vocab = pipeline.src_vocab
+        tokens = [t + [vocab.EOS] if t else t for t in tokens]
+        ids = [i + [vocab.eos_id] if i else i for i in ids]
+    return tokens, ids
 
 
 def encode_targets(pipeline: TextPipeline, targets: Sequence[str], search_cfg: SearchConfig,

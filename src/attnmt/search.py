@@ -24,12 +24,14 @@ Conventions of both searches:
       forced to its prefix and the search goes on from there; its budget is raised to at least its
       prefix length + 1. Forced tokens add nothing to ``log_prob`` (it is the completion's, given
       the prefix, as in CTranslate2); the length penalty counts them.
+    * ``suppress``: target ids never produced (an imported Marian model's pad token); their
+      log-probability is set to -inf after the softmax, the others' are left as they are.
 """
 
 from __future__ import annotations
 
 import bisect
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -123,15 +125,21 @@ def _force_prefix(logp: Tensor, prefix: Tensor | None, rows: Tensor, t: int) -> 
     return torch.where((forced >= 0).unsqueeze(1), only, logp)  # (rows, vocab)
 
 
-def _log_softmax(logits: Tensor) -> Tensor:
-    """Log-probabilities in at least float32 (half-precision logits are upcast)."""
-    return logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(dim=-1)
+def _log_softmax(logits: Tensor, suppress: Sequence[int] = ()) -> Tensor:
+    """Log-probabilities in at least float32 (half-precision logits are upcast); the `suppress`
+    ids (tokens search never produces) are then set to -inf, the others not renormalized (as
+    transformers' bad_words_ids do)."""
+    logp = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(dim=-1)
+    if suppress:
+        logp[:, list(suppress)] = float("-inf")
+    return logp
 
 
 @torch.inference_mode()
 def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, *,
                   max_len_ratio: float = 2.0, max_len_offset: int = 10, bos_id: int = 2,
-                  eos_id: int = 3, check_every: int = 8, prefix: Tensor | None = None) -> SearchResult:
+                  eos_id: int = 3, check_every: int = 8, prefix: Tensor | None = None,
+                  suppress: Sequence[int] = ()) -> SearchResult:
     """Pick the most probable token at every step, for the whole batch at once.
 
     Every ``check_every`` steps the host reads how many sentences have ended (the loop's only
@@ -177,7 +185,7 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         finished = torch.zeros(batch, dtype=torch.bool, device=device)  # (n,)
         for t in range(steps):
             logits, state, attn = model.decode_step(prev_ids, state)  # (n, vocab), (n, src_len)
-            best_logp, prev_ids = _force_prefix(_log_softmax(logits), prefix, rows, t).max(dim=-1)  # (n,)
+            best_logp, prev_ids = _force_prefix(_log_softmax(logits, suppress), prefix, rows, t).max(dim=-1)  # (n,)
             if attention is None:
                 attention = attn.new_zeros(batch, steps, attn.shape[-1])
                 log_probs = best_logp.new_zeros(batch)
@@ -220,7 +228,7 @@ def _single_hypotheses(token_rows: list[list[int]], lengths: list[int], src_leng
 def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, *,
                 beam_size: int = 5, length_penalty: float = 1.0, max_len_ratio: float = 2.0,
                 max_len_offset: int = 10, bos_id: int = 2, eos_id: int = 3,
-                prefix: Tensor | None = None) -> SearchResult:
+                prefix: Tensor | None = None, suppress: Sequence[int] = ()) -> SearchResult:
     """Beam search over all sentences at once (rows = active sentences x beam).
 
     Each step scores every hypothesis extension, ``topk`` over beam*vocab keeps 2*beam
@@ -276,7 +284,7 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
         prev_ids = torch.full((batch * beam,), bos_id, dtype=torch.long, device=device)
         for t in range(int(max_lens.max())):
             logits, state, attn = model.decode_step(prev_ids, state)  # attn: (rows, src_len)
-            logp = _force_prefix(_log_softmax(logits), prefix, active.repeat_interleave(beam), t)  # (rows, vocab)
+            logp = _force_prefix(_log_softmax(logits, suppress), prefix, active.repeat_interleave(beam), t)  # (rows, vocab)
             n, vocab = active.shape[0], logp.shape[-1]
             candidates = (beam_scores.view(-1, 1) + logp).view(n, beam * vocab)
             # the 2*beam best extensions per sentence, sorted: (n, 2*beam)
@@ -411,7 +419,7 @@ class _BeamTrail:
 def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, *,
                   topk: int = 0, temperature: float = 1.0, generator: torch.Generator | None = None,
                   max_len_ratio: float = 2.0, max_len_offset: int = 10, bos_id: int = 2,
-                  eos_id: int = 3, prefix: Tensor | None = None) -> SearchResult:
+                  eos_id: int = 3, prefix: Tensor | None = None, suppress: Sequence[int] = ()) -> SearchResult:
     """Random sampling, for back-translation (Edunov et al. 2018): at every step draw the next
     token from softmax(logits / temperature), restricted to the ``topk`` most probable tokens
     (0 = the whole vocabulary; 1 = greedy search), for the whole batch at once.
@@ -452,7 +460,7 @@ def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         tokens, weights, step_logps = [], [], []
         for t in range(int(max_lens.max())):
             logits, state, attn = model.decode_step(prev_ids, state)  # (batch, vocab), (batch, src_len)
-            logp = _force_prefix(_log_softmax(logits), prefix, all_rows, t)  # (batch, vocab)
+            logp = _force_prefix(_log_softmax(logits, suppress), prefix, all_rows, t)  # (batch, vocab)
             scaled = logp / temperature
             if 0 < topk < scaled.shape[-1]:
                 kth = scaled.topk(topk, dim=-1).values[:, -1:]  # (batch, 1)

@@ -238,6 +238,8 @@ class Translator:
         """Put the prefix's own tokens back (the engines see words the vocabulary lacks as <unk>),
         replace the other <unk>s and add word alignments, in the result and each alternative."""
         detokenize = self.pipeline.tgt_tokenizer.detokenize
+        # a Marian source's </s> is no word: left out of <unk> replacement and alignments
+        words = len(result.source_tokens) - (1 if self.pipeline.source_eos and result.source_tokens else 0)
         for hyp in [result, *result.alternatives]:
             if hyp.attention is None:
                 continue
@@ -245,12 +247,12 @@ class Translator:
             if prefix and tokens[:len(prefix)] != prefix:
                 tokens[:len(prefix)] = prefix
             if replace_unk:
-                tokens, replaced = replace_unknowns(tokens, result.source_tokens, hyp.attention,
-                                                    subword=self.subword, start=len(prefix))
+                tokens, replaced = replace_unknowns(tokens, result.source_tokens[:words],
+                                                    hyp.attention[:, :words], subword=self.subword, start=len(prefix))
             if tokens != hyp.tokens:
                 hyp.tokens, hyp.text, hyp.replaced = tokens, detokenize(tokens), replaced
             if alignments:
-                hyp.alignment = word_alignment(hyp.attention, result.source_tokens, hyp.tokens,
+                hyp.alignment = word_alignment(hyp.attention[:, :words], result.source_tokens[:words], hyp.tokens,
                                                subword=self.subword)
 
     def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64,

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
+from fuzzing import fuzz
+from hypothesis import given
+from hypothesis import strategies as st
 
 from attnmt.data.vocab import Vocab
 from attnmt.errors import DataError
@@ -54,3 +59,48 @@ def test_load_errors(tmp_path):
     (tmp_path / "wrong.json").write_text('{"tokens": ["a", "b"]}')
     with pytest.raises(DataError, match=r"wrong\.json: a vocabulary starts with"):
         Vocab.load(tmp_path / "wrong.json")
+
+
+def test_a_vocabulary_in_its_own_order_names_its_specials(tmp_path):
+    """Marian's order: </s>=0, <unk>=1, ..., <pad> last, decoding starting from <pad>."""
+    tokens = ["</s>", "<unk>", "▁a", "b", "<pad>"]
+    vocab = Vocab(tokens, specials={"pad": "<pad>", "unk": "<unk>", "bos": "<pad>", "eos": "</s>"},
+                  suppressed=["<pad>"])
+    assert (vocab.pad_id, vocab.unk_id, vocab.bos_id, vocab.eos_id) == (4, 1, 4, 0)
+    assert (vocab.PAD, vocab.EOS, vocab.suppressed_ids) == ("<pad>", "</s>", (4,))
+    assert vocab.encode(["▁a", "zz"], add_eos=True) == [2, 1, 0]
+    assert vocab.decode([4, 2, 3, 0, 2]) == ["▁a", "b"]  # the start (pad) dropped, stops at </s>
+    vocab.save(tmp_path / "v.json")
+    assert Vocab.load(tmp_path / "v.json") == vocab
+    assert Vocab.load(tmp_path / "v.json") != Vocab(tokens, specials=vocab.specials)  # suppressed differs
+    assert Vocab.build([["a"]]).to_dict() == {"tokens": ["<pad>", "<unk>", "<bos>", "<eos>", "a"]}  # unchanged
+
+
+@pytest.mark.parametrize("specials,suppressed,match", [
+    ({"pad": "<pad>", "unk": "<unk>", "bos": "<pad>"}, [], "specials must name a token for each of"),
+    ({"pad": "<pad>", "unk": "<unk>", "bos": "<pad>", "eos": "<e>"}, [], "not in the vocabulary"),
+    ({"pad": "<pad>", "unk": "<unk>", "bos": "</s>", "eos": "</s>"}, [], "bos one of its own or pad"),
+    ({"pad": "<pad>", "unk": "<unk>", "bos": "<pad>", "eos": "</s>"}, ["zz"], "suppressed tokens"),
+    ({"pad": ["<pad>"], "unk": "<unk>", "bos": "<pad>", "eos": "</s>"}, [], "specials must name"),
+])
+def test_bad_specials_are_refused(tmp_path, specials, suppressed, match):
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps({"tokens": ["</s>", "<unk>", "<pad>"], "specials": specials,
+                                "suppressed": suppressed}), encoding="utf-8")
+    with pytest.raises(DataError, match=match):
+        Vocab.load(path)
+
+
+@fuzz(ci=60, deep=2000)
+@given(st.dictionaries(st.sampled_from(["tokens", "specials", "suppressed"]),
+                       st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+                                    lambda inner: st.lists(inner, max_size=5)
+                                    | st.dictionaries(st.sampled_from(["pad", "unk", "bos", "eos", "x"]), inner,
+                                                      max_size=5), max_leaves=12)))
+def test_any_vocabulary_file_loads_or_is_refused_by_name(tmp_path_factory, document):
+    path = tmp_path_factory.mktemp("fuzz") / "v.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    try:
+        Vocab.load(path)
+    except DataError as err:
+        assert str(path) in str(err)

@@ -17,10 +17,10 @@ def rnn(*, attention="bahdanau", tie=False):
                       dropout=0.0, attention=attention, tie_embeddings=tie)
 
 
-def transformer(*, pre_norm=True, positions="sinusoidal", tie=False):
+def transformer(*, pre_norm=True, positions="sinusoidal", tie=False, activation="relu", scale=True):
     model = TransformerSeq2Seq(SRC_VOCAB, TGT_VOCAB, d_model=16, heads=4, ff_dim=32, enc_layers=2,
                                dec_layers=2, dropout=0.0, pre_norm=pre_norm, positions=positions,
-                               tie_embeddings=tie)
+                               tie_embeddings=tie, activation=activation, scale_embeddings=scale)
     if positions == "learned":  # learned positions start near zero: make them matter
         torch.nn.init.normal_(model.pos_embed.weight)
     return model
@@ -42,7 +42,9 @@ def spec(arch, **kwargs):
 MODELS = [spec("rnn", attention=a) for a in ATTENTION_TYPES] + [spec("transformer")]
 VARIANTS = ([spec("rnn", attention=a, tie=t) for a in ATTENTION_TYPES for t in (False, True)]
             + [spec("transformer", pre_norm=p, positions=q, tie=True)
-               for p in (True, False) for q in ("sinusoidal", "learned")])
+               for p in (True, False) for q in ("sinusoidal", "learned")]
+            + [spec("transformer", pre_norm=False, positions="sinusoidal_halves", tie=True, activation=a, scale=s)
+               for a, s in (("swish", True), ("gelu", False))])  # as imported Marian models are
 
 
 def build(arch, kwargs, dtype=torch.float64):

@@ -5,6 +5,7 @@ reordering) is in test_seq2seq.py."""
 
 import copy
 import json
+import math
 
 import pytest
 import torch
@@ -37,6 +38,40 @@ def test_sinusoidal_positions_follow_the_formula():
     pos, i = 5, 2  # dims 4 (sin) and 5 (cos) share the frequency 10000^(-4/6)
     torch.testing.assert_close(table[pos, 4], torch.tensor(pos / 10000 ** (4 / 6)).sin())
     torch.testing.assert_close(table[pos, 5], torch.tensor(pos / 10000 ** (2 * i / 6)).cos())
+
+
+@pytest.mark.parametrize("d_model", [6, 7])
+def test_sinusoidal_halves_put_the_sines_first(d_model):
+    """Marian's layout: PE(pos, i) = sin(pos / 10000^(2i/d)) for i < ceil(d/2), then the cosines."""
+    table = sinusoidal_positions(9, d_model, halves=True).double()
+    half = (d_model + 1) // 2
+    for pos in range(9):
+        for i in range(half):
+            assert abs(table[pos, i].item() - math.sin(pos / 10000 ** (2 * i / d_model))) < 1e-6
+        for i in range(d_model // 2):
+            assert abs(table[pos, half + i].item() - math.cos(pos / 10000 ** (2 * i / d_model))) < 1e-6
+
+
+@pytest.mark.parametrize("activation,reference", [
+    ("relu", lambda x: x.clamp(min=0)), ("gelu", lambda x: 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))),
+    ("swish", lambda x: x / (1 + torch.exp(-x)))])
+def test_feed_forward_activations_follow_their_formulas(activation, reference):
+    model = tiny_model(activation=activation)
+    ff = model.encoder_layers[0].feed_forward
+    x = torch.randn(2, 3, 16, dtype=torch.float64)
+    expected = ff.out_proj(reference(x @ ff.in_proj.weight.T + ff.in_proj.bias))
+    torch.testing.assert_close(ff(x), expected)
+
+
+def test_embedding_scale_can_be_one():
+    scaled, plain = tiny_model(), tiny_model(scale_embeddings=False)
+    assert (scaled.embed_scale, plain.embed_scale) == (4.0, 1.0)
+    with pytest.raises(ValueError, match="activation must be one of"):
+        tiny_model(activation="tanh")
+    with pytest.raises(ConfigError, match="model.activation='gelu'.* apply to model.arch='transformer' only"):
+        config_from_dict({"model": {"arch": "rnn", "activation": "gelu"}})
+    with pytest.raises(ConfigError, match=r"model.ff_dropout=1.5 must be in \[0, 1\)"):
+        config_from_dict({"model": {"arch": "transformer", "ff_dropout": 1.5}})
 
 
 def test_self_attention_cache_grows_one_position_per_step():

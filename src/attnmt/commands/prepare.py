@@ -10,6 +10,7 @@ import torch
 
 from attnmt.config import load_config
 from attnmt.data.prepare import prepare
+from attnmt.training.init_from import init_pipeline, resolve_init_from
 from attnmt.world import close_world, init_world
 
 PREPARE_TIMEOUT_S = 24 * 3600.0  # a rank waits this long for the others (a huge corpus encodes for hours)
@@ -17,8 +18,11 @@ PREPARE_TIMEOUT_S = 24 * 3600.0  # a rank waits this long for the others (a huge
 
 def run(args) -> int:
     cfg = load_config(args.config, args.overrides)
+    if cfg.train.init_from:  # a fine-tuning config: the ids are in its init run's vocabularies, as train's are
+        cfg = resolve_init_from(cfg)
+        init_pipeline(cfg)
     world, _ = init_world("gloo", torch.device("cpu"), timeout_s=PREPARE_TIMEOUT_S)
-    data = prepare(cfg.data, world=world, workers=args.workers)
+    data = prepare(cfg.data, world=world, workers=args.workers, init_from=cfg.train.init_from)
     close_world(world)
     if world.main:
         m = data.manifest

@@ -51,8 +51,9 @@ class Batching:
     pad_id: int = 0
     bos_id: int = 2
     eos_id: int = 3
-    src_extra: int = 0      # tokens a batch adds before each source (a language token), for the budget
+    src_extra: int = 0      # tokens a batch adds to each source (a language token, an eos), for the budget
     tgt_extra: int = 0      # tokens it adds first in each target
+    src_eos: bool = False   # end each source with eos_id (an imported Marian model's convention)
 
     @property
     def group(self) -> int:
@@ -221,5 +222,7 @@ class Epoch:
             corpus = self.data.corpus_of[examples].tolist()
             src = [np.concatenate([self.prefixes[c][0], ids]) for c, ids in zip(corpus, src)]
             tgt = [np.concatenate([self.prefixes[c][1], ids]) for c, ids in zip(corpus, tgt)]
+        if b.src_eos:
+            src = [np.append(ids, b.eos_id).astype(ids.dtype) for ids in src]
         return collate(list(zip(src, tgt)), torch.from_numpy(examples.astype(np.int64)), pad_id=b.pad_id,
                        bos_id=b.bos_id, eos_id=b.eos_id)

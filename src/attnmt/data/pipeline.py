@@ -5,6 +5,7 @@ training data; `save` / `load` keep it in the prepared folder and in the run dir
 plus sentencepiece model files, so that a trained model translates with exactly the
 tokenization it was trained with. A multilingual model's pipeline also holds its `Languages`
 (languages.py): the directions, the language tokens in the vocabulary and where they go.
+`source_eos` (an imported Marian model's convention) ends every source with the eos token.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class TextPipeline:
     src_vocab: Vocab
     tgt_vocab: Vocab
     languages: Languages | None = None  # a multilingual model's (None: one direction)
+    source_eos: bool = False  # every source ends with src_vocab's eos token (Marian); attnmt's own: no
 
     # ------------------------------------------------------------------ use
     def language_ids(self, target_lang: str | None) -> tuple[list[int], list[int]]:
@@ -52,7 +54,7 @@ class TextPipeline:
 
     def encode_source(self, text: str, target_lang: str | None = None) -> list[int]:
         before, _ = self.language_ids(target_lang)
-        return before + self.src_vocab.encode(self.src_tokenizer.tokenize(text))
+        return before + self.src_vocab.encode(self.src_tokenizer.tokenize(text), add_eos=self.source_eos)
 
     def encode_target(self, text: str, target_lang: str | None = None) -> list[int]:
         _, first = self.language_ids(target_lang)
@@ -75,7 +77,7 @@ class TextPipeline:
         if self.languages is None:
             return self
         return TextPipeline(self.src_tokenizer, self.tgt_tokenizer, self.src_vocab, self.tgt_vocab,
-                            self.languages.with_placement(placement))
+                            self.languages.with_placement(placement), self.source_eos)
 
     # ------------------------------------------------------------------ persistence
     def save(self, run_dir: Path) -> None:
@@ -87,6 +89,8 @@ class TextPipeline:
             settings[side] = tok.to_dict()
         if self.languages is not None:
             settings["languages"] = self.languages.to_dict()
+        if self.source_eos:
+            settings["source_eos"] = True
         write_json(run_dir / "tokenizers.json", settings)
         self.src_vocab.save(run_dir / "vocab.src.json")
         self.tgt_vocab.save(run_dir / "vocab.tgt.json")
@@ -99,12 +103,15 @@ class TextPipeline:
         if not isinstance(settings, dict) or not all(isinstance(settings.get(side), dict) for side in ("src", "tgt")):
             raise DataError(f"{path}: expected {{\"src\": {{...}}, \"tgt\": {{...}}}} tokenizer settings")
         languages = None if "languages" not in settings else Languages.from_dict(settings["languages"], str(path))
+        if not isinstance(settings.get("source_eos", False), bool):
+            raise DataError(f"{path}: source_eos must be true or false, got {settings['source_eos']!r:.60}")
         return cls(
             tokenizer_from_dict(settings["src"], run_dir, source=f"{path}: src"),
             tokenizer_from_dict(settings["tgt"], run_dir, source=f"{path}: tgt"),
             Vocab.load(run_dir / "vocab.src.json"),
             Vocab.load(run_dir / "vocab.tgt.json"),
             languages,
+            source_eos=settings.get("source_eos", False),
         )
 
 
@@ -134,6 +141,8 @@ def pipeline_difference(a: TextPipeline, b: TextPipeline, *, placement: bool = T
         langs_a, langs_b = ({**langs_a, "placement": None}, {**langs_b, "placement": None})
     if langs_a != langs_b:
         return f"their languages differ ({langs_a} and {langs_b})"
+    if a.source_eos != b.source_eos:
+        return f"one ends sources with eos and the other does not (source_eos {a.source_eos} and {b.source_eos})"
     for side, name in (("tgt", "target"), ("src", "source")):
         vocab_a, vocab_b = getattr(a, f"{side}_vocab"), getattr(b, f"{side}_vocab")
         if vocab_a != vocab_b:

@@ -17,6 +17,10 @@ The steps, each over the corpus as a stream (never whole in memory):
     manifest   settings, inputs, counts per filter and every file's sha256; then the folder is
                renamed into place, so a folder under its key is always whole
 
+With `init_from` (train.init_from: a run to start from, e.g. an imported OPUS-MT model) there is
+nothing to train: the sample and vocab steps take that run's tokenizers and vocabularies as
+they are (its sentencepiece models, its ids, its own special tokens), and their digest joins the key.
+
 Under torchrun the ranks share the work: rank 0 samples and trains sentencepiece, every rank
 encodes every N-th chunk into its own part, rank 0 dedups over all parts and builds the
 vocabularies, every rank writes its part, rank 0 writes the manifest over all parts. The cache
@@ -58,7 +62,7 @@ from attnmt.data.prepared import (ARRAYS, FORMAT, MANIFEST, SIDES, PreparedData,
 from attnmt.data.tokenizers import MosesTokenizer, SentencePieceTokenizer, Tokenizer, train_sentencepiece
 from attnmt.data.vocab import Vocab
 from attnmt.errors import AttnmtError, DataError, WriteError
-from attnmt.files import atomic_write_text, write_json, writer_lock, writing
+from attnmt.files import atomic_write_text, sha256_file, write_json, writer_lock, writing
 from attnmt.world import SINGLE, World, barrier, broadcast_from_main, gather_to_main
 
 log = logging.getLogger(__name__)
@@ -105,6 +109,7 @@ class Plan:
     digests: tuple[tuple[str, ...], ...]  # per corpus, per file
     key: str
     root: Path
+    init_from: str | None = None  # a run whose tokenizers and vocabularies the ids are in (train.init_from)
 
     @property
     def folder(self) -> Path:
@@ -133,7 +138,7 @@ def preparation_settings(data_cfg: Any) -> dict:
     return settings
 
 
-def make_plan(data_cfg: Any, root: Path | None = None) -> Plan:
+def make_plan(data_cfg: Any, root: Path | None = None, init_from: str | None = None) -> Plan:
     """The plan of `data_cfg`'s training data (the inputs are hashed, or their sha256 is taken from
     the digest cache when their size and modification time have not changed).
 
@@ -146,9 +151,15 @@ def make_plan(data_cfg: Any, root: Path | None = None) -> Plan:
     digests = tuple(tuple(known.digest(path) for path in c.paths) for c in corpora)
     known.save()
     settings = preparation_settings(data_cfg)
+    if init_from:  # the given tokenizers and vocabularies decide the ids: their content is in the key
+        folder = Path(init_from)
+        names = ["tokenizers.json", "vocab.src.json", "vocab.tgt.json", *sorted(p.name for p in folder.glob("*.model"))]
+        settings["init_pipeline"] = hashlib.sha256("".join(
+            f"{name}:{sha256_file(folder / name)}\n" for name in names).encode()).hexdigest()
     identity = json.dumps({"format": FORMAT, "settings": settings, "inputs": digests, "versions": tool_versions()},
                           sort_keys=True)
-    return Plan(settings, corpora, digests, hashlib.sha256(identity.encode()).hexdigest()[:24], root)
+    return Plan(settings, corpora, digests, hashlib.sha256(identity.encode()).hexdigest()[:24], root,
+                str(init_from) if init_from else None)
 
 
 class _DigestCache:
@@ -191,15 +202,16 @@ class _DigestCache:
 
 
 def prepare(data_cfg: Any, *, world: World = SINGLE, workers: int | None = None,
-            root: Path | None = None) -> PreparedData:
+            root: Path | None = None, init_from: str | None = None) -> PreparedData:
     """The prepared training data of `data_cfg`: the cached folder of its key, checked, or
     prepared now (every rank of `world` takes part) by `workers` processes a rank (default:
     data.workers, else one per core). A damaged cached folder is refused, said and prepared again.
+    `init_from`: a run whose tokenizers and vocabularies to use (none are trained).
 
     Raises:
         DataError: bad input (file:line), or nothing left after the filters.
     """
-    plan = broadcast_from_main(world, make_plan(data_cfg, root) if world.main else None)
+    plan = broadcast_from_main(world, make_plan(data_cfg, root, init_from) if world.main else None)
     opened, reason = None, ""
     with (writer_lock(plan.root, name=f".{plan.key}.lock", wait=True) if world.main else _nothing()):  # one at a time
         if world.main:
@@ -354,6 +366,10 @@ def _train_tokenizers(plan: Plan, folder: Path) -> tuple[dict, dict]:
     """The tokenizers' settings (`to_dict`), their sentencepiece models trained on a sample and
     copied into `folder`."""
     s = plan.settings
+    if plan.init_from:  # the given run's, as they are
+        given = TextPipeline.load(Path(plan.init_from))
+        return tuple((tok.copy_model_to(folder) if isinstance(tok, SentencePieceTokenizer) else tok).to_dict()
+                     for tok in (given.src_tokenizer, given.tgt_tokenizer))
     if s["tokenizer"] == "moses":
         return (MosesTokenizer(s["src_lang"], lowercase=s["lowercase"]).to_dict(),
                 MosesTokenizer(s["tgt_lang"], lowercase=s["lowercase"]).to_dict())
@@ -567,12 +583,17 @@ def _build_vocabularies(plan: Plan, tokenizers: tuple[dict, dict], folder: Path,
     seen = {side: {"types": len(totals[side])} for side in SIDES}
     if joint:  # one vocabulary over both sides' counts
         totals = {"src": totals["src"] + totals["tgt"], "tgt": Counter()}
-    languages = plan.languages()
-    options = dict(min_freq=s["min_freq"], max_size=s["max_vocab"], reserved=languages.tokens() if languages else ())
-    src_vocab = Vocab.from_counts(totals["src"], **options)
-    tgt_vocab = src_vocab if joint else Vocab.from_counts(totals["tgt"], **options)
+    languages, source_eos = plan.languages(), False
+    if plan.init_from:  # the given run's vocabularies: its tokens keep their ids, the rest is <unk>
+        given = TextPipeline.load(Path(plan.init_from))
+        src_vocab, tgt_vocab, languages, source_eos = given.src_vocab, given.tgt_vocab, given.languages, given.source_eos
+    else:
+        options = dict(min_freq=s["min_freq"], max_size=s["max_vocab"],
+                       reserved=languages.tokens() if languages else ())
+        src_vocab = Vocab.from_counts(totals["src"], **options)
+        tgt_vocab = src_vocab if joint else Vocab.from_counts(totals["tgt"], **options)
     TextPipeline(_tokenizer(tokenizers[0], folder), _tokenizer(tokenizers[1], folder), src_vocab, tgt_vocab,
-                 languages).save(folder)
+                 languages, source_eos).save(folder)
     for part in parts:
         for side, settings, vocab in zip(SIDES, tokenizers, (src_vocab, tgt_vocab)):
             types = _types(part, side, settings)

@@ -2,6 +2,11 @@
 
 Regular tokens follow the specials by descending frequency, ties broken by the token string, so
 the same data always gives the same ids. Saved as JSON (the token list, in id order).
+
+A vocabulary taken from elsewhere (an imported Marian model: `</s>`=0, `<unk>`=1, ..., `<pad>`
+last, and decoding starts from `<pad>`) keeps its own order: `specials` names which of its
+tokens play the four roles (bos may be the pad token), and `suppressed` the tokens that search
+never produces. Both are saved with the token list; attnmt's own vocabularies have neither.
 """
 
 from __future__ import annotations
@@ -21,25 +26,51 @@ class Vocab:
     """A fixed token list; a token's id is its position.
 
     Args:
-        tokens: every token in id order, starting with `Vocab.SPECIALS`.
+        tokens: every token in id order, starting with `Vocab.SPECIALS` (unless `specials`).
+        specials: {"pad": token, "unk": token, "bos": token, "eos": token}, tokens of `tokens`
+            anywhere in it (bos may equal pad, as in Marian); None = attnmt's layout.
+        suppressed: tokens that search never produces (Marian's `bad_words_ids`).
 
     Raises:
-        ValueError: the specials are not first, or a token appears twice.
+        ValueError: the specials are not first (or not in `tokens`), or a token appears twice.
     """
 
     PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
     SPECIALS = (PAD, UNK, BOS, EOS)
+    ROLES = ("pad", "unk", "bos", "eos")
     pad_id, unk_id, bos_id, eos_id = 0, 1, 2, 3
 
-    def __init__(self, tokens: Sequence[str]):
+    def __init__(self, tokens: Sequence[str], *, specials: dict[str, str] | None = None,
+                 suppressed: Sequence[str] = ()):
         tokens = list(tokens)
-        if tuple(tokens[:len(self.SPECIALS)]) != self.SPECIALS:
+        if specials is None and tuple(tokens[:len(self.SPECIALS)]) != self.SPECIALS:
             raise ValueError(f"a vocabulary starts with {self.SPECIALS}, got {tuple(tokens[:4])}")
         self.itos: list[str] = tokens
         self.stoi: dict[str, int] = {token: i for i, token in enumerate(tokens)}
         if len(self.stoi) != len(tokens):
             duplicates = [t for t, n in Counter(tokens).items() if n > 1]
             raise ValueError(f"duplicate tokens in vocabulary: {duplicates[:5]}")
+        self.specials = None if specials is None else self._own_specials(specials)
+        missing = [t for t in suppressed if t not in self.stoi]
+        if missing:
+            raise ValueError(f"suppressed tokens {missing[:5]} are not in the vocabulary")
+        self.suppressed: tuple[str, ...] = tuple(suppressed)
+        self.suppressed_ids: tuple[int, ...] = tuple(self.stoi[t] for t in suppressed)
+
+    def _own_specials(self, specials: dict[str, str]) -> dict[str, str]:
+        """Set this vocabulary's special tokens and ids from {role: token}."""
+        if (not isinstance(specials, dict) or sorted(map(str, specials)) != sorted(self.ROLES)
+                or not all(isinstance(token, str) for token in specials.values())):
+            raise ValueError(f"specials must name a token for each of {', '.join(self.ROLES)}; got {specials!r}")
+        absent = {role: token for role, token in specials.items() if token not in self.stoi}
+        if absent:
+            raise ValueError(f"special tokens not in the vocabulary: {absent}")
+        if len({specials[role] for role in ("pad", "unk", "eos")}) != 3 or specials["bos"] in (specials["unk"],
+                                                                                             specials["eos"]):
+            raise ValueError(f"pad, unk and eos must be different tokens, and bos one of its own or pad: {specials}")
+        self.PAD, self.UNK, self.BOS, self.EOS = (specials[role] for role in self.ROLES)
+        self.pad_id, self.unk_id, self.bos_id, self.eos_id = (self.stoi[specials[role]] for role in self.ROLES)
+        return dict(specials)
 
     @classmethod
     def build(cls, token_lists: Iterable[Iterable[str]], *, min_freq: int = 1,
@@ -83,7 +114,8 @@ class Vocab:
         return token in self.stoi
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Vocab) and self.itos == other.itos
+        return (isinstance(other, Vocab) and self.itos == other.itos and self.specials == other.specials
+                and self.suppressed == other.suppressed)
 
     def __repr__(self) -> str:
         return f"Vocab({len(self)} tokens)"
@@ -122,13 +154,27 @@ class Vocab:
         return tokens
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form: `{"tokens": [...]}` in id order."""
-        return {"tokens": list(self.itos)}
+        """JSON-able form: `{"tokens": [...]}` in id order (plus "specials" and "suppressed" when set)."""
+        d: dict[str, Any] = {"tokens": list(self.itos)}
+        if self.specials is not None:
+            d["specials"] = dict(self.specials)
+        if self.suppressed:
+            d["suppressed"] = list(self.suppressed)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Vocab:
-        """Inverse of `to_dict`."""
-        return cls(d["tokens"])
+        """Inverse of `to_dict`.
+
+        Raises:
+            ValueError: not a vocabulary (wrong types, specials not in it, ...).
+        """
+        suppressed = d.get("suppressed", [])
+        if not isinstance(suppressed, list) or not all(isinstance(t, str) for t in suppressed):
+            raise ValueError(f"'suppressed' must be a list of tokens, got {suppressed!r:.80}")
+        if not all(isinstance(t, str) for t in d["tokens"]):
+            raise ValueError("'tokens' must be a list of strings")
+        return cls(d["tokens"], specials=d.get("specials"), suppressed=suppressed)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the vocabulary as JSON, atomically (files.atomic_write)."""

@@ -148,6 +148,11 @@ class CTranslate2Engine:
         ctranslate2.set_random_seed(seed)
         return self._reopen()
 
+    def _suppressed(self) -> dict:
+        """translate_batch's option for the tokens the target vocabulary suppresses (none: no option)."""
+        suppressed = self.pipeline.tgt_vocab.suppressed
+        return {"suppress_sequences": [[token] for token in suppressed]} if suppressed else {}
+
     def _source_tokens(self, ids: list[int]) -> list[str]:
         """The vocabulary's token for each id, so unknown words reach CTranslate2 as <unk>."""
         itos = self.pipeline.src_vocab.itos
@@ -185,7 +190,8 @@ class CTranslate2Engine:
         options = dict(beam_size=beam_size, num_hypotheses=beam_size if beam_size > 1 else n_best,
                        length_penalty=0.0, return_scores=True, return_attention=True, max_input_length=0,
                        min_decoding_length=0,
-                       sampling_topk=sampling_topk, sampling_temperature=sampling_temperature)
+                       sampling_topk=sampling_topk, sampling_temperature=sampling_temperature,
+                       **self._suppressed())
         todo = [i for i, ids in enumerate(src_ids) if ids]  # an empty source gets an empty result
         found = dict(zip(todo, self._decode(translator, todo, src_ids, prefix_ids,
                                             max((budgets[i] for i in todo), default=1),
@@ -231,7 +237,8 @@ class CTranslate2Engine:
         group = [i for i, hyps in found.items() if any(len(tokens) for tokens, _, _ in hyps)]
         first = self._decode(self.translator, group, src_ids, [[] for _ in src_ids], 1, batch_size,
                              dict(beam_size=1, num_hypotheses=1, length_penalty=0.0, return_scores=True,
-                                  return_attention=True, max_input_length=0, min_decoding_length=1))
+                                  return_attention=True, max_input_length=0, min_decoding_length=1,
+                                  **self._suppressed()))
         for i, hyps in zip(group, first):
             row = hyps[0][2][0]  # (src_len,) the first step's attention
             found[i] = [(tokens, log_prob, [row, *attention[1:]] if tokens else attention)

@@ -15,10 +15,15 @@ from the spec's defaults, and how it is mapped:
       default differs), written into the model's config.
     * shared source/target embeddings and the tied output layer: the same arrays are written
       (CTranslate2 stores aliased variables once); the output layer's bias is always written.
-    * embedding scale: ``sqrt(d_model)``, written as a number.
+    * embedding scale: ``sqrt(d_model)`` (1 with ``model.scale_embeddings: false``), written as a number.
+    * activation: ``model.activation`` (relu, gelu, swish) as the spec's activation.
     * positions: attnmt's sinusoidal table interleaves sin/cos (even/odd dimensions) while
-      CTranslate2 generates [sin | cos] halves, so the table (or the learned one) is written out.
-    * special tokens: <unk>, <bos> (decoder start), <eos>; no bos/eos added to the source.
+      CTranslate2 generates [sin | cos] halves, so the table (or the learned one, or the halves
+      of an imported Marian model) is written out.
+    * special tokens: the vocabulary's unk, bos (decoder start: <pad> for an imported Marian
+      model) and eos; CTranslate2 adds nothing to the source (a Marian model's </s> is already
+      among the source tokens the engine passes). Tokens the vocabulary suppresses are passed
+      to every translate call as ``suppress_sequences`` (engines/ctranslate2.py).
     * vocabularies: the run's source and target token lists, in id order.
 
 The exported folder also holds the run's config.json (as attnmt_config.json: CTranslate2's
@@ -141,12 +146,17 @@ def build_spec(model, pipeline: TextPipeline, *, attention_layer: int = -1):
     """
     from ctranslate2.specs import transformer_spec
 
+    from ctranslate2.specs import common_spec
+
     layers, heads = len(model.decoder_layers), model.heads
     if not -layers <= attention_layer < layers:
         raise AttnmtError(f"--attention-layer {attention_layer} out of range for {layers} decoder layers")
-    encoder = transformer_spec.TransformerEncoderSpec(len(model.encoder_layers), heads, pre_norm=model.pre_norm)
+    activation = {"relu": common_spec.Activation.RELU, "gelu": common_spec.Activation.GELU,
+                  "swish": common_spec.Activation.SWISH}[model.activation]
+    encoder = transformer_spec.TransformerEncoderSpec(len(model.encoder_layers), heads, pre_norm=model.pre_norm,
+                                                      activation=activation)
     decoder = transformer_spec.TransformerDecoderSpec(
-        layers, heads, pre_norm=model.pre_norm, alignment_layer=attention_layer % layers,
+        layers, heads, pre_norm=model.pre_norm, activation=activation, alignment_layer=attention_layer % layers,
         alignment_heads=heads)  # all heads, averaged
     spec = transformer_spec.TransformerSpec(encoder, decoder)
     set_encoder(spec.encoder, model)

@@ -34,13 +34,13 @@ log = logging.getLogger(__name__)
 def search_batch(model: nn.Module, batch: Batch, *, beam_size: int, length_penalty: float, search_cfg: SearchConfig,
                  bos_id: int, eos_id: int, sampling_topk: int = 1, sampling_temperature: float = 1.0,
                  generator: torch.Generator | None = None, prefix: torch.Tensor | None = None,
-                 constraints: list[list[list[int]]] | None = None):
+                 constraints: list[list[list[int]]] | None = None, suppress: Sequence[int] = ()):
     """Greedy search (beam_size <= 1), beam search, or random sampling (sampling_topk != 1, with
     beam_size 1) over one source batch, the first tokens forced to `prefix` (batch, prefix_len;
     -1 = none) if given; with `constraints` (per sentence, target id lists), constrained beam
-    search (constraints.py). Returns the SearchResult."""
+    search (constraints.py); `suppress`: target ids never produced. Returns the SearchResult."""
     common = dict(max_len_ratio=search_cfg.max_len_ratio, max_len_offset=search_cfg.max_len_offset,
-                  bos_id=bos_id, eos_id=eos_id, prefix=prefix)
+                  bos_id=bos_id, eos_id=eos_id, prefix=prefix, suppress=suppress)
     if constraints is not None:
         return constrained_beam_search(model, batch.src_ids, batch.src_mask, batch.src_lengths,
                                        constraint_batch(constraints, batch.src_ids.device), beam_size=beam_size,
@@ -124,7 +124,8 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
                 found = search_batch(model, batch, beam_size=beam_size, length_penalty=lp, search_cfg=search_cfg,
                                      bos_id=vocab.bos_id, eos_id=vocab.eos_id, sampling_topk=sampling_topk,
                                      sampling_temperature=sampling_temperature, generator=generator,
-                                     prefix=prefix_batch([prefix_ids[i] for i in chunk], device), constraints=cons)
+                                     prefix=prefix_batch([prefix_ids[i] for i in chunk], device), constraints=cons,
+                                     suppress=vocab.suppressed_ids)
                 for row, i in enumerate(chunk):
                     results[i] = _result(found, row, pipeline, src_tokens[i], len(src_ids[i]), n_best,
                                          phrases[i], constraint_ids[i], warnings[i], skip=(len(first), len(before)))

@@ -32,8 +32,9 @@ def build_model(cfg, src_vocab_size: int, tgt_vocab_size: int, *, pad_id: int = 
             src_vocab_size, tgt_vocab_size, d_model=cfg.d_model, heads=cfg.heads, ff_dim=cfg.ff_dim,
             enc_layers=cfg.enc_layers, dec_layers=cfg.dec_layers, dropout=cfg.dropout,
             attn_dropout=cfg.attn_dropout, positions=cfg.positions, pre_norm=cfg.pre_norm,
-            share_embeddings=cfg.share_embeddings, tie_embeddings=cfg.tie_embeddings, pad_id=pad_id,
-            bos_id=bos_id, eos_id=eos_id,
+            share_embeddings=cfg.share_embeddings, tie_embeddings=cfg.tie_embeddings, activation=cfg.activation,
+            scale_embeddings=cfg.scale_embeddings, ff_dropout=cfg.ff_dropout, pad_id=pad_id, bos_id=bos_id,
+            eos_id=eos_id,
         )
     raise ValueError(f"unknown model.arch {cfg.arch!r}")
 

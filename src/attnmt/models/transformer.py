@@ -33,39 +33,56 @@ from attnmt.models.dropout import Dropout
 from attnmt.models.outputs import EncoderOutput, ModelOutput, check_source
 
 __all__ = ["TransformerSeq2Seq", "EncoderLayer", "DecoderLayer", "sinusoidal_positions",
-           "POSITION_TYPES"]
+           "POSITION_TYPES", "ACTIVATIONS"]
 
-POSITION_TYPES = ("sinusoidal", "learned")
+# "sinusoidal": sin / cos interleaved (even / odd dimensions, Vaswani et al. 2017 sec. 3.5);
+# "sinusoidal_halves": the same frequencies, sin in the first half, cos in the second (Marian,
+# tensor2tensor, fairseq); "learned": a trained table (Gehring et al. 2017).
+POSITION_TYPES = ("sinusoidal", "sinusoidal_halves", "learned")
+# the feed-forward's nonlinearity: ReLU (Vaswani et al. 2017 eq. 2), GELU (Hendrycks & Gimpel
+# 2016, exact erf form), swish = SiLU, x * sigmoid(x) (Ramachandran et al. 2017; Marian's OPUS-MT)
+ACTIVATIONS = {"relu": torch.relu, "gelu": nn.functional.gelu, "swish": nn.functional.silu}
 
 State = dict[str, Tensor]
 KV = tuple[Tensor, Tensor]  # k, v: each (batch, heads, len, head_dim)
 CACHE_START = 16  # positions the self-attention cache buffer starts with; it doubles when full
 
 
-def sinusoidal_positions(max_len: int, d_model: int) -> Tensor:
+def sinusoidal_positions(max_len: int, d_model: int, *, halves: bool = False) -> Tensor:
     """Position encodings, Vaswani et al. 2017 sec. 3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d)),
-    PE(pos, 2i+1) = cos(same); returns (max_len, d_model)."""
+    PE(pos, 2i+1) = cos(same); returns (max_len, d_model). With `halves` (Marian's layout), the
+    ceil(d/2) sines come first and the floor(d/2) cosines after them: PE(pos, i) = sin(...i...),
+    PE(pos, ceil(d/2) + i) = cos(...i...)."""
     position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (max_len, 1)
     inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64)
                          * (-math.log(10000.0) / d_model))  # (ceil(d_model / 2),)
+    sines = torch.sin(position * inv_freq)  # (max_len, ceil(d_model / 2))
+    cosines = torch.cos(position * inv_freq[: d_model // 2])  # (max_len, d_model // 2)
+    if halves:
+        return torch.cat([sines, cosines], dim=1).float()  # (max_len, d_model)
     table = torch.zeros(max_len, d_model, dtype=torch.float64)
-    table[:, 0::2] = torch.sin(position * inv_freq)
-    table[:, 1::2] = torch.cos(position * inv_freq[: d_model // 2])
+    table[:, 0::2] = sines
+    table[:, 1::2] = cosines
     return table.float()
 
 
 class FeedForward(nn.Module):
-    """Position-wise feed-forward, Vaswani et al. 2017 eq. 2: FFN(x) = max(0, x W_1 + b_1) W_2 + b_2."""
+    """Position-wise feed-forward, Vaswani et al. 2017 eq. 2: FFN(x) = act(x W_1 + b_1) W_2 + b_2,
+    act = ReLU there (`ACTIVATIONS` for the others); dropout on act's output."""
 
-    def __init__(self, d_model: int, ff_dim: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, ff_dim: int, dropout: float = 0.0, activation: str = "relu"):
         super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {tuple(ACTIVATIONS)}; got {activation!r}")
         self.in_proj = nn.Linear(d_model, ff_dim)
         self.out_proj = nn.Linear(ff_dim, d_model)
         self.dropout = Dropout(dropout)
+        self.activation = activation
+        self._act = ACTIVATIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
         """(batch, len, hidden) -> (batch, len, hidden)."""
-        return self.out_proj(self.dropout(torch.relu(self.in_proj(x))))  # via (batch, len, ff_dim)
+        return self.out_proj(self.dropout(self._act(self.in_proj(x))))  # via (batch, len, ff_dim)
 
 
 class _Sublayers(nn.Module):
@@ -92,11 +109,12 @@ class EncoderLayer(_Sublayers):
     """Self-attention then feed-forward, each with a residual connection and LayerNorm."""
 
     def __init__(self, d_model: int, heads: int, ff_dim: int, *, dropout: float = 0.0,
-                 attn_dropout: float = 0.0, pre_norm: bool = True):
+                 attn_dropout: float = 0.0, pre_norm: bool = True, activation: str = "relu",
+                 ff_dropout: float | None = None):
         super().__init__(dropout, pre_norm)
         self.self_attn = MultiHeadAttention(d_model, heads, attn_dropout)
         self.self_attn_norm = nn.LayerNorm(d_model)
-        self.feed_forward = FeedForward(d_model, ff_dim, dropout)
+        self.feed_forward = FeedForward(d_model, ff_dim, dropout if ff_dropout is None else ff_dropout, activation)
         self.ff_norm = nn.LayerNorm(d_model)
 
     def forward(self, x: Tensor, src_mask: Tensor) -> Tensor:
@@ -112,13 +130,14 @@ class DecoderLayer(_Sublayers):
     """Masked self-attention, cross-attention over the encoder states, feed-forward."""
 
     def __init__(self, d_model: int, heads: int, ff_dim: int, *, dropout: float = 0.0,
-                 attn_dropout: float = 0.0, pre_norm: bool = True):
+                 attn_dropout: float = 0.0, pre_norm: bool = True, activation: str = "relu",
+                 ff_dropout: float | None = None):
         super().__init__(dropout, pre_norm)
         self.self_attn = MultiHeadAttention(d_model, heads, attn_dropout)
         self.self_attn_norm = nn.LayerNorm(d_model)
         self.cross_attn = MultiHeadAttention(d_model, heads, attn_dropout)
         self.cross_attn_norm = nn.LayerNorm(d_model)
-        self.feed_forward = FeedForward(d_model, ff_dim, dropout)
+        self.feed_forward = FeedForward(d_model, ff_dim, dropout if ff_dropout is None else ff_dropout, activation)
         self.ff_norm = nn.LayerNorm(d_model)
 
     def forward(self, x: Tensor, cross_kv: KV, src_mask: Tensor, *, cache: KV | None = None,
@@ -218,13 +237,17 @@ class TransformerSeq2Seq(nn.Module):
         enc_layers, dec_layers: layers in the encoder / decoder stacks.
         dropout: on embeddings + positions, sublayer outputs (before the residual add) and
             inside the feed-forward. attn_dropout: on the attention weights.
-        positions: "sinusoidal" (sec. 3.5) or "learned" (Gehring et al. 2017).
+        positions: "sinusoidal" (sec. 3.5), "sinusoidal_halves" (the same in Marian's layout:
+            sines then cosines) or "learned" (Gehring et al. 2017).
         pre_norm: LayerNorm before each sublayer, plus a final LayerNorm on each stack;
             False = the paper's post-norm.
         share_embeddings: one embedding for source and target (needs src_vocab == tgt_vocab).
         tie_embeddings: the output layer reuses the target embedding (sec. 3.4).
         max_positions: longest sequence the position table covers.
-        pad_id, bos_id, eos_id: special token ids.
+        activation: the feed-forward's nonlinearity, a key of `ACTIVATIONS` ("relu", "gelu", "swish").
+        scale_embeddings: multiply token embeddings by sqrt(d_model) (sec. 3.4); False = by 1.
+        ff_dropout: dropout after the feed-forward's activation; None = `dropout`.
+        pad_id, bos_id, eos_id: special token ids (bos: the decoder's start token; may be pad_id).
 
     Raises:
         ValueError: bad sizes or choices, or share_embeddings with different vocabulary sizes.
@@ -234,15 +257,19 @@ class TransformerSeq2Seq(nn.Module):
                  ff_dim: int = 1024, enc_layers: int = 3, dec_layers: int = 3, dropout: float = 0.1,
                  attn_dropout: float = 0.0, positions: str = "sinusoidal", pre_norm: bool = True,
                  share_embeddings: bool = False, tie_embeddings: bool = False,
-                 max_positions: int = 1024, pad_id: int = 0, bos_id: int = 2, eos_id: int = 3):
+                 max_positions: int = 1024, activation: str = "relu", scale_embeddings: bool = True,
+                 ff_dropout: float | None = None, pad_id: int = 0, bos_id: int = 2, eos_id: int = 3):
         super().__init__()
         if heads <= 0 or d_model % heads:
             raise ValueError(f"heads={heads} must divide d_model={d_model}")
         if min(ff_dim, enc_layers, dec_layers, max_positions) <= 0:
             raise ValueError(f"ff_dim={ff_dim}, enc_layers={enc_layers}, dec_layers={dec_layers} "
                              f"and max_positions={max_positions} must be positive")
-        if not (0.0 <= dropout < 1.0 and 0.0 <= attn_dropout < 1.0):
-            raise ValueError(f"dropout={dropout} and attn_dropout={attn_dropout} must be in [0, 1)")
+        if not (0.0 <= dropout < 1.0 and 0.0 <= attn_dropout < 1.0 and (ff_dropout is None or 0.0 <= ff_dropout < 1.0)):
+            raise ValueError(f"dropout={dropout}, attn_dropout={attn_dropout} and ff_dropout={ff_dropout} "
+                             f"must be in [0, 1)")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {tuple(ACTIVATIONS)}; got {activation!r}")
         if positions not in POSITION_TYPES:
             raise ValueError(f"positions must be one of {POSITION_TYPES}; got {positions!r}")
         if share_embeddings and src_vocab != tgt_vocab:
@@ -251,17 +278,19 @@ class TransformerSeq2Seq(nn.Module):
         self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
         self.d_model, self.heads, self.pre_norm = d_model, heads, pre_norm
         self.positions, self.max_positions = positions, max_positions
-        self.embed_scale = math.sqrt(d_model)  # sec. 3.4: embeddings times sqrt(d_model)
+        self.activation = activation
+        self.embed_scale = math.sqrt(d_model) if scale_embeddings else 1.0  # sec. 3.4: times sqrt(d_model)
         self.src_embed = nn.Embedding(src_vocab, d_model, padding_idx=pad_id)
         self.tgt_embed = (self.src_embed if share_embeddings
                           else nn.Embedding(tgt_vocab, d_model, padding_idx=pad_id))
         if positions == "learned":
             self.pos_embed = nn.Embedding(max_positions, d_model)
         else:  # not saved with the weights: rebuilt from the formula
-            self.register_buffer("pos_table", sinusoidal_positions(max_positions, d_model),
-                                 persistent=False)
+            self.register_buffer("pos_table", sinusoidal_positions(
+                max_positions, d_model, halves=positions == "sinusoidal_halves"), persistent=False)
         self.dropout = Dropout(dropout)
-        layer_args = dict(dropout=dropout, attn_dropout=attn_dropout, pre_norm=pre_norm)
+        layer_args = dict(dropout=dropout, attn_dropout=attn_dropout, pre_norm=pre_norm, activation=activation,
+                          ff_dropout=ff_dropout)
         self.encoder_layers = nn.ModuleList(
             EncoderLayer(d_model, heads, ff_dim, **layer_args) for _ in range(enc_layers))
         self.decoder_layers = nn.ModuleList(

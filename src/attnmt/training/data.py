@@ -8,6 +8,7 @@ Shapes:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from attnmt.config import Config, save_config
 from attnmt.data.batching import Batch, make_batches
@@ -21,6 +22,7 @@ from attnmt.errors import AttnmtError, DataError
 from attnmt.files import read_json, write_json
 from attnmt.run_dir import CONFIG, PREPARED, RunDir
 from attnmt.world import SINGLE, World, barrier, broadcast_from_main
+from attnmt.training.init_from import init_pipeline
 
 
 @dataclass
@@ -53,7 +55,9 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
     language tokens' place, data.lang_token), config and the prepared data's key into a new run,
     and a resumed run goes on with the data it was trained on."""
     t, d = cfg.train, cfg.data
-    prepared = _resumed_data(run, cfg, world) if resume else prepare(d, world=world)
+    if t.init_from:
+        init_pipeline(cfg)  # the run it starts from: checked against its checksums before use
+    prepared = _resumed_data(run, cfg, world) if resume else prepare(d, world=world, init_from=t.init_from)
     if not resume and world.main:
         prepared.pipeline.with_placement(d.lang_token).save(run.path)
         save_config(cfg, run.path / CONFIG)
@@ -72,7 +76,8 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
     ids = dict(pad_id=vocab.pad_id, bos_id=vocab.bos_id, eos_id=vocab.eos_id)
     extra = prefixes[0] if prefixes else ([], [])
     batching = Batching(t.batch_size, t.batch_by, window=t.length_window, seed=t.seed, world_size=world.size,
-                        accum_steps=t.accum_steps, src_extra=len(extra[0]), tgt_extra=len(extra[1]), **ids)
+                        accum_steps=t.accum_steps, src_extra=len(extra[0]) + pipeline.source_eos,
+                        tgt_extra=len(extra[1]), src_eos=pipeline.source_eos, **ids)
     data = TrainData(prepared, pipeline, corpus_weights(d, inputs), batching, _val_sets(cfg, pipeline, ids), prefixes)
     pairs = [i["pairs"] for i in inputs]
     first = None
@@ -122,14 +127,14 @@ def _resumed_data(run: RunDir, cfg: Config, world: World) -> PreparedData:
     recorded = read_json(run.verified(PREPARED)) if (run.path / PREPARED).is_file() else None
     key = recorded.get("key") if isinstance(recorded, dict) else None
     if not isinstance(key, str):  # a run from before prepared data: prepare what its config says
-        return prepare(cfg.data, world=world)
+        return prepare(cfg.data, world=world, init_from=cfg.train.init_from)
     folder = prepared_root() / key
     found = broadcast_from_main(world, (folder / "manifest.json").is_file() if world.main else None)
     if found:
         return PreparedData.open(folder, verify=world.main)
-    prepared = prepare(cfg.data, world=world)
+    prepared = prepare(cfg.data, world=world, init_from=cfg.train.init_from)
     if prepared.key != key:
-        plan = make_plan(cfg.data)
+        plan = make_plan(cfg.data, init_from=cfg.train.init_from)
         raise AttnmtError(f"{run.path} was trained on prepared data {key}, which is no longer in "
                           f"{prepared_root()}, and its inputs or settings changed since "
                           f"({what_changed(plan)}): the run cannot go on with the same data")

@@ -39,6 +39,7 @@ from attnmt.training.data import TrainData, load_data
 from attnmt.world import SINGLE, World, any_rank, barrier, broadcast_from_main, close_world, init_world
 from attnmt.training.state import MetricsLog, TrainState, restore_resume_state, save_resume_state
 from attnmt.training.compiled_step import make_update_step
+from attnmt.training.init_from import resolve_init_from
 from attnmt.training.trainable import build_trainable, seed_everything, use_bf16
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,8 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False, overwrite: 
     threads = torch.get_num_threads()
     if cfg.train.num_threads:
         torch.set_num_threads(cfg.train.num_threads)
+    if cfg.train.init_from and not resume:  # its model and pipeline keys, checked and filled in
+        cfg = resolve_init_from(cfg)
     try:
         device = resolve_device(cfg.train.device)
         use_bf16(cfg, device)  # refuse an impossible `train.amp` before anything is written
@@ -133,7 +136,7 @@ class Trainer:
         self._prepare_run_dir(resume=resume, overwrite=overwrite)
         seed_everything(self.t.seed)
         self.data = load_data(self.cfg, self.run_dir, resume=resume, world=self.world)
-        self.trainable = build_trainable(self.cfg, self.data.pipeline, self.device, self.world)
+        self.trainable = build_trainable(self.cfg, self.data.pipeline, self.device, self.world, resume=resume)
         self.metrics = MetricsLog(self.run_dir.path / "metrics.jsonl" if self.world.main else None,
                                   tensorboard=self.t.tensorboard)
         self.state = self._resume() if resume else self._start()

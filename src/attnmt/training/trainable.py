@@ -18,6 +18,7 @@ from attnmt.models import count_parameters
 from attnmt.run_dir import model_for
 from attnmt.training.distributed import wrap_model
 from attnmt.world import SINGLE, World
+from attnmt.training.init_from import load_init_weights
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +83,16 @@ class Trainable:
     use_amp: bool
 
 
-def build_trainable(cfg: Config, pipeline: TextPipeline, device: torch.device, world: World = SINGLE) -> Trainable:
-    """The model (in DDP under torchrun), its optimizer and schedules, and whether bf16 autocast is on."""
+def build_trainable(cfg: Config, pipeline: TextPipeline, device: torch.device, world: World = SINGLE, *,
+                    resume: bool = False) -> Trainable:
+    """The model (in DDP under torchrun), its optimizer and schedules, and whether bf16 autocast is on.
+    A new run with `train.init_from` starts from that run's weights (a resumed one from its own state)."""
     t = cfg.train
-    core = model_for(cfg, pipeline).to(device)
+    core = model_for(cfg, pipeline)
+    if t.init_from and not resume:
+        load_init_weights(core, cfg)
+        log.info("model: starting from the weights of %s", t.init_from)
+    core = core.to(device)
     model = wrap_model(world, core)
     if world.rank:  # the same initial weights everywhere (DDP broadcasts rank 0's), other dropout masks
         torch.manual_seed(t.seed + world.rank)

@@ -1,0 +1,2 @@
+"""Models from and to other toolkits' formats: Marian / OPUS-MT checkpoints in the Hugging Face
+`transformers` layout (marian.py), read and written without `transformers` itself."""
