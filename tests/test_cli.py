@@ -163,6 +163,13 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("attention {tmp}/nothing Hund", r"nothing: no config.json; is it a run directory"),
         ("attention {rnn} x -o {tmp}/a.png --beam 1 --layer", r"argument --layer: expected one argument"),
     ],
+    "import": [
+        ("import {tmp}/nothing -o {tmp}/out", r"nothing: not a folder \(download one with `huggingface-cli download"),
+        ("import {tmp} -o {tmp}/out", r"config.json: not found \(is .* a Marian model folder"),
+        ("import {config} -o {tmp}/out", r"toy.yaml: not a folder"),
+        ("import {tmp}", r"the following arguments are required: -o/--output"),
+        ("import {tmp} -o {tmp}/out --src-lang", r"argument --src-lang: expected one argument"),
+    ],
     "average": [
         ("average {rnn} --last 0", r"argument --last: 0 must be a positive integer"),
         ("average {rnn} --last -1", r"argument --last: -1 must be a positive integer"),

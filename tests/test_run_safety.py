@@ -212,7 +212,7 @@ def test_a_file_size_limit_during_preparation_is_one_line_and_leaves_no_partial_
 
 # ----------------------------------------------------------------------------- never overwrite an input
 
-def test_an_output_over_an_input_is_refused_before_any_work(toy_run, tmp_path, capsys):
+def test_an_output_over_an_input_is_refused_before_any_work(toy_run, tmp_path, capsys, monkeypatch):
     text = "Hund katze .\nBaum .\n"
     source = tmp_path / "in.txt"
     source.write_text(text)
@@ -224,7 +224,7 @@ def test_an_output_over_an_input_is_refused_before_any_work(toy_run, tmp_path, c
         line = one_error_line(capsys.readouterr().err, "translate")
         assert line.startswith(f"attnmt translate: error: {output}: is the input (-i) {source}"), line
         assert source.read_text() == text
-    os.chdir(tmp_path)  # ./x against x
+    monkeypatch.chdir(tmp_path)  # ./x against x
     assert main(["translate", str(toy_run), "-i", "in.txt", "-o", "./in.txt"]) == 2
     assert main(["score", str(toy_run), "-i", "in.txt", "-r", "in.txt", "-o", "in.txt"]) == 2
     assert source.read_text() == text and "is the input (-i)" in capsys.readouterr().err

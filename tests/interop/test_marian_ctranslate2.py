@@ -44,8 +44,10 @@ def test_ctranslate2_converter_differs_only_by_its_zero_start(marian_folder, mar
     spec.optimize(quantization="float32")
     (tmp_path / "zero-start").mkdir()
     spec.save(str(tmp_path / "zero-start"))
-    converter = ctranslate2.Translator(str(tmp_path / "converter"))
-    zero_start = ctranslate2.Translator(str(tmp_path / "zero-start"))
+    # one thread each, as attnmt's engine loads them: CTranslate2's default (intra_threads=0, every
+    # core) starts an OpenMP pool in this process, and the torchrun ranks later forked from it hang
+    converter = ctranslate2.Translator(str(tmp_path / "converter"), intra_threads=1)
+    zero_start = ctranslate2.Translator(str(tmp_path / "zero-start"), intra_threads=1)
     ours = Translator.load(marian_run, device="cpu")  # transformers' numbers (test_marian_exactness.py)
     sources = [pipeline.src_vocab.decode(pipeline.encode_source(s), strip_special=False) for s in SENTENCES]
     options = dict(beam_size=4, length_penalty=0.0, return_scores=True, max_decoding_length=30)
