@@ -57,3 +57,21 @@ def test_an_unusable_folder_is_refused_naming_the_flag(tmp_path):
     (tmp_path / "a_file").write_text("")
     with pytest.raises(AttnmtError, match=r"--files-dir .*a_file.*: cannot write files there"):
         FileStore(tmp_path / "a_file" / "sub", expire_s=60, max_files=10)
+
+
+def test_a_full_disk_is_507_and_keeps_nothing_half_written(tmp_path, monkeypatch):
+    import errno
+
+    import attnmt.files as files_module
+
+    (tmp_path / "store").mkdir()
+    store = FileStore(tmp_path / "store", expire_s=60, max_files=10)
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(files_module.os, "fsync", full)
+    with pytest.raises(ApiError) as refused:
+        store.save(b"translated", ".txt")
+    assert refused.value.status == 507 and "No space left on device" in str(refused.value)
+    assert str(tmp_path) not in str(refused.value)  # the server's paths stay its own
+    assert list((tmp_path / "store").iterdir()) == []

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from attnmt.errors import AttnmtError
+from attnmt.errors import AttnmtError, WriteError
 from attnmt.files import atomic_write
 from attnmt.server.errors import ApiError
 
@@ -74,7 +74,8 @@ class FileStore:
         """Store `data` under a new random name ending in `suffix`; its name.
 
         Raises:
-            ApiError: 429 when `max_files` unexpired files are already kept.
+            ApiError: 429 when `max_files` unexpired files are already kept; 507 when the file
+                cannot be written (a full disk: nothing half-written is kept).
         """
         if suffix not in SUFFIXES:
             raise ValueError(f"suffix={suffix!r}: expected one of {', '.join(SUFFIXES)}")
@@ -82,7 +83,11 @@ class FileStore:
             raise ApiError(429, f"Too many translated files are waiting to be downloaded ({self.max_files}); "
                                 f"try again when some have expired")
         name = secrets.token_urlsafe(NAME_BYTES) + suffix
-        atomic_write(self.folder / name, lambda tmp: tmp.write_bytes(data))
+        try:
+            atomic_write(self.folder / name, lambda tmp: tmp.write_bytes(data))
+        except WriteError as err:
+            cause = str(err).partition(": could not be written: ")[2].partition(";")[0] or "an I/O error"
+            raise ApiError(507, f"The server could not store the translated file ({cause}); try again later") from None
         return name
 
     def find(self, name: str) -> Path | None:
