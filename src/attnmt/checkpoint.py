@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import torch
 from torch import nn
 
 from attnmt.errors import CheckpointError
-from attnmt.files import atomic_write, read_json, write_json
+from attnmt.files import atomic_copy, atomic_write, read_json, write_json
 
 log = logging.getLogger(__name__)
 
@@ -170,8 +169,8 @@ def save_train_state(run_dir: Path, state: dict[str, Any]) -> set[str]:
     body = _encode(state, tensors, "state")
     tensor_file = Path("checkpoints") / f"train_state_{number:06d}.safetensors"
     save_tensors(tensors, run_dir / tensor_file)
-    if current.is_file():
-        os.replace(current, run_dir / PREVIOUS_TRAIN_STATE)
+    if current.is_file():  # copied, not moved: train_state.json is there at every moment
+        atomic_copy(current, run_dir / PREVIOUS_TRAIN_STATE)
     write_json(current, {"format": 1, "number": number, "tensors": str(tensor_file), "state": body,
                          "sha256": _body_digest(body)})
     kept = train_state_files(run_dir)
