@@ -86,8 +86,16 @@ class GRUEncoder(nn.Module):
                 f"src_lengths must lie in [1, src_len={src_len}]; got {lengths.tolist()}")
         embedded = self.dropout(self.src_embed(src_ids))  # (batch, src_len, emb_dim)
         packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
-        packed_states, final = self.rnn(packed)
+        device_type = src_ids.device.type
+        # The GRU runs in float32 even under autocast: CUDA's autocast runs cuDNN's GRU in float16
+        # whatever dtype was asked for (bf16 included, with no loss scaling), the CPU's leaves it in
+        # float32. Under autocast its states then take the autocast dtype, as the linear layers'
+        # outputs do, so that attention sees one dtype.
+        with torch.autocast(device_type, enabled=False):
+            packed_states, final = self.rnn(packed)
         states, _ = pad_packed_sequence(packed_states, batch_first=True, total_length=src_len)
+        if torch.is_autocast_enabled(device_type):
+            states = states.to(torch.get_autocast_dtype(device_type))
         # states: (batch, src_len, 2*hidden), zero on padding
         # cuDNN's (layers*2, batch, hidden) -> top layer [h_fwd_last; h_bwd_first] (batch, 2*hidden)
         last = final.view(self.layers, 2, batch, self.hidden)[-1].transpose(0, 1).reshape(batch, -1)
@@ -183,6 +191,7 @@ class AttentiveGRUDecoder(nn.Module):
     def _attend(self, query: Tensor, state: State) -> tuple[Tensor, Tensor]:
         """Context (batch, enc_dim) and weights (batch, src_len) for a (batch, hidden) query."""
         keys, mask = state["enc_states"], state["src_mask"]
+        query = query.to(keys.dtype)  # under autocast the keys are in its dtype, a CPU GRUCell's state in float32
         if "proj_keys" in state:
             return self.attention(query, keys, keys, mask, projected_keys=state["proj_keys"])
         return self.attention(query, keys, keys, mask)

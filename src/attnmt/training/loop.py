@@ -40,7 +40,7 @@ from attnmt.world import SINGLE, World, any_rank, barrier, broadcast_from_main, 
 from attnmt.training.state import MetricsLog, TrainState, restore_resume_state, save_resume_state
 from attnmt.training.compiled_step import make_update_step
 from attnmt.training.init_from import resolve_init_from
-from attnmt.training.trainable import build_trainable, seed_everything, use_bf16
+from attnmt.training.trainable import build_trainable, seed_everything
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,6 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False, overwrite: 
         cfg = resolve_init_from(cfg)
     try:
         device = resolve_device(cfg.train.device)
-        use_bf16(cfg, device)  # refuse an impossible `train.amp` before anything is written
         world, device = init_world(cfg.train.backend, device)  # SINGLE outside torchrun
         with writer_lock(run_dir) if world.main else nullcontext():  # one writer per run (rank 0 holds it)
             result = Trainer(cfg, RunDir(run_dir), world=world, device=device).run(resume=resume, overwrite=overwrite)

@@ -13,7 +13,6 @@ from torch import nn
 
 from attnmt.config import Config, advisories
 from attnmt.data.pipeline import TextPipeline
-from attnmt.errors import AttnmtError
 from attnmt.models import count_parameters
 from attnmt.run_dir import model_for
 from attnmt.training.distributed import wrap_model
@@ -59,17 +58,8 @@ def make_step_schedule(optimizer: torch.optim.Optimizer, cfg) -> torch.optim.lr_
 
 
 def use_bf16(cfg: Config, device: torch.device) -> bool:
-    """`train.amp`: bf16 autocast on CUDA for 'auto'; on any device for 'bf16', but on a CPU the
-    Transformer only.
-
-    Raises:
-        AttnmtError: `amp: bf16` for the RNN on a CPU, naming the key.
-    """
+    """`train.amp`: bf16 autocast on CUDA for 'auto', on any device for 'bf16'."""
     amp = cfg.train.amp
-    if amp == "bf16" and device.type == "cpu" and cfg.model.arch == "rnn":
-        raise AttnmtError("train.amp='bf16' on a CPU works with model.arch='transformer' only: the CPU's autocast "
-                          "keeps the RNN's GRU in float32 while its linear layers turn bf16. Use train.amp=none "
-                          "(or auto) for the RNN on a CPU")
     return amp == "bf16" or (amp == "auto" and device.type == "cuda")
 
 
