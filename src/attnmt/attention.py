@@ -31,6 +31,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from attnmt.masks import causal_mask, lengths_to_mask
 
@@ -335,6 +336,21 @@ def _use_fast_path(owner: str, impl: str, need_weights: bool) -> bool:
     return True
 
 
+# SDPA's backends on CUDA, cuDNN's left out: for bf16 on an H100, PyTorch 2.11 may pick cuDNN's
+# attention, which builds a plan for every new shape (hundreds of milliseconds each, reported by
+# others), and translation batches change (rows, src_len, tgt_len) nearly every step. Flash
+# attention (no mask) and memory-efficient attention need no plan. docs/gpu.md has the figures.
+CUDA_SDPA_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
+def _sdpa(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, dropout_p: float) -> Tensor:
+    """torch's SDPA; on CUDA limited to CUDA_SDPA_BACKENDS."""
+    if not query.is_cuda:
+        return F.scaled_dot_product_attention(query, keys, values, attn_mask=mask, dropout_p=dropout_p)
+    with sdpa_kernel(CUDA_SDPA_BACKENDS):
+        return F.scaled_dot_product_attention(query, keys, values, attn_mask=mask, dropout_p=dropout_p)
+
+
 def scaled_dot_product(
     query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, *, fast: bool,
     dropout_p: float = 0.0,
@@ -350,12 +366,10 @@ def scaled_dot_product(
     """
     if fast:
         if mask is None:
-            return F.scaled_dot_product_attention(query, keys, values, dropout_p=dropout_p), None
+            return _sdpa(query, keys, values, None, dropout_p), None
         # Rows with nothing to attend get an all-True row for SDPA (no NaN), then zero output.
         empty = mask.any(dim=-1, keepdim=True).logical_not()  # (..., tgt_len, 1)
-        context = F.scaled_dot_product_attention(
-            query, keys, values, attn_mask=mask | empty, dropout_p=dropout_p
-        )  # (..., tgt_len, v_dim)
+        context = _sdpa(query, keys, values, mask | empty, dropout_p)  # (..., tgt_len, v_dim)
         return context.masked_fill(empty, 0.0), None
     scale = 1.0 / math.sqrt(query.shape[-1])
     energy = torch.matmul(query, keys.transpose(-2, -1)) * scale  # (..., tgt_len, src_len)

@@ -232,7 +232,7 @@ class CUDAGraphSteps:
         finite = bool(entry["finite"])  # the step's one host synchronisation, after the replay
         if finite:
             self.schedule.step()
-        return entry["loss"].clone(), finite
+        return entry["loss"].double(), finite  # float64, as train_step returns it (a copy: the buffer is reused)
 
     # -- internals
 
@@ -260,7 +260,7 @@ class CUDAGraphSteps:
         ok = bool(finite)
         if ok:
             self.schedule.step()
-        return loss, ok
+        return loss.double(), ok
 
     def _materialize_optimizer_state(self) -> None:
         """Create Adam's state before capture (lazily created state would be re-zeroed by every
