@@ -148,7 +148,7 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--src-lang", default=None, help="default: de")
     p.add_argument("--tgt-lang", default=None, help="default: en")
     p.add_argument("--tokenizer", choices=["moses", "sentencepiece"], default=None, help="default: moses")
-    p.add_argument("--lowercase", action="store_true", help="lowercase (moses only, as data.lowercase)")
+    p.add_argument("--lowercase", action="store_true", help="lowercase all text (as data.lowercase)")
     p.add_argument("--vocab-size", type=bounded(positive_int, high=MAX_VOCAB_SIZE), default=None,
                    help=f"sentencepiece pieces, at most {MAX_VOCAB_SIZE} (default: 8000)")
     p.add_argument("--min-freq", type=positive_int, default=None, help="minimum token frequency in the vocabulary "

@@ -61,7 +61,7 @@ class DataConfig:
     valid: str | None = None
     test: str | None = None
     tokenizer: Literal["moses", "sentencepiece"] = "moses"
-    lowercase: bool = False                  # moses only (refused with sentencepiece): the tutorials' setup
+    lowercase: bool = False                  # lowercase all text (the tutorials' and many papers' setup)
     spm_model_type: Literal["bpe", "unigram"] = "bpe"
     spm_vocab_size: int = 8000
     spm_joint: bool = True                   # one sentencepiece model for both languages
@@ -576,9 +576,6 @@ def _check_rules(cfg: Config) -> str | None:
                 "is always trained on the gold previous tokens (set it to 1.0)")
     if d.min_len > d.max_len:
         return f"data.min_len={d.min_len} must not exceed data.max_len={d.max_len}"
-    if d.lowercase and d.tokenizer == "sentencepiece":
-        return ("data.lowercase=true applies to data.tokenizer='moses' only: sentencepiece models the text "
-                "as it is (set data.lowercase to false, or use the moses tokenizer)")
     return None
 
 

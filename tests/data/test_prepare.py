@@ -60,6 +60,30 @@ def test_prepared_ids_are_the_pipelines_own_encoding_of_every_pair(tmp_path, toy
     assert prepared.parts[0].arrays["src.ids"].dtype == np.uint16  # a small vocabulary: 2 bytes an id
 
 
+def test_sentencepiece_on_lowercased_text(tmp_path, toy_corpus):
+    """data.lowercase with sentencepiece: the model is trained on the lowercased text (the pieces
+    of a model trained here on it), encoding lowercases, and a cased setting keeps its old key."""
+    import sentencepiece as spm
+
+    from attnmt.data.prepare import preparation_settings
+
+    cfg = data_config(toy_corpus, tokenizer="sentencepiece", spm_vocab_size=40, lowercase=True)
+    assert preparation_settings(cfg)["lowercase"] is True
+    assert "lowercase" not in preparation_settings(data_config(toy_corpus, tokenizer="sentencepiece"))
+    prepared = prepare(cfg, workers=1)
+    p = prepared.pipeline
+    src = (toy_corpus / "train.de").read_text(encoding="utf-8").splitlines()
+    tgt = (toy_corpus / "train.en").read_text(encoding="utf-8").splitlines()
+    assert all_ids(prepared, "src") == [p.encode_source(s) for s in src]
+    assert all(p.encode_source(s.upper()) == p.encode_source(s) for s in src[:50] if s.isascii())
+    spm.SentencePieceTrainer.train(sentence_iterator=iter([t.lower() for t in src + tgt]),
+                                   model_prefix=str(tmp_path / "ref"), vocab_size=40, model_type="bpe",
+                                   character_coverage=1.0, hard_vocab_limit=False, num_threads=1, minloglevel=2)
+    ref = spm.SentencePieceProcessor(model_file=str(tmp_path / "ref.model"))
+    assert [p.src_tokenizer.tokenize(s) for s in src] == [ref.encode(s.lower(), out_type=str) for s in src]
+    assert not any(c.isupper() for piece in p.src_tokenizer.pieces() for c in piece)
+
+
 def test_workers_write_the_same_files_as_one_process(tmp_path, toy_corpus, monkeypatch):
     monkeypatch.setattr(corpus_module, "CHUNK_LINES", 64)  # 600 pairs: 10 chunks, several per worker
     d = data_config(toy_corpus, tokenizer="sentencepiece", spm_vocab_size=40)

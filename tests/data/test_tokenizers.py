@@ -42,6 +42,21 @@ def tiny_corpus(n=300):
     return [" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))) for _ in range(n)]
 
 
+def test_sentencepiece_lowercase_encodes_the_lowercased_text_and_is_kept_in_its_settings(tmp_path):
+    model = train_sentencepiece(tiny_corpus(), vocab_size=60, cache_dir=tmp_path)
+    plain, lower = SentencePieceTokenizer(model), SentencePieceTokenizer(model, lowercase=True)
+    assert lower.tokenize("The RED Cat sits") == plain.tokenize("the red cat sits")
+    assert lower.piece_ids(["The RED Cat", "a Mat"]) == plain.piece_ids(["the red cat", "a mat"])
+    assert "lowercase" not in plain.to_dict()  # settings written before the option existed read the same
+    assert lower.to_dict() == {"type": "sentencepiece", "model_file": model.name, "lowercase": True}
+    again = tokenizer_from_dict(lower.to_dict(), tmp_path)
+    assert again.lowercase and again.tokenize("A DOG") == plain.tokenize("a dog")
+    (tmp_path / "copy").mkdir()
+    assert lower.copy_model_to(tmp_path / "copy").lowercase
+    with pytest.raises(DataError, match="'lowercase' must be true or false, got 'yes'"):
+        tokenizer_from_dict({**lower.to_dict(), "lowercase": "yes"}, tmp_path, source="tokenizers.json: src")
+
+
 @pytest.mark.parametrize("model_type", ["bpe", "unigram"])
 def test_sentencepiece_trains_round_trips_and_is_cached(tmp_path, monkeypatch, model_type):
     texts = tiny_corpus()

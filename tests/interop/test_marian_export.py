@@ -70,3 +70,6 @@ def test_runs_marian_cannot_express_are_refused_with_every_reason(marian_run):
     assert any("model.pre_norm=true" in p for p in problems)
     assert any("model.positions='sinusoidal'" in p for p in problems)
     assert marian_expressible(Config(), pipeline) == ["model.arch='rnn' (Marian is a Transformer)"]
+    pipeline.src_tokenizer.lowercase = True  # a run trained on lowercased text: MarianTokenizer would not lowercase
+    assert marian_expressible(RunDir(marian_run).config(), pipeline) == [
+        "data.lowercase=true (MarianTokenizer gives the model the text as it is)"]

@@ -27,9 +27,6 @@ def data_config(args: argparse.Namespace) -> DataConfig:
         return load_config(args.config).data
     defaults = DataConfig()
     tokenizer = args.tokenizer or defaults.tokenizer
-    if args.lowercase and tokenizer == "sentencepiece":
-        raise DataError("--lowercase applies to --tokenizer moses only: training does not lowercase for "
-                        "sentencepiece (data.lowercase is refused there too)")
     src_lang, tgt_lang = args.src_lang or defaults.src_lang, args.tgt_lang or defaults.tgt_lang
     data = {"src_lang": src_lang, "tgt_lang": tgt_lang, "tokenizer": tokenizer, "lowercase": args.lowercase,
             "spm_vocab_size": args.vocab_size or defaults.spm_vocab_size,

@@ -120,7 +120,7 @@ class TextPipeline:
 def _tokenizer_identity(tok: Tokenizer) -> dict:
     """What decides how a tokenizer splits text: its settings, and a sentencepiece model's content."""
     if isinstance(tok, SentencePieceTokenizer):
-        return {"type": "sentencepiece", "model sha256": sha256_file(tok.model_file)}
+        return {"type": "sentencepiece", "model sha256": sha256_file(tok.model_file), "lowercase": tok.lowercase}
     return tok.to_dict()
 
 

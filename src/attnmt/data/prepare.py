@@ -130,8 +130,11 @@ def preparation_settings(data_cfg: Any) -> dict:
     """The settings of `data_cfg` that change the prepared ids, and nothing that does not (a
     multilingual config: its directions instead of src_lang / tgt_lang)."""
     settings = {key: getattr(data_cfg, key) for key in SETTINGS}
-    for key in (SPM_ONLY if settings["tokenizer"] == "moses" else ("lowercase",)):
-        del settings[key]
+    if settings["tokenizer"] == "moses":
+        for key in SPM_ONLY:
+            del settings[key]
+    elif not settings["lowercase"]:  # the keys of data prepared before sentencepiece could lowercase stay
+        del settings["lowercase"]
     if data_cfg.multilingual:
         del settings["src_lang"], settings["tgt_lang"]
         settings["directions"] = [pair_name(d) for d in data_cfg.directions()]
@@ -379,12 +382,17 @@ def _train_tokenizers(plan: Plan, folder: Path) -> tuple[dict, dict]:
     if not pairs:
         raise DataError(f"{_names(plan)}: no pair with two non-empty sides to train sentencepiece on")
     options = dict(vocab_size=s["spm_vocab_size"], model_type=s["spm_model_type"], cache_dir=cache_dir() / "sentencepiece")
+    lowercase = s.get("lowercase", False)
+    if lowercase:  # the models learn lowercased text, which their tokenizers then give them
+        pairs = [(src.lower(), tgt.lower()) for src, tgt in pairs]
     if s["spm_joint"]:
         model = train_sentencepiece([src for src, _ in pairs] + [tgt for _, tgt in pairs], **options)
-        src_tok = tgt_tok = SentencePieceTokenizer(model).copy_model_to(folder)
+        src_tok = tgt_tok = SentencePieceTokenizer(model, lowercase=lowercase).copy_model_to(folder)
     else:
-        src_tok = SentencePieceTokenizer(train_sentencepiece([src for src, _ in pairs], **options)).copy_model_to(folder)
-        tgt_tok = SentencePieceTokenizer(train_sentencepiece([tgt for _, tgt in pairs], **options)).copy_model_to(folder)
+        src_tok = SentencePieceTokenizer(train_sentencepiece([src for src, _ in pairs], **options),
+                                         lowercase=lowercase).copy_model_to(folder)
+        tgt_tok = SentencePieceTokenizer(train_sentencepiece([tgt for _, tgt in pairs], **options),
+                                         lowercase=lowercase).copy_model_to(folder)
     return src_tok.to_dict(), tgt_tok.to_dict()
 
 

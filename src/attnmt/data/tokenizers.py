@@ -81,15 +81,18 @@ class SentencePieceTokenizer:
 
     Args:
         model_file: a `.model` file, e.g. from `train_sentencepiece`.
+        lowercase: lowercase the text before encoding (for a model trained on lowercased text;
+            decoding cannot undo it).
 
     Raises:
         DataError: the model file is missing or not a sentencepiece model.
     """
 
-    def __init__(self, model_file: str | os.PathLike):
+    def __init__(self, model_file: str | os.PathLike, lowercase: bool = False):
         import sentencepiece as spm
 
         self.model_file = Path(model_file)
+        self.lowercase = lowercase
         if not self.model_file.is_file():
             raise DataError(f"{self.model_file}: sentencepiece model not found")
         try:
@@ -103,8 +106,8 @@ class SentencePieceTokenizer:
         return self._processor.get_piece_size()
 
     def tokenize(self, text: str) -> list[str]:
-        """Encode `text` as sentencepiece pieces."""
-        return self._processor.encode(text, out_type=str)
+        """Encode `text` (lowercased if configured) as sentencepiece pieces."""
+        return self._processor.encode(text.lower() if self.lowercase else text, out_type=str)
 
     def detokenize(self, tokens: list[str]) -> str:
         """Decode pieces back to text."""
@@ -113,6 +116,8 @@ class SentencePieceTokenizer:
     def piece_ids(self, texts: list[str]) -> list[list[int]]:
         """The pieces of each text as the model's piece ids (`pieces()[i]` is piece i; a character
         the model does not know is the id of `<unk>`), in one call on this thread."""
+        if self.lowercase:
+            texts = [text.lower() for text in texts]
         return self._processor.encode(texts, out_type=int, num_threads=1)
 
     def pieces(self) -> list[str]:
@@ -129,17 +134,18 @@ class SentencePieceTokenizer:
             model = self.model_file.name
         else:
             model = os.path.relpath(self.model_file.resolve(), Path(base_dir).resolve())
-        return {"type": "sentencepiece", "model_file": Path(model).as_posix()}
+        return {"type": "sentencepiece", "model_file": Path(model).as_posix(),
+                **({"lowercase": True} if self.lowercase else {})}  # absent: false (files before it existed)
 
     def copy_model_to(self, base_dir: str | os.PathLike) -> SentencePieceTokenizer:
         """Copy the model file into `base_dir` and return a tokenizer that uses the copy."""
         target = Path(base_dir) / self.model_file.name
         if target.resolve() != self.model_file.resolve():
             atomic_copy(self.model_file, target)
-        return SentencePieceTokenizer(target)
+        return SentencePieceTokenizer(target, lowercase=self.lowercase)
 
     def __repr__(self) -> str:
-        return f"SentencePieceTokenizer({str(self.model_file)!r})"
+        return f"SentencePieceTokenizer({str(self.model_file)!r}, lowercase={self.lowercase})"
 
 
 def tokenizer_from_dict(d: dict[str, Any], base_dir: str | os.PathLike, *, source: str = "tokenizer settings") -> Tokenizer:
@@ -160,7 +166,9 @@ def tokenizer_from_dict(d: dict[str, Any], base_dir: str | os.PathLike, *, sourc
         model = Path(base_dir) / d["model_file"]
         if not model.resolve().is_relative_to(Path(base_dir).resolve()):
             raise DataError(f"{source}: model_file {d['model_file']!r} is outside {base_dir}")
-        return SentencePieceTokenizer(model)
+        if not isinstance(d.get("lowercase", False), bool):
+            raise DataError(f"{source}: 'lowercase' must be true or false, got {d['lowercase']!r:.60}")
+        return SentencePieceTokenizer(model, lowercase=d.get("lowercase", False))
     raise DataError(f"{source}: unknown tokenizer type {kind!r}; expected 'moses' or 'sentencepiece'")
 
 

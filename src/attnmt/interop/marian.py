@@ -442,6 +442,8 @@ def marian_expressible(cfg: Config, pipeline: TextPipeline) -> list[str]:
         problems.append("different source and target vocabularies (MarianTokenizer has one vocab.json)")
     if not all(isinstance(t, SentencePieceTokenizer) for t in (pipeline.src_tokenizer, pipeline.tgt_tokenizer)):
         problems.append(f"data.tokenizer={cfg.data.tokenizer!r} (MarianTokenizer is sentencepiece on both sides)")
+    elif any(t.lowercase for t in (pipeline.src_tokenizer, pipeline.tgt_tokenizer)):
+        problems.append("data.lowercase=true (MarianTokenizer gives the model the text as it is)")
     if not pipeline.source_eos:
         problems.append("sources without </s> (MarianTokenizer ends every source with eos; the run was trained "
                         "without it)")
