@@ -132,13 +132,13 @@ def test_compiled_and_graphed_steps_follow_the_eager_steps(mode):
     step = make_train_step(mode, model, opt_a, sched_a, train_cfg=cfg, use_amp=False, pad_id=PAD,
                            eager=train_step)
     gen = torch.Generator().manual_seed(3)
-    for i in range(8 if mode == "cudagraphs" else 4):  # torch.compile recompiles per new shape: slow
+    steps = 8 if mode == "cudagraphs" else 4  # torch.compile recompiles per new shape: slow
+    for i in range(steps):
         batch = reversal_batch(24 + 4 * (i % 3), gen, max_len=6 + 3 * (i % 2))
         loss_a, ok_a = step(batch.to(CUDA))
         loss_b, ok_b = train_step(twin, batch.to(CUDA), opt_b, sched_b, train_cfg=cfg, use_amp=False, pad_id=PAD)
         assert ok_a and ok_b
         torch.testing.assert_close(loss_a, loss_b, rtol=1e-4, atol=1e-4)
-    steps = 8 if mode == "cudagraphs" else 4
     for (name, p), q in zip(model.named_parameters(), twin.parameters()):
         if name.endswith("key_proj.bias"):
             # Its exact gradient is zero (softmax ignores a shift common to all keys' scores), so in

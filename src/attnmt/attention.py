@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+from contextlib import nullcontext
 from typing import NamedTuple
 
 import torch
@@ -345,9 +346,7 @@ CUDA_SDPA_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION
 
 def _sdpa(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, dropout_p: float) -> Tensor:
     """torch's SDPA; on CUDA limited to CUDA_SDPA_BACKENDS."""
-    if not query.is_cuda:
-        return F.scaled_dot_product_attention(query, keys, values, attn_mask=mask, dropout_p=dropout_p)
-    with sdpa_kernel(CUDA_SDPA_BACKENDS):
+    with sdpa_kernel(CUDA_SDPA_BACKENDS) if query.is_cuda else nullcontext():
         return F.scaled_dot_product_attention(query, keys, values, attn_mask=mask, dropout_p=dropout_p)
 
 

@@ -385,14 +385,15 @@ def _train_tokenizers(plan: Plan, folder: Path) -> tuple[dict, dict]:
     lowercase = s.get("lowercase", False)
     if lowercase:  # the models learn lowercased text, which their tokenizers then give them
         pairs = [(src.lower(), tgt.lower()) for src, tgt in pairs]
+
+    def trained_on(texts: list[str]) -> SentencePieceTokenizer:
+        model = train_sentencepiece(texts, **options)
+        return SentencePieceTokenizer(model, lowercase=lowercase).copy_model_to(folder)
+
     if s["spm_joint"]:
-        model = train_sentencepiece([src for src, _ in pairs] + [tgt for _, tgt in pairs], **options)
-        src_tok = tgt_tok = SentencePieceTokenizer(model, lowercase=lowercase).copy_model_to(folder)
+        src_tok = tgt_tok = trained_on([src for src, _ in pairs] + [tgt for _, tgt in pairs])
     else:
-        src_tok = SentencePieceTokenizer(train_sentencepiece([src for src, _ in pairs], **options),
-                                         lowercase=lowercase).copy_model_to(folder)
-        tgt_tok = SentencePieceTokenizer(train_sentencepiece([tgt for _, tgt in pairs], **options),
-                                         lowercase=lowercase).copy_model_to(folder)
+        src_tok, tgt_tok = trained_on([src for src, _ in pairs]), trained_on([tgt for _, tgt in pairs])
     return src_tok.to_dict(), tgt_tok.to_dict()
 
 
