@@ -49,7 +49,9 @@ def training(tmp_path):
                                 "--set", "train.epochs=500", "--set", "train.num_threads=1"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
     deadline = time.monotonic() + 120
-    while not (run / "last.json").is_file():
+    # last.json is written before train_state.json at an epoch's end: wait for both, or a kill in between
+    # (seen under load) leaves a run that cannot resume
+    while not ((run / "last.json").is_file() and (run / "train_state.json").is_file()):
         assert process.poll() is None and time.monotonic() < deadline, "the training did not start"
         time.sleep(0.2)
     yield process, run
