@@ -191,3 +191,28 @@ def test_training_logs_the_post_norm_advice_once(tmp_path, toy_config, caplog):
         train(load_config(toy_config, overrides), tmp_path / "run")
     advice = [r.message for r in caplog.records if "post-norm" in r.message]
     assert len(advice) == 1 and "model.pre_norm=true" in advice[0]
+
+
+def test_a_lowercased_run_is_validated_against_lowercased_references(tmp_path, monkeypatch):
+    """data.lowercase: the model writes no capitals, so its val BLEU (and the best checkpoint and
+    early stopping, which use it) compares with lowercased references, not the cased ones it could
+    never match."""
+    import sacrebleu
+
+    folder = toy.write_corpus(tmp_path / "toy")
+    for split in ("train", "valid", "test"):  # capitalized targets: "Dog Red"
+        path = folder / f"{split}.en"
+        path.write_text(path.read_text(encoding="utf-8").title(), encoding="utf-8")
+    config = tmp_path / "toy.yaml"
+    config.write_text(toy.config_text(folder, epochs=1, data={"lowercase": True}), encoding="utf-8")
+    seen, real_score = [], loop.score_translations
+    monkeypatch.setattr(loop, "score_translations", lambda hyps, refs, **k: seen.append((hyps, refs)) or real_score(hyps, refs, **k))
+    run = tmp_path / "run"
+    assert main(["train", str(config), "--run-dir", str(run), *toy.sets(["train.num_threads=1"])]) == 0
+    [(hyps, refs)] = seen
+    cased = (folder / "valid.en").read_text(encoding="utf-8").splitlines()[:len(refs)]
+    assert refs == [line.lower() for line in cased] and any(line != line.lower() for line in cased)
+    assert all(h == h.lower() for h in hyps)
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    [epoch] = [row for row in rows if row["event"] == "epoch"]
+    assert epoch["val_bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score, abs=0.006)

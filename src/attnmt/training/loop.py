@@ -78,7 +78,8 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False, overwrite: 
 def validate(model: torch.nn.Module, data: TrainData, cfg: Config, device: torch.device) -> dict:
     """Validation loss, perplexity, BLEU and chrF of `model` (greedy or `train.eval_beam`). A
     multilingual run is validated on every direction: val_bleu / val_chrf are the means over them
-    (what early stopping and the best checkpoint use), val_bleu_SRC-TGT each one's BLEU."""
+    (what early stopping and the best checkpoint use), val_bleu_SRC-TGT each one's BLEU. A run on
+    lowercased text (`data.lowercase`) is scored against lowercased references."""
     pad_id = data.pipeline.tgt_vocab.pad_id
     val_nll, val_tokens, per_direction = 0.0, 0, {}
     for val in data.val:
@@ -86,8 +87,11 @@ def validate(model: torch.nn.Module, data: TrainData, cfg: Config, device: torch
         val_nll, val_tokens = val_nll + nll, val_tokens + tokens
         hyps = decode_sources(model, data.pipeline, val.corpus.src[:val.n_bleu], beam_size=cfg.train.eval_beam,
                               search_cfg=cfg.search, device=device, target_lang=val.target_lang)
+        refs = val.corpus.tgt[:val.n_bleu]
+        if getattr(data.pipeline.tgt_tokenizer, "lowercase", False):  # a model of lowercased text cannot
+            refs = [ref.lower() for ref in refs]                        # write capitals: score it without them
         per_direction[pair_name(val.direction)] = score_translations(
-            [h.text for h in hyps], val.corpus.tgt[:val.n_bleu], tgt_lang=val.direction[1])
+            [h.text for h in hyps], refs, tgt_lang=val.direction[1])
     bleu = sum(s["bleu"] for s in per_direction.values()) / len(per_direction)
     chrf = sum(s["chrf"] for s in per_direction.values()) / len(per_direction)
     scores = dict(val_loss=round(val_nll / max(val_tokens, 1), 4), val_ppl=round(perplexity(val_nll, val_tokens), 2),
