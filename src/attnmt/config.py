@@ -61,7 +61,8 @@ class DataConfig:
     valid: str | None = None
     test: str | None = None
     tokenizer: Literal["moses", "sentencepiece"] = "moses"
-    lowercase: bool = False                  # lowercase all text (the tutorials' and many papers' setup); val BLEU on lowercased references
+    lowercase: bool = False                  # lowercase all text (the tutorials' and many papers' setup);
+                                             # val BLEU then compares with lowercased references
     spm_model_type: Literal["bpe", "unigram"] = "bpe"
     spm_vocab_size: int = 8000
     spm_joint: bool = True                   # one sentencepiece model for both languages

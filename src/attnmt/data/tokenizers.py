@@ -32,6 +32,8 @@ SENTENCEPIECE_MODEL_TYPES = ("bpe", "unigram")
 class Tokenizer(Protocol):
     """Text <-> tokens. `to_dict()` gives JSON settings that `tokenizer_from_dict` rebuilds."""
 
+    lowercase: bool  # text is lowercased before tokenizing (the model never writes capitals)
+
     def tokenize(self, text: str) -> list[str]: ...
 
     def detokenize(self, tokens: list[str]) -> str: ...

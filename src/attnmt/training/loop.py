@@ -88,8 +88,8 @@ def validate(model: torch.nn.Module, data: TrainData, cfg: Config, device: torch
         hyps = decode_sources(model, data.pipeline, val.corpus.src[:val.n_bleu], beam_size=cfg.train.eval_beam,
                               search_cfg=cfg.search, device=device, target_lang=val.target_lang)
         refs = val.corpus.tgt[:val.n_bleu]
-        if getattr(data.pipeline.tgt_tokenizer, "lowercase", False):  # a model of lowercased text cannot
-            refs = [ref.lower() for ref in refs]                        # write capitals: score it without them
+        if data.pipeline.tgt_tokenizer.lowercase:  # a model of lowercased text cannot write capitals
+            refs = [ref.lower() for ref in refs]
         per_direction[pair_name(val.direction)] = score_translations(
             [h.text for h in hyps], refs, tgt_lang=val.direction[1])
     bleu = sum(s["bleu"] for s in per_direction.values()) / len(per_direction)
