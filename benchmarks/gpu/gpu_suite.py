@@ -13,8 +13,9 @@ H100 by default); a stage that does not fit is recorded as skipped, one that ove
    evaluated on test_2016_flickr with beam 5 (BLEU, chrF, epochs, sacreBLEU signature); the RNN
    config too with ``--rnn-quality``.
 3. speed: benchmarks/speed/bench.py for both default configs at 128 and 512 sentences a batch, with
-   each train.compile mode (none, default, cudagraphs where it applies), and greedy / beam-5
-   decoding of test_2016_flickr (the Transformer decodes the quality stage's trained run).
+   each train.compile mode (none, cudagraphs where it applies, then default), and greedy / beam-5
+   decoding of test_2016_flickr in runs of their own (the Transformer decodes the quality stage's
+   trained run).
    bench.py measures its reference in the same process, so every figure has its ratio.
 
 OUT_DIR gets summary.json (benchmarks/common.py's report schema, one "stage" row per stage) and
@@ -221,34 +222,46 @@ def stage_quality(args, out: Path, budget: Budget) -> dict:
 
 
 def speed_plan(args, out: Path) -> list[tuple[str, list[str]]]:
-    """(name, speed/bench.py arguments) in the order they run: eager with decoding first, then the
-    fast paths; the most informative figures come first in case the budget runs out."""
-    plan = []
+    """(name, speed/bench.py arguments) in the order they run, the most informative first in case
+    the budget runs out: eager and CUDA-graph training steps, then decoding (a run of its own, with
+    --no-train: on the first H100 run, training and decoding in one run overran its 2 minutes and
+    left no figure), then torch.compile's training steps, whose compile time is the longest."""
     trained = out / "runs" / "transformer"
     batches = (8,) if args.dry_run else (128, 512)
-    modes = ("none",) if args.dry_run else ("none", "cudagraphs", "default")
-    for mode in modes:
-        for arch in ("transformer", "rnn"):
-            if mode == "cudagraphs" and arch == "rnn":
-                continue  # the RNN packs sequences on the host: not capturable (graphs.py)
-            for batch in batches:
-                name = f"{arch}_b{batch}_{mode}"
-                cmd = ["--config", CONFIGS[arch], "--json", str(out / f"bench_{name}.json"), "-q",
-                       "--set", "train.batch_by=sentences", "--set", f"train.batch_size={batch}",
-                       "--set", f"train.compile={mode}"]
-                decode = mode == "none" and batch == batches[0]
-                if args.dry_run:
-                    cmd += ["--device", "cpu", "--train-subset", "200", "--steps", "2", "--warmup-steps", "1",
-                            "--decode-sentences", "4", "--threads", "1"]
-                    for item in DRY_MODEL[arch]:
-                        cmd += ["--set", item]
-                else:
-                    cmd += ["--device", "cuda", "--train-subset", "6000", "--steps", "30", "--warmup-steps", "10"]
-                if not decode:
-                    cmd.append("--no-decode")
-                elif arch == "transformer" and (trained / "best.json").exists() and not args.dry_run:
-                    cmd += ["--decode-checkpoint", str(trained)]
-                plan.append((name, cmd))
+
+    def base(arch: str, batch: int, mode: str) -> list[str]:
+        cmd = ["--config", CONFIGS[arch], "-q", "--set", "train.batch_by=sentences",
+               "--set", f"train.batch_size={batch}", "--set", f"train.compile={mode}"]
+        if args.dry_run:
+            cmd += ["--device", "cpu", "--train-subset", "200", "--steps", "2", "--warmup-steps", "1",
+                    "--decode-sentences", "4", "--threads", "1"]
+            for item in DRY_MODEL[arch]:
+                cmd += ["--set", item]
+        else:
+            cmd += ["--device", "cuda", "--train-subset", "6000", "--steps", "30", "--warmup-steps", "10"]
+        return cmd
+
+    def training(modes: tuple[str, ...]) -> list[tuple[str, list[str]]]:
+        runs = []
+        for mode in modes:
+            for arch in ("transformer", "rnn"):
+                if mode == "cudagraphs" and arch == "rnn":
+                    continue  # the RNN packs sequences on the host: not capturable (graphs.py)
+                for batch in batches:
+                    name = f"{arch}_b{batch}_{mode}"
+                    runs.append((name, base(arch, batch, mode) + ["--json", str(out / f"bench_{name}.json"),
+                                                                  "--no-decode"]))
+        return runs
+
+    plan = training(("none",) if args.dry_run else ("none", "cudagraphs"))
+    for arch in ("transformer", "rnn"):  # greedy and beam-5 decoding, eager, once per config
+        name = f"{arch}_decode"
+        cmd = base(arch, batches[0], "none") + ["--json", str(out / f"bench_{name}.json"), "--no-train"]
+        if arch == "transformer" and (trained / "best.json").exists() and not args.dry_run:
+            cmd += ["--decode-checkpoint", str(trained)]
+        plan.append((name, cmd))
+    if not args.dry_run:
+        plan += training(("default",))
     return plan
 
 

@@ -55,10 +55,16 @@ def test_shell_entry_point_without_cuda(tmp_path):
 def test_speed_plan_covers_both_configs_batches_and_modes(tmp_path):
     args = suite.parse_args([str(tmp_path)])
     plan = dict(suite.speed_plan(args, tmp_path))
-    assert set(plan) == {f"{arch}_b{batch}_{mode}" for arch in ("transformer", "rnn") for batch in (128, 512)
-                         for mode in ("none", "default", "cudagraphs")} - {"rnn_b128_cudagraphs", "rnn_b512_cudagraphs"}
+    training = {f"{arch}_b{batch}_{mode}" for arch in ("transformer", "rnn") for batch in (128, 512)
+                for mode in ("none", "default", "cudagraphs")} - {"rnn_b128_cudagraphs", "rnn_b512_cudagraphs"}
+    assert set(plan) == training | {"transformer_decode", "rnn_decode"}
+    assert all("--no-decode" in plan[name] and "--no-train" not in plan[name] for name in training)
     decoding = [name for name, cmd in plan.items() if "--no-decode" not in cmd]
-    assert decoding == ["transformer_b128_none", "rnn_b128_none"]  # once per config, eager
+    assert decoding == ["transformer_decode", "rnn_decode"]  # once per config, eager, no training
+    assert all("--no-train" in plan[name] and "train.compile=none" in plan[name] for name in decoding)
+    order = list(plan)  # eager and graphs before decoding, torch.compile last
+    assert order.index("transformer_b512_cudagraphs") < order.index("transformer_decode")
+    assert order.index("rnn_decode") < min(order.index(name) for name in training if name.endswith("_default"))
     cmd = plan["transformer_b512_cudagraphs"]
     assert "train.compile=cudagraphs" in cmd and "train.batch_size=512" in cmd and "--device" in cmd
     dry = dict(suite.speed_plan(suite.parse_args([str(tmp_path), "--dry-run"]), tmp_path))
