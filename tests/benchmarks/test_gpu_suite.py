@@ -62,6 +62,7 @@ def test_speed_plan_covers_both_configs_batches_and_modes(tmp_path):
     decoding = [name for name, cmd in plan.items() if "--no-decode" not in cmd]
     assert decoding == ["transformer_decode", "rnn_decode"]  # once per config, eager, no training
     assert all("--no-train" in plan[name] and "train.compile=none" in plan[name] for name in decoding)
+    assert all(plan[name][plan[name].index("--decode-sentences") + 1] == "200" for name in decoding)
     order = list(plan)  # eager and graphs before decoding, torch.compile last
     assert order.index("transformer_b512_cudagraphs") < order.index("transformer_decode")
     assert order.index("rnn_decode") < min(order.index(name) for name in training if name.endswith("_default"))
