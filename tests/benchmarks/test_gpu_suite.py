@@ -137,10 +137,12 @@ def test_dry_run_of_every_stage(tmp_path):
     assert quality["status"] == "ok" and quality["epochs"] == 1 and quality["beam"] == 5
     assert 0 <= quality["bleu"] <= 100 and quality["signature"].startswith("nrefs:1")
     runs = stages["speed"]["runs"]
-    assert set(runs) == {"transformer_b8_none", "rnn_b8_none"}
-    for run in runs.values():
-        assert run["status"] == "ok" and run["train"]["tgt_tok_per_s"] > 0
-        assert run["train"]["ratio_tgt_tok_per_s"] > 0
-    assert runs["rnn_b8_none"]["beam5"]["ratio_sent_per_s"] > 0
+    assert set(runs) == {"transformer_b8_none", "rnn_b8_none", "transformer_decode", "rnn_decode"}
+    assert all(run["status"] == "ok" for run in runs.values())
+    for name in ("transformer_b8_none", "rnn_b8_none"):
+        assert runs[name]["train"]["tgt_tok_per_s"] > 0 and runs[name]["train"]["ratio_tgt_tok_per_s"] > 0
+        assert "beam5" not in runs[name]
+    for name in ("transformer_decode", "rnn_decode"):
+        assert "train" not in runs[name] and runs[name]["beam5"]["ratio_sent_per_s"] > 0
     for log in ("tests.log", "quality_transformer.log", "speed.log"):
         assert (out / log).stat().st_size > 0
