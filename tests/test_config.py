@@ -49,6 +49,10 @@ def test_empty_file_gives_defaults(tmp_path):
          r"cfg.yaml: train.teacher_forcing=0.5 applies to model.arch='rnn' only"),
         ("train:\n  device: gpu\n", r"cfg.yaml: train.device='gpu' must be auto, cpu, cuda, cuda:N or mps"),
         ("train:\n  device: cuda:x\n", r"train.device='cuda:x' must be"),
+        ("train:\n  schedule: linear\n", r"train.schedule='linear' decays to zero at train.max_updates: set "
+         r"train.max_updates above train.warmup_steps=4000 \(got train.max_updates=None\)"),
+        ("train:\n  schedule: cosine\n  warmup_steps: 50\n  max_updates: 50\n",
+         r"cfg.yaml: train.schedule='cosine' decays .*warmup_steps=50 \(got train.max_updates=50\)"),
     ],
 )
 def test_bad_configs_name_file_and_key(tmp_path, text, message):
@@ -130,6 +134,10 @@ def test_a_local_file_wins_over_a_packaged_name(tmp_path, monkeypatch):
     ("model:\n  arch: transformer\n  pre_norm: false\ntrain:\n  schedule: constant\n", True),
     ("model:\n  arch: transformer\n  pre_norm: false\ntrain:\n  schedule: plateau\n", True),
     ("model:\n  arch: transformer\n  pre_norm: false\ntrain:\n  schedule: inverse_sqrt\n", False),
+    ("model:\n  arch: transformer\n  pre_norm: false\ntrain:\n  schedule: linear\n  warmup_steps: 3\n"
+     "  max_updates: 9\n", False),
+    ("model:\n  arch: transformer\n  pre_norm: false\ntrain:\n  schedule: cosine\n  warmup_steps: 0\n"
+     "  max_updates: 9\n", True),
     ("model:\n  arch: transformer\n  pre_norm: true\ntrain:\n  schedule: constant\n", False),
     ("model:\n  arch: rnn\n  pre_norm: false\ntrain:\n  schedule: constant\n", False),
 ])

@@ -2,6 +2,7 @@
 too many in a row stop training with a clear error."""
 
 import json
+import math
 
 import pytest
 import torch
@@ -73,6 +74,35 @@ def test_inverse_sqrt_schedule_peaks_at_warmup():
         sched.step()
     assert used[0] == pytest.approx(0.1) and used[4] == pytest.approx(0.5) and used[9] == pytest.approx(1.0)
     assert used[39] == pytest.approx((10 / 40) ** 0.5) and max(used) == pytest.approx(1.0)
+
+
+def _rates(cfg, updates):
+    """The rate each of the first `updates` updates uses, read from the optimizer as training would."""
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.lr)
+    sched = make_step_schedule(opt, cfg)
+    used = []
+    for _ in range(updates):
+        used.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    return used
+
+
+def test_linear_schedule_warms_up_then_falls_to_zero_at_max_updates():
+    """Warmup 4 of 2.0, then a straight line from 2.0 (update 4) to 0 (update 13): the expected
+    rates are written out by hand, 2.0 * (13 - n) / 9 after the warmup."""
+    used = _rates(TrainConfig(schedule="linear", warmup_steps=4, max_updates=12, lr=2.0), 14)
+    expected = [0.5, 1.0, 1.5, 2.0, 16 / 9, 14 / 9, 12 / 9, 10 / 9, 8 / 9, 6 / 9, 4 / 9, 2 / 9, 0.0, 0.0]
+    assert used == pytest.approx(expected)
+
+
+def test_cosine_schedule_is_half_a_cosine_from_peak_to_zero():
+    """No warmup, 8 updates: update n uses lr * (1 + cos(pi * n / 9)) / 2 (the peak is update 0's,
+    the rate 0 only after update 8), falling all the way."""
+    used = _rates(TrainConfig(schedule="cosine", warmup_steps=0, max_updates=8, lr=1.0), 10)
+    expected = [(1 + math.cos(math.pi * n / 9)) / 2 for n in range(1, 9)] + [0.0, 0.0]
+    assert used == pytest.approx(expected)
+    assert all(a > b for a, b in zip(used[:9], used[1:9])) and used[7] > 0
 
 
 def test_plateau_reductions_hold_for_every_update_of_the_next_epochs(tmp_path, toy_config, monkeypatch):

@@ -139,7 +139,8 @@ class TrainConfig:
     lr: float = 1e-3
     betas: tuple[float, float] = (0.9, 0.999)
     weight_decay: float = 0.0
-    schedule: Literal["constant", "plateau", "inverse_sqrt"] = "constant"
+    schedule: Literal["constant", "plateau", "inverse_sqrt", "linear", "cosine"] = "constant"  # linear, cosine:
+                                             # warmup, then down to 0 at train.max_updates
     warmup_steps: int = 4000
     plateau_factor: float = 0.5
     plateau_patience: int = 1
@@ -565,6 +566,9 @@ def _check_rules(cfg: Config) -> str | None:
                 "'default')")
     if t.schedule == "inverse_sqrt" and t.warmup_steps == 0:
         return "train.warmup_steps must be positive with train.schedule='inverse_sqrt'"
+    if t.schedule in ("linear", "cosine") and (not t.max_updates or t.warmup_steps >= t.max_updates):
+        return (f"train.schedule={t.schedule!r} decays to zero at train.max_updates: set train.max_updates above "
+                f"train.warmup_steps={t.warmup_steps} (got train.max_updates={t.max_updates})")
     try:  # the spelling only: whether the device exists is checked where it is used (devices.py)
         check_device_name(t.device, key="train.device")
     except AttnmtError as err:
@@ -637,11 +641,11 @@ def advisories(cfg: Config) -> list[str]:
     """
     m, t = cfg.model, cfg.train
     notes = []
-    if m.arch == "transformer" and not m.pre_norm and t.schedule != "inverse_sqrt":
-        notes.append(f"model.pre_norm=false (post-norm) with train.schedule={t.schedule!r} has no learning-rate "
-                     "warmup: a post-norm Transformer learns about half as fast per update without one "
-                     "(docs/results.md). Set model.pre_norm=true; post-norm needs train.schedule='inverse_sqrt' "
-                     "with train.warmup_steps, and long training")
+    if m.arch == "transformer" and not m.pre_norm and (t.schedule in ("constant", "plateau") or not t.warmup_steps):
+        notes.append(f"model.pre_norm=false (post-norm) with train.schedule={t.schedule!r} and train.warmup_steps="
+                     f"{t.warmup_steps} has no learning-rate warmup: a post-norm Transformer learns about half as "
+                     "fast per update without one (docs/results.md). Set model.pre_norm=true; post-norm needs "
+                     "train.schedule='inverse_sqrt', 'linear' or 'cosine' with train.warmup_steps, and long training")
     return notes
 
 

@@ -43,17 +43,30 @@ class KeepRate(torch.optim.lr_scheduler.LRScheduler):
         return [group["lr"] for group in self.optimizer.param_groups]
 
 
+def schedule_factor(schedule: str, n: int, warmup: int, total: int | None) -> float:
+    """The rate of update `n` (1, 2, ...) as a fraction of `train.lr`: a linear warmup over `warmup`
+    updates, then `inverse_sqrt` (Vaswani et al. 2017, eq. 3, with the peak at `lr`), or `linear` /
+    `cosine`, which fall to zero after update `total` = `train.max_updates` (the schedules of a fixed
+    budget: Li et al. 2020, "Budgeted Training"; fairseq's polynomial_decay and cosine). The last
+    update keeps a small rate: update `total` gets 1/(total - warmup + 1) of the peak under `linear`."""
+    if warmup and n <= warmup:
+        return n / warmup
+    if schedule == "inverse_sqrt":
+        return math.sqrt(warmup / n)
+    left = max(total + 1 - n, 0) / (total + 1 - warmup)   # 1 just after the warmup, 0 after update `total`
+    if schedule == "linear":
+        return left
+    return 0.5 * (1.0 - math.cos(math.pi * left))         # cosine: 1 -> 0, flat at both ends
+
+
 def make_step_schedule(optimizer: torch.optim.Optimizer, cfg) -> torch.optim.lr_scheduler.LRScheduler:
-    """Per-step learning rate: linear warmup then inverse square root (Vaswani et al. 2017, eq. 3,
-    with the peak at `lr`) for `inverse_sqrt`; otherwise the rate is left to the plateau schedule
-    (or constant)."""
-    if cfg.schedule != "inverse_sqrt":
+    """Per-step learning rate for `inverse_sqrt`, `linear` and `cosine` (schedule_factor); otherwise the
+    rate is left to the plateau schedule (or constant)."""
+    if cfg.schedule not in ("inverse_sqrt", "linear", "cosine"):
         return KeepRate(optimizer)
-    warmup = cfg.warmup_steps
 
     def factor(done: int) -> float:  # `done` updates so far; this is the rate of update n = done + 1
-        n = done + 1
-        return min(n / warmup, math.sqrt(warmup / n))
+        return schedule_factor(cfg.schedule, done + 1, cfg.warmup_steps, cfg.max_updates)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
