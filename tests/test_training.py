@@ -63,19 +63,6 @@ def test_sequence_loss_ignores_padding():
     torch.testing.assert_close(sequence_loss(logits, gold, pad_id=0), expected)
 
 
-def test_inverse_sqrt_schedule_peaks_at_warmup():
-    cfg = TrainConfig(schedule="inverse_sqrt", warmup_steps=10, lr=1.0)
-    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.lr)
-    sched = make_step_schedule(opt, cfg)
-    used = []  # the rate of update n is used[n - 1]
-    for _ in range(40):
-        used.append(opt.param_groups[0]["lr"])
-        opt.step()
-        sched.step()
-    assert used[0] == pytest.approx(0.1) and used[4] == pytest.approx(0.5) and used[9] == pytest.approx(1.0)
-    assert used[39] == pytest.approx((10 / 40) ** 0.5) and max(used) == pytest.approx(1.0)
-
-
 def _rates(cfg, updates):
     """The rate each of the first `updates` updates uses, read from the optimizer as training would."""
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.lr)
@@ -86,6 +73,12 @@ def _rates(cfg, updates):
         opt.step()
         sched.step()
     return used
+
+
+def test_inverse_sqrt_schedule_peaks_at_warmup():
+    used = _rates(TrainConfig(schedule="inverse_sqrt", warmup_steps=10, lr=1.0), 40)  # update n: used[n - 1]
+    assert used[0] == pytest.approx(0.1) and used[4] == pytest.approx(0.5) and used[9] == pytest.approx(1.0)
+    assert used[39] == pytest.approx((10 / 40) ** 0.5) and max(used) == pytest.approx(1.0)
 
 
 def test_linear_schedule_warms_up_then_falls_to_zero_at_max_updates():

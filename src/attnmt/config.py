@@ -127,6 +127,10 @@ class ModelConfig:
     ff_dropout: float | None = None          # after the feed-forward's activation; null = model.dropout
 
 
+BUDGET_SCHEDULES = ("linear", "cosine")              # train.schedule values that end at train.max_updates
+STEP_SCHEDULES = ("inverse_sqrt", *BUDGET_SCHEDULES)  # ... and those set the rate at every update (with a warmup)
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     seed: int = 1
@@ -566,7 +570,7 @@ def _check_rules(cfg: Config) -> str | None:
                 "'default')")
     if t.schedule == "inverse_sqrt" and t.warmup_steps == 0:
         return "train.warmup_steps must be positive with train.schedule='inverse_sqrt'"
-    if t.schedule in ("linear", "cosine") and (not t.max_updates or t.warmup_steps >= t.max_updates):
+    if t.schedule in BUDGET_SCHEDULES and (not t.max_updates or t.warmup_steps >= t.max_updates):
         return (f"train.schedule={t.schedule!r} decays to zero at train.max_updates: set train.max_updates above "
                 f"train.warmup_steps={t.warmup_steps} (got train.max_updates={t.max_updates})")
     try:  # the spelling only: whether the device exists is checked where it is used (devices.py)
@@ -641,7 +645,7 @@ def advisories(cfg: Config) -> list[str]:
     """
     m, t = cfg.model, cfg.train
     notes = []
-    if m.arch == "transformer" and not m.pre_norm and (t.schedule in ("constant", "plateau") or not t.warmup_steps):
+    if m.arch == "transformer" and not m.pre_norm and (t.schedule not in STEP_SCHEDULES or not t.warmup_steps):
         notes.append(f"model.pre_norm=false (post-norm) with train.schedule={t.schedule!r} and train.warmup_steps="
                      f"{t.warmup_steps} has no learning-rate warmup: a post-norm Transformer learns about half as "
                      "fast per update without one (docs/results.md). Set model.pre_norm=true; post-norm needs "

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from attnmt.config import Config, advisories
+from attnmt.config import STEP_SCHEDULES, Config, advisories
 from attnmt.data.pipeline import TextPipeline
 from attnmt.models import count_parameters
 from attnmt.run_dir import model_for
@@ -62,7 +62,7 @@ def schedule_factor(schedule: str, n: int, warmup: int, total: int | None) -> fl
 def make_step_schedule(optimizer: torch.optim.Optimizer, cfg) -> torch.optim.lr_scheduler.LRScheduler:
     """Per-step learning rate for `inverse_sqrt`, `linear` and `cosine` (schedule_factor); otherwise the
     rate is left to the plateau schedule (or constant)."""
-    if cfg.schedule not in ("inverse_sqrt", "linear", "cosine"):
+    if cfg.schedule not in STEP_SCHEDULES:
         return KeepRate(optimizer)
 
     def factor(done: int) -> float:  # `done` updates so far; this is the rate of update n = done + 1
