@@ -52,6 +52,7 @@ def prepare_run_dir(run_dir: Path) -> None:
 
 
 def run(args) -> int:
+    from attnmt.allocator import keep_freed_memory
     from attnmt.config import find_config, load_config
     from attnmt.plotting import plot_attention
     from attnmt.training import train
@@ -62,6 +63,7 @@ def run(args) -> int:
     cfg = load_config(config_path)
     run_dir = Path(args.run_dir)
     prepare_run_dir(run_dir)
+    keep_freed_memory()  # as `attnmt train` (allocator.py)
     print(f"== training {config_path} -> {run_dir}", flush=True)
     result = train(cfg, run_dir)
     print(f"   {result.epochs} epochs in {result.seconds / 60:.1f} min; best epoch: {result.best.get('epoch')}")

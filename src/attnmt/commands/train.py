@@ -10,6 +10,7 @@ import logging
 from contextlib import nullcontext
 from pathlib import Path
 
+from attnmt.allocator import keep_freed_memory
 from attnmt.config import Config, apply_overrides, config_from_dict, load_config, save_config
 from attnmt.errors import AttnmtError
 from attnmt.files import writer_lock
@@ -74,6 +75,7 @@ def _summary(result) -> dict:
 def run(args) -> int:
     if args.resume and args.overwrite:
         raise AttnmtError("--overwrite starts a run afresh and cannot be combined with --resume")
+    keep_freed_memory()  # a process that trains: logits-sized blocks are reused, not remapped (allocator.py)
     if getattr(args, "seeds", None):
         results = _train_seeds(args)
         if env_rank() == 0:
