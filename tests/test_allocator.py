@@ -6,6 +6,7 @@ the bytes of the heap. The expected values come from those counters, not from at
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import platform
@@ -14,8 +15,9 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
-                                reason="mallopt and mallinfo2 are glibc's")
+GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+pytestmark = pytest.mark.skipif(not GLIBC or not hasattr(ctypes.CDLL(None), "mallinfo2"),
+                                reason="mallopt is glibc's, mallinfo2 glibc 2.33's and later")
 
 PROBE = r"""
 import ctypes, json, sys

@@ -4,8 +4,8 @@ glibc's malloc gives every block above its mmap threshold (32 MiB at most) a map
 and unmaps it when it is freed, and gives freed memory at the top of its heap back to the system.
 A Transformer's logits are such blocks (tokens x vocabulary floats: 131 MB for 4,096 target tokens
 and 8,000 types), and so are their log-probabilities and gradients: at every update they are
-mapped, faulted in page by page by the kernel, and unmapped again. On a 2-core Intel Xeon this
-took a quarter of a CPU Transformer-tiny's training time (docs/performance.md, "The C allocator").
+mapped, faulted in page by page by the kernel, and unmapped again. On a 2-core Intel Xeon that
+was a fifth of a CPU Transformer-tiny's training time (docs/performance.md, "The C allocator").
 
     keep_freed_memory()        # True: glibc now serves every block from its heap and keeps it
 
