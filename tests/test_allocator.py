@@ -85,3 +85,12 @@ def test_attnmt_train_asks_for_it_first(tmp_path, monkeypatch, capsys):
     assert cli.main(["train", "--resume", str(tmp_path / "no-run")]) == 2  # refused after the call
     assert calls == ["asked"]
     assert "no-run" in capsys.readouterr().err
+
+
+def test_an_unknown_attnmt_malloc_is_refused_naming_the_variable(tmp_path, monkeypatch, capsys):
+    from attnmt import cli
+
+    monkeypatch.setenv("ATTNMT_MALLOC", "sytem")  # refused before glibc is asked anything
+    assert cli.main(["train", "--resume", str(tmp_path / "no-run")]) == 2
+    err = capsys.readouterr().err
+    assert "ATTNMT_MALLOC='sytem'" in err and "keep or system" in err and "Traceback" not in err

@@ -22,20 +22,30 @@ import logging
 import os
 import platform
 
+from attnmt.errors import AttnmtError
+
 log = logging.getLogger(__name__)
 
 # mallopt(3) parameters, from glibc's <malloc.h>
 M_TRIM_THRESHOLD = -1   # free memory at the top of the heap above this is given back to the system
 M_MMAP_MAX = -4         # how many blocks may have their own mapping at once (0: none)
 KEEP_ALL = 2**31 - 1    # mallopt takes an int: a trim threshold no heap reaches here
-ENV = "ATTNMT_MALLOC"   # "system": leave the C allocator's defaults
+ENV = "ATTNMT_MALLOC"   # "keep" (also when unset) or "system": leave the C allocator's defaults
+CHOICES = ("keep", "system")
 
 
 def keep_freed_memory() -> bool:
     """Ask glibc's malloc to keep freed memory: no block gets a mapping of its own, and the heap is
     never trimmed. Returns True where it was set, False where nothing was done (not Linux with
-    glibc, or `ATTNMT_MALLOC=system`)."""
-    if os.environ.get(ENV, "").strip().lower() == "system":
+    glibc, or `ATTNMT_MALLOC=system`).
+
+    Raises:
+        AttnmtError: `ATTNMT_MALLOC` is set to something else than keep or system; names the variable.
+    """
+    choice = os.environ.get(ENV, "").strip().lower() or "keep"
+    if choice not in CHOICES:
+        raise AttnmtError(f"{ENV}={os.environ[ENV]!r} must be {' or '.join(CHOICES)} (or unset: keep)")
+    if choice == "system":
         log.info("%s=system: the C allocator keeps its defaults", ENV)
         return False
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
