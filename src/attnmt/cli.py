@@ -356,7 +356,9 @@ def _add_attention(sub) -> None:
 def _add_average(sub) -> None:
     average = sub.add_parser("average", help="average the weights of several checkpoints of one run")
     average.add_argument("run_dir")
-    average.add_argument("--last", type=positive_int, default=5, help="average the last N epoch checkpoints")
+    average.add_argument("--last", type=positive_int, default=5,
+                         help="average the last N validated checkpoints by update: checkpoints/epoch_*, and "
+                              "step_* (every train.validate_every updates, or train.max_updates reached mid-epoch)")
     average.add_argument("-o", "--output", default=None)
 
 
