@@ -63,6 +63,10 @@ def test_moses_before_bpe_runs_on_multi30k(multi30k_dir, tmp_path, monkeypatch, 
     assert "the same pieces in" in capsys.readouterr().out
     for bad in (["--pair", "en"], ["--pair", "en-en"], ["--vocab-size", "5"], ["--sentences", "0"]):
         assert moses_before_bpe.main(bad) == 2, bad
+    capsys.readouterr()
+    assert moses_before_bpe.main(["--pair", "en-xx", "--json", ""]) == 2  # Multi30k has no xx: one line, named
+    err = capsys.readouterr().err
+    assert "moses_before_bpe: error:" in err and "'xx'" in err and "Traceback" not in err
 
 
 def test_alignment_gold_and_accuracy_by_hand():
