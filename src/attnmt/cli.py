@@ -41,6 +41,7 @@ import sys
 from attnmt.config import packaged_configs
 from attnmt.decoding import (MAX_BEAM, MAX_LENGTH_PENALTY, MAX_SAMPLING_TEMPERATURE, MAX_SAMPLING_TOPK, MAX_SEED,
                              MIN_SAMPLING_TEMPERATURE)
+from attnmt.direction import Direction, check_language
 from attnmt.errors import AttnmtError
 from attnmt.server.settings import MAX_EXPIRE_MINUTES, MAX_FILE_KB, MAX_FILES, MAX_SENTENCES
 
@@ -176,25 +177,17 @@ def _add_workers_arg(p: argparse.ArgumentParser) -> None:
 
 def language(text: str) -> str:
     """A language code as a multilingual model names its languages (de, fra, pt_BR)."""
-    from attnmt.config import LANG_CODE
-
-    if not LANG_CODE.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a language code (de, en, fra, pt_BR, ...)")
-    return text
+    return check_language(text, "", error=argparse.ArgumentTypeError)
 
 
-def pair(text: str) -> str:
+def direction(text: str) -> Direction:
+    """A direction SRC-TGT (de-en)."""
+    return Direction.parse(text, "", error=argparse.ArgumentTypeError)
+
+
+def direction_or_all(text: str) -> Direction | str:
     """A direction SRC-TGT (de-en), or 'all'."""
-    if text != "all" and not (len(text.split("-")) == 2 and all(map(_is_language, text.split("-")))):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a direction like de-en, nor 'all'")
-    return text
-
-
-def _is_language(text: str) -> bool:
-    try:
-        return bool(language(text))
-    except argparse.ArgumentTypeError:
-        return False
+    return text if text == "all" else direction(text)
 
 
 def _add_language_args(p: argparse.ArgumentParser) -> None:
@@ -268,7 +261,7 @@ def _add_evaluate(sub) -> None:
     evaluate.add_argument("--batch-size", type=positive_int, default=128)
     evaluate.add_argument("--checkpoint", default="best", help="'best', 'last', 'average' (after attnmt average) or a checkpoint file")
     evaluate.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
-    evaluate.add_argument("--pair", type=pair, default=None, metavar="SRC-TGT",
+    evaluate.add_argument("--pair", type=direction_or_all, default=None, metavar="SRC-TGT",
                           help="a multilingual model's direction to evaluate, or 'all' (one report per direction)")
     _add_engine_arg(evaluate)
     _add_workers_arg(evaluate)
@@ -419,7 +412,7 @@ def _add_compare(sub) -> None:
     compare.add_argument("--batch-size", type=positive_int, default=128)
     compare.add_argument("--checkpoint", default="best")
     compare.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
-    compare.add_argument("--pair", type=pair, default=None, metavar="SRC-TGT",
+    compare.add_argument("--pair", type=direction, default=None, metavar="SRC-TGT",
                          help="compare on one direction (a multilingual system needs it): its test files, each "
                               "system translating it")
     _add_engine_arg(compare)

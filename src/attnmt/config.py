@@ -30,6 +30,8 @@ from typing import Any, Literal, Union
 
 from attnmt.bounded import load_json, load_yaml, plain_copy, read_text
 from attnmt.devices import check_device_name
+from attnmt.direction import Direction, check_language
+from attnmt.direction import names as direction_names
 from attnmt.errors import AttnmtError, ConfigError
 
 _KEY_NAME = re.compile(r"[\w.-]{1,60}", re.ASCII)  # shown as it is in messages; other keys as repr
@@ -77,14 +79,13 @@ class DataConfig:
     train_subset: int | None = None          # use only the first N training pairs (quick runs)
     workers: int | None = None               # processes that prepare the data (default: one per core)
 
-    def directions(self) -> list[tuple[str, str]]:
-        """The (source, target) language pairs of the model: data.pairs, every ordered pair of
-        data.langs, or (src_lang, tgt_lang)."""
+    def directions(self) -> list[Direction]:
+        """The model's directions: data.pairs, every ordered pair of data.langs, or (src_lang, tgt_lang)."""
         if self.pairs:
-            return [tuple(p.split("-", 1)) for p in self.pairs]  # type: ignore[misc]
+            return [Direction.parse(p, "data.pairs", error=ConfigError) for p in self.pairs]
         if self.langs:
-            return [(a, b) for a in self.langs for b in self.langs if a != b]
-        return [(self.src_lang, self.tgt_lang)]
+            return [Direction(a, b) for a in self.langs for b in self.langs if a != b]
+        return [Direction(self.src_lang, self.tgt_lang)]
 
     @property
     def multilingual(self) -> bool:
@@ -459,22 +460,19 @@ def _check_values(cfg: Config, source: str) -> None:
             raise ConfigError(f"{source}: {problem}")
 
 
-LANG_CODE = re.compile(r"[a-z]{2,3}(_[A-Za-z0-9]{2,8})?")  # de, fra, pt_BR: what a language token and a file suffix can hold
-
-
 def _check_data(cfg: Config) -> str | None:
     d = cfg.data
     if d.pairs and d.langs:
         return "data.pairs and data.langs both name the directions: set one of them"
-    for i, pair in enumerate(d.pairs or ()):
-        parts = pair.split("-")
-        if len(parts) != 2 or not all(LANG_CODE.fullmatch(p) for p in parts) or parts[0] == parts[1]:
-            return f"data.pairs[{i}]={_show(pair)} must be two different language codes joined by '-', e.g. de-en"
+    try:
+        for i, text in enumerate(d.pairs or ()):
+            Direction.parse(text, f"data.pairs[{i}]")
+        for i, lang in enumerate(d.langs or ()):
+            check_language(lang, f"data.langs[{i}]")
+    except ValueError as err:
+        return str(err)
     if d.pairs and len(set(d.pairs)) != len(d.pairs):
         return f"data.pairs={list(d.pairs)} names a direction twice"
-    for i, lang in enumerate(d.langs or ()):
-        if not LANG_CODE.fullmatch(lang):
-            return f"data.langs[{i}]={_show(lang)} must be a language code (de, en, fra, pt_BR, ...)"
     if d.langs and len(set(d.langs)) != len(d.langs) or d.langs is not None and len(d.langs) < 2:
         return f"data.langs={list(d.langs)} must name at least two different languages"
     used = sorted({lang for pair in d.directions() for lang in pair})
@@ -493,10 +491,9 @@ def _check_data(cfg: Config) -> str | None:
             where = "data.train" if isinstance(d.train, str) else f"data.train[{i}]"
             if not (math.isfinite(corpus.weight) and 0 < corpus.weight <= MAX_WEIGHT):
                 return f"{where}.weight={_show(corpus.weight)} must be a number in (0, {MAX_WEIGHT:g}]"
-            if corpus.pair is not None and (not d.multilingual or corpus.pair not in
-                                            {f"{a}-{b}" for a, b in d.directions()}):
+            if corpus.pair is not None and (not d.multilingual or corpus.pair not in map(str, d.directions())):
                 return (f"{where}.pair={_show(corpus.pair)} must be one of the model's directions "
-                        f"({', '.join(f'{a}-{b}' for a, b in d.directions())})")
+                        f"({direction_names(d.directions())})")
     elif d.corpus != "none":  # "none": a model imported from elsewhere names no corpus (attnmt import)
         return f"data.corpus={_show(d.corpus)} must be 'multi30k', 'files' or 'none'"
     if d.corpus == "multi30k" and d.train is not None:

@@ -28,6 +28,7 @@ from attnmt.data.pipeline import TextPipeline, pipeline_difference
 from attnmt.decoding import (Alternative, Engine, ScoreResult, TranslationResult, applicable_constraints,
                              check_constraints, check_prefixes, encode_targets, replace_unknowns, word_alignment)
 from attnmt.devices import resolve_device
+from attnmt.direction import Direction
 from attnmt.engines.native import NativeEngine
 from attnmt.errors import AttnmtError, LanguageError
 from attnmt.models.ensemble import EnsembleModel
@@ -136,12 +137,12 @@ class Translator:
         return cls(run.load_model(checkpoint, cfg, pipeline), pipeline, cfg, device=device, run_dir=run.path)
 
     @property
-    def directions(self) -> list[tuple[str, str]]:
-        """The (source, target) languages this model translates."""
+    def directions(self) -> list[Direction]:
+        """The directions this model translates."""
         languages = self.pipeline.languages
         if languages is not None:
             return list(languages.directions)
-        return [(self.cfg.data.src_lang, self.cfg.data.tgt_lang)]
+        return [Direction(self.cfg.data.src_lang, self.cfg.data.tgt_lang)]
 
     def target_language(self, source_lang: str | None = None, target_lang: str | None = None) -> str | None:
         """The language a call writes (for the engines: None for a one-direction model), checked.
@@ -154,8 +155,8 @@ class Translator:
             return languages.resolve(source_lang, target_lang)[1]
         (src, tgt), = self.directions
         if source_lang not in (None, src) or target_lang not in (None, tgt):
-            raise LanguageError(f"direction {source_lang or src}-{target_lang or tgt}: this model translates "
-                                f"{src}-{tgt} only")
+            raise LanguageError(f"direction {Direction(source_lang or src, target_lang or tgt)}: this model translates "
+                                f"{Direction(src, tgt)} only")
         return None
 
     @property

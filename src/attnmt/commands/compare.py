@@ -21,6 +21,8 @@ from pathlib import Path
 from attnmt.commands.text_io import read_file
 from attnmt.config import DataConfig
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
+from attnmt.direction import Direction
+from attnmt.direction import names as direction_names
 from attnmt.errors import AttnmtError
 from attnmt.run_dir import RunDir
 from attnmt.significance import compare_systems
@@ -36,11 +38,7 @@ def system_paths(system: str) -> list[str]:
     return [system]
 
 
-def _direction(pair: str | None) -> tuple[str, str] | None:
-    return None if pair is None else tuple(pair.split("-", 1))  # type: ignore[return-value]
-
-
-def _test_set(systems: list[str], split: str, pair: str | None) -> ParallelCorpus:
+def _test_set(systems: list[str], split: str, pair: Direction | None) -> ParallelCorpus:
     """The split the systems translate, from the first system's data config (Multi30k without
     one), of --pair's direction when given.
 
@@ -50,16 +48,16 @@ def _test_set(systems: list[str], split: str, pair: str | None) -> ParallelCorpu
     data = RunDir(system_paths(systems[0])[0]).config().data if systems else DataConfig()
     if data.multilingual and pair is None:
         raise AttnmtError(f"{systems[0]} is multilingual: name the direction to compare with --pair SRC-TGT "
-                          f"({', '.join(f'{a}-{b}' for a, b in data.directions())})")
-    return load_corpus(corpus_spec(data), split, _direction(pair))
+                          f"({direction_names(data.directions())})")
+    return load_corpus(corpus_spec(data), split, pair)
 
 
 def _translate(system: str, sources: list[str], args) -> list[str]:
     translator = Translator.load(system_paths(system), checkpoint=args.checkpoint, device=args.device,
                                  engine=args.engine)
     log.info("translating %d sentences with %s (beam %d)", len(sources), system, args.beam)
-    direction = _direction(args.pair)
-    languages = {} if direction is None else dict(source_lang=direction[0], target_lang=direction[1])
+    direction = args.pair
+    languages = {} if direction is None else dict(source_lang=direction.source, target_lang=direction.target)
     results = translator.translate(sources, beam_size=args.beam, length_penalty=args.length_penalty,
                                    batch_size=args.batch_size, **languages)
     return [r.text for r in results]
@@ -89,7 +87,7 @@ def run(args) -> int:
     comparison = compare_systems(systems, refs, bootstrap_samples=args.paired_bs_n,
                                  randomization_trials=args.paired_ar_n)
     report = {"references": refs_name, "beam": args.beam if args.systems else None,
-              **({"pair": args.pair} if args.pair else {}), **comparison.to_dict()}
+              **({"pair": str(args.pair)} if args.pair else {}), **comparison.to_dict()}
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(comparison))
     return 0
 

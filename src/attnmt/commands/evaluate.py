@@ -13,6 +13,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from attnmt.commands import sharded
+from attnmt.direction import Direction
 from attnmt.errors import AttnmtError
 from attnmt.files import write_json
 from attnmt.run_dir import RunDir
@@ -29,7 +30,7 @@ def keep_report(report: dict, path: Path) -> None:
         log.warning("could not write %s: %s", path, err)
 
 
-def _pairs(translator: Translator, pair: str | None) -> list[tuple[str, str] | None]:
+def _pairs(translator: Translator, pair: Direction | str | None) -> list[Direction | None]:
     """The directions to evaluate: [None] for a one-direction model (its own); --pair's otherwise.
 
     Raises:
@@ -37,17 +38,16 @@ def _pairs(translator: Translator, pair: str | None) -> list[tuple[str, str] | N
     """
     directions = translator.directions
     if translator.pipeline.languages is None:
-        if pair not in (None, "all", f"{directions[0][0]}-{directions[0][1]}"):
-            raise AttnmtError(f"--pair {pair}: this model translates {directions[0][0]}-{directions[0][1]} only")
+        if pair not in (None, "all", directions[0]):
+            raise AttnmtError(f"--pair {pair}: this model translates {directions[0]} only")
         return [None]
     if pair is None:
         raise AttnmtError(f"a multilingual model: say which direction with --pair SRC-TGT, or --pair all "
                           f"({translator.pipeline.languages.names()})")
     if pair == "all":
         return list(directions)
-    chosen = tuple(pair.split("-"))
-    translator.target_language(*chosen)  # a LanguageError naming the directions
-    return [chosen]
+    translator.target_language(*pair)  # a LanguageError naming the directions
+    return [pair]
 
 
 def run(args) -> int:
@@ -60,7 +60,7 @@ def run(args) -> int:
                                  workers=args.workers) if args.workers > 1 else nullcontext(translator) as decoder:
         for direction in _pairs(translator, args.pair):
             start = time.perf_counter()
-            languages = {} if direction is None else dict(source_lang=direction[0], target_lang=direction[1])
+            languages = {} if direction is None else dict(source_lang=direction.source, target_lang=direction.target)
             report = translator.evaluate(args.split, beam_size=args.beam, length_penalty=args.length_penalty,
                                          batch_size=args.batch_size, translate=decoder.translate, **languages)
             report["seconds"] = round(time.perf_counter() - start, 2)

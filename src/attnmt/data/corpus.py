@@ -26,6 +26,8 @@ from pathlib import Path
 from itertools import islice
 from typing import IO, Any, Iterator
 
+from attnmt.direction import Direction
+from attnmt.direction import names as direction_names
 from attnmt.errors import DataError
 from attnmt.files import atomic_write
 
@@ -199,7 +201,7 @@ class CorpusFiles:
 
     src: Path
     tgt: Path | None = None
-    direction: tuple[str, str] | None = None
+    direction: Direction | None = None
     corpus: int = 0
 
     @property
@@ -470,7 +472,7 @@ def corpus_files(spec: str, src_lang: str, tgt_lang: str) -> CorpusFiles:
     return CorpusFiles(*paths)
 
 
-def _direction_files(spec: str, direction: tuple[str, str], corpus: int) -> CorpusFiles:
+def _direction_files(spec: str, direction: Direction, corpus: int) -> CorpusFiles:
     found = corpus_files(spec, *direction)
     return CorpusFiles(found.src, found.tgt, direction, corpus)
 
@@ -488,22 +490,22 @@ def train_files(data_cfg: Any) -> list[CorpusFiles]:
     directions = data_cfg.directions()
     multi = data_cfg.multilingual
     if data_cfg.corpus == "multi30k":
-        return [CorpusFiles(multi30k_path("train", s), multi30k_path("train", t), (s, t) if multi else None)
-                for s, t in directions]
+        return [CorpusFiles(multi30k_path("train", d.source), multi30k_path("train", d.target), d if multi else None)
+                for d in directions]
     files = []
     for index, c in enumerate(data_cfg.train_corpora()):
         path = str(c.path)
         if not multi:
             files.append(corpus_files(path, *directions[0]))
         elif c.pair is not None:
-            files.append(_direction_files(path, tuple(c.pair.split("-", 1)), index))
+            files.append(_direction_files(path, Direction.parse(c.pair, f"data.train[{index}].pair", error=DataError), index))
         elif path.endswith((".tsv", ".tsv.gz")):
             raise DataError(f"{path}: a .tsv file holds one direction: name it with data.train[{index}].pair")
         else:
             found = [_direction_files(path, d, index) for d in directions
                      if all(any(Path(f"{path}.{lang}{gz}").is_file() for gz in ("", ".gz")) for lang in d)]
             if not found:
-                raise DataError(f"{path}: no files of any direction ({', '.join(f'{s}-{t}' for s, t in directions)}): "
+                raise DataError(f"{path}: no files of any direction ({direction_names(directions)}): "
                                 f"expected {path}.<lang> (or .gz) for both languages of one at least")
             files += found
     return files

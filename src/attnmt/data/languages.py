@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from attnmt.direction import Direction
+from attnmt.direction import names as direction_names
 from attnmt.errors import DataError, LanguageError
 
 PLACEMENTS = ("source", "target")
@@ -29,16 +31,12 @@ def lang_token(lang: str) -> str:
     return f"<2{lang}>"
 
 
-def pair_name(direction: tuple[str, str]) -> str:
-    return f"{direction[0]}-{direction[1]}"
-
-
 @dataclass(frozen=True)
 class Languages:
     """The directions of a multilingual model, and where its language token goes (None: not chosen
     yet, in prepared data, whose ids do not hold the tokens)."""
 
-    directions: tuple[tuple[str, str], ...]
+    directions: tuple[Direction, ...]
     placement: str | None = None
 
     @property
@@ -51,7 +49,7 @@ class Languages:
         return [lang_token(lang) for lang in self.codes]
 
     def names(self) -> str:
-        return ", ".join(pair_name(d) for d in self.directions)
+        return direction_names(self.directions)
 
     def resolve(self, source_lang: str | None, target_lang: str | None) -> tuple[str | None, str]:
         """The direction a call asks for: `target_lang` required unless the model writes one
@@ -70,7 +68,7 @@ class Languages:
             raise LanguageError(f"target language {target_lang!r}: this model writes {', '.join(targets)} "
                               f"(its directions: {self.names()})")
         if source_lang is not None and (source_lang, target_lang) not in self.directions:
-            raise LanguageError(f"direction {source_lang}-{target_lang}: this model was trained on {self.names()}")
+            raise LanguageError(f"direction {Direction(source_lang, target_lang)}: this model was trained on {self.names()}")
         return source_lang, target_lang
 
     def with_placement(self, placement: str) -> Languages:
@@ -79,7 +77,7 @@ class Languages:
         return Languages(self.directions, placement)
 
     def to_dict(self) -> dict:
-        return {"directions": [pair_name(d) for d in self.directions], "placement": self.placement}
+        return {"directions": [str(d) for d in self.directions], "placement": self.placement}
 
     @classmethod
     def from_dict(cls, d: object, source: str) -> Languages:
@@ -90,12 +88,8 @@ class Languages:
         """
         if not isinstance(d, dict) or not isinstance(d.get("directions"), list) or not d["directions"]:
             raise DataError(f"{source}: 'languages' must hold a list of directions")
-        directions = []
-        for pair in d["directions"]:
-            parts = pair.split("-") if isinstance(pair, str) else []
-            if len(parts) != 2 or not all(parts) or parts[0] == parts[1]:
-                raise DataError(f"{source}: languages.directions holds {pair!r}, not a direction like 'de-en'")
-            directions.append((parts[0], parts[1]))
+        directions = [Direction.parse(text, f"{source}: languages.directions[{i}]", error=DataError)
+                      for i, text in enumerate(d["directions"])]
         placement = d.get("placement")
         if placement is not None and placement not in PLACEMENTS:
             raise DataError(f"{source}: languages.placement={placement!r} must be one of {', '.join(PLACEMENTS)}")

@@ -55,8 +55,9 @@ from attnmt.bounded import load_json
 from attnmt.data import encode
 from attnmt.data.corpus import CorpusFiles, RawChunk, cache_dir, read_chunks, train_files
 from attnmt.data.encode import FILTERS, Filters
-from attnmt.data.languages import Languages, pair_name
+from attnmt.data.languages import Languages
 from attnmt.data.pipeline import TextPipeline
+from attnmt.direction import Direction
 from attnmt.data.prepared import (ARRAYS, FORMAT, MANIFEST, SIDES, PreparedData, blocks, file_digest, ids_dtype,
                                   part_name, read_manifest)
 from attnmt.data.tokenizers import MosesTokenizer, SentencePieceTokenizer, Tokenizer, train_sentencepiece
@@ -117,13 +118,13 @@ class Plan:
 
     def inputs(self) -> list[dict]:
         return [{"files": [str(p) for p in c.paths], "sha256": list(d), "corpus": c.corpus,
-                 **({} if c.direction is None else {"pair": pair_name(c.direction)})}
+                 **({} if c.direction is None else {"pair": str(c.direction)})}
                 for c, d in zip(self.corpora, self.digests)]
 
     def languages(self) -> Languages | None:
         """A multilingual plan's directions (their tokens join the vocabulary)."""
         directions = self.settings.get("directions")
-        return None if directions is None else Languages(tuple(tuple(d.split("-", 1)) for d in directions))
+        return None if directions is None else Languages(tuple(Direction.parse(d, "manifest: directions", error=DataError) for d in directions))
 
 
 def preparation_settings(data_cfg: Any) -> dict:
@@ -137,7 +138,7 @@ def preparation_settings(data_cfg: Any) -> dict:
         del settings["lowercase"]
     if data_cfg.multilingual:
         del settings["src_lang"], settings["tgt_lang"]
-        settings["directions"] = [pair_name(d) for d in data_cfg.directions()]
+        settings["directions"] = [str(d) for d in data_cfg.directions()]
     return settings
 
 

@@ -167,7 +167,7 @@ def compute_stats(d: DataConfig, splits: Sequence[str] | None = None) -> CorpusS
             continue
         for direction in directions:
             corpus = others[split, direction]
-            name = split if direction is None else f"{split}:{direction[0]}-{direction[1]}"
+            name = split if direction is None else f"{split}:{direction}"
             for lang, texts, tokenizer, vocab in zip(direction or (d.src_lang, d.tgt_lang), (corpus.src, corpus.tgt),
                                                      tokenizers, vocabs):
                 rows.append(side_stats(name, lang, _tokenize(tokenizer, texts), vocab))

@@ -21,6 +21,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from attnmt import __version__
+from attnmt.direction import names as direction_names
 from attnmt.server.detect import LanguageDetector
 from attnmt.server.errors import install_error_handlers
 from attnmt.server.filestore import FileStore
@@ -56,7 +57,7 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
                 service.model_card()  # computed once now, not on the first request
                 services.append(service)
             log.info("model %s (%s, %s) loaded in %.1f s", service.name, service.arch,
-                     ", ".join(f"{a}-{b}" for a, b in translator.directions), time.perf_counter() - start)
+                     direction_names(translator.directions), time.perf_counter() - start)
         model_set = ModelSet(services)  # refuses two models of one pair
         start = time.perf_counter()
         app.state.detector = await asyncio.to_thread(LanguageDetector, model_set.sources)

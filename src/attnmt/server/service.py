@@ -149,7 +149,7 @@ class TranslationService:
         model = getattr(t, "model", None)
         parameters = sum(p.numel() for p in model.parameters()) if model is not None else 0
         card = dict(name=self.name, arch=self.arch, source_lang=self.source_lang, target_lang=self.target_lang,
-                    directions=[f"{a}-{b}" for a, b in t.directions],
+                    directions=[str(d) for d in t.directions],
                     tokenizer=cfg.data.tokenizer, parameters=int(parameters),
                     src_vocab_size=len(t.pipeline.src_vocab), tgt_vocab_size=len(t.pipeline.tgt_vocab),
                     layers=cfg.model.dec_layers if self.arch == "transformer" else None,

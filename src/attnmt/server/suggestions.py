@@ -16,6 +16,7 @@ import os
 import time
 from pathlib import Path
 
+from attnmt.direction import Direction
 from attnmt.errors import AttnmtError
 
 
@@ -30,7 +31,7 @@ class SuggestionLog:
         self._lock = asyncio.Lock()
 
     async def append(self, source: str, suggestion: str, source_lang: str, target_lang: str) -> None:
-        line = json.dumps({"source": source, "suggestion": suggestion, "pair": f"{source_lang}-{target_lang}",
+        line = json.dumps({"source": source, "suggestion": suggestion, "pair": str(Direction(source_lang, target_lang)),
                            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, ensure_ascii=True) + "\n"
         async with self._lock:  # whole lines, one writer at a time
             await asyncio.to_thread(self._write, line)

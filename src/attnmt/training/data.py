@@ -14,7 +14,7 @@ from attnmt.config import Config, save_config
 from attnmt.data.batching import Batch, make_batches
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
 from attnmt.data.epochs import Batching, Epoch
-from attnmt.data.languages import pair_name, temperature_weights
+from attnmt.data.languages import temperature_weights
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
 from attnmt.data.prepare import make_plan, prepare, prepared_root, what_changed
 from attnmt.data.prepared import PreparedData
@@ -96,7 +96,7 @@ def corpus_weights(d, inputs: list[dict]) -> list[float]:
     weights = [given[i.get("corpus", 0)] for i in inputs]
     if not d.multilingual:
         return weights
-    names = [pair_name(direction) for direction in d.directions()]
+    names = [str(direction) for direction in d.directions()]
     sizes = [sum(i["pairs"] for i in inputs if i.get("pair") == name) for name in names]
     factor = dict(zip(names, temperature_weights(sizes, d.temperature)))
     return [w * factor[i["pair"]] for w, i in zip(weights, inputs)]
@@ -110,7 +110,7 @@ def _val_sets(cfg: Config, pipeline: TextPipeline, ids: dict) -> list[ValSet]:
         corpus = load_corpus(corpus_spec(d), "val", direction if d.multilingual else None)
         if len(corpus) == 0:  # refused before anything is trained
             raise DataError(f"{corpus.name}: the validation data has no sentence pairs")
-        target = direction[1] if d.multilingual else None
+        target = direction.target if d.multilingual else None
         batches = make_batches(pipeline.encode_corpus(corpus, target), batch_size=t.batch_size, batch_by=t.batch_by,
                                shuffle=False, **ids)
         sets.append(ValSet(direction, corpus, batches, min(len(corpus), t.eval_max_sentences or len(corpus)), target))

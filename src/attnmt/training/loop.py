@@ -34,7 +34,6 @@ from attnmt.evaluation import corpus_loss, perplexity, score_translations
 from attnmt.models import count_parameters
 from attnmt.run_dir import RunDir
 from attnmt.data.epochs import Update
-from attnmt.data.languages import pair_name
 from attnmt.training.data import TrainData, load_data
 from attnmt.world import SINGLE, World, any_rank, barrier, broadcast_from_main, close_world, init_world
 from attnmt.training.state import MetricsLog, TrainState, restore_resume_state, save_resume_state
@@ -90,8 +89,8 @@ def validate(model: torch.nn.Module, data: TrainData, cfg: Config, device: torch
         refs = val.corpus.tgt[:val.n_bleu]
         if data.pipeline.tgt_tokenizer.lowercase:  # a model of lowercased text cannot write capitals
             refs = [ref.lower() for ref in refs]
-        per_direction[pair_name(val.direction)] = score_translations(
-            [h.text for h in hyps], refs, tgt_lang=val.direction[1])
+        per_direction[str(val.direction)] = score_translations(
+            [h.text for h in hyps], refs, tgt_lang=val.direction.target)
     bleu = sum(s["bleu"] for s in per_direction.values()) / len(per_direction)
     chrf = sum(s["chrf"] for s in per_direction.values()) / len(per_direction)
     scores = dict(val_loss=round(val_nll / max(val_tokens, 1), 4), val_ppl=round(perplexity(val_nll, val_tokens), 2),
