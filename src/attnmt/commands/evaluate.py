@@ -82,6 +82,6 @@ def run(args) -> int:
     if args.length_penalty is not None:
         suffix += f"_lp{args.length_penalty:g}"
     for direction, report in reports.items():
-        pair = "" if direction is None else f"_{direction[0]}-{direction[1]}"
+        pair = "" if direction is None else f"_{direction}"
         keep_report(report, RunDir(runs[0]).eval_report_path(args.split, args.beam, suffix + pair))
     return 0

@@ -18,6 +18,7 @@ from attnmt.data.languages import temperature_weights
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
 from attnmt.data.prepare import make_plan, prepare, prepared_root, what_changed
 from attnmt.data.prepared import PreparedData
+from attnmt.direction import Direction
 from attnmt.errors import AttnmtError, DataError
 from attnmt.files import read_json, write_json
 from attnmt.run_dir import CONFIG, PREPARED, RunDir
@@ -29,7 +30,7 @@ from attnmt.training.init_from import init_pipeline
 class ValSet:
     """The validation pairs of one direction (a one-direction run has one)."""
 
-    direction: tuple[str, str]
+    direction: Direction
     corpus: ParallelCorpus
     batches: list[Batch]
     n_bleu: int                  # its first n_bleu sentences are translated for BLEU / chrF
@@ -70,7 +71,8 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
         raise DataError(f"{run.path}: the run's tokenizers and vocabularies are not those of its prepared data "
                         f"{prepared.folder}: {problem}")
     inputs = prepared.manifest["inputs"]
-    targets = [tuple(i["pair"].split("-", 1))[1] if "pair" in i else None for i in inputs]
+    targets = [Direction.parse(i["pair"], f"{prepared.folder}: manifest inputs[{n}].pair", error=DataError).target
+               if "pair" in i else None for n, i in enumerate(inputs)]
     prefixes = [pipeline.language_ids(target) for target in targets] if d.multilingual else None
     vocab = pipeline.tgt_vocab
     ids = dict(pad_id=vocab.pad_id, bos_id=vocab.bos_id, eos_id=vocab.eos_id)
