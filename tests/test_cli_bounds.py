@@ -9,8 +9,12 @@ import time
 import pytest
 
 from attnmt.cli import main
-from attnmt.decoding import (MAX_BEAM, MAX_LENGTH_PENALTY, MAX_SAMPLING_TEMPERATURE, MAX_SAMPLING_TOPK, MAX_SEED,
-                             MIN_SAMPLING_TEMPERATURE, check_decoding_args)
+from attnmt.bounds import BEAM, DECODING_SEED, LENGTH_PENALTY, SAMPLING_TEMPERATURE, SAMPLING_TOPK
+from attnmt.decoding import check_decoding_args
+
+MAX_BEAM, MAX_LENGTH_PENALTY, MAX_SEED = BEAM.high, LENGTH_PENALTY.high, DECODING_SEED.high
+MIN_SAMPLING_TEMPERATURE, MAX_SAMPLING_TEMPERATURE, MAX_SAMPLING_TOPK = (SAMPLING_TEMPERATURE.low, SAMPLING_TEMPERATURE.high,
+                                                                         SAMPLING_TOPK.high)
 
 HUGE = str(2**70)
 
@@ -85,8 +89,13 @@ def test_huge_values_that_need_no_bound(argv, expected, toy_run, tmp_path, capsy
 def test_the_cli_caps_are_the_servers():
     from attnmt.server import schemas, settings
 
-    assert MAX_BEAM == settings.MAX_BEAM == 16
-    assert schemas.V1TranslateRequest.model_fields["length_penalty"].metadata[-1].le == MAX_LENGTH_PENALTY
+    assert MAX_BEAM == 16
+    fields = schemas.V1TranslateRequest.model_fields
+    assert fields["length_penalty"].metadata[-1].le == MAX_LENGTH_PENALTY
+    assert fields["beam_size"].metadata[-1].le == fields["n_best"].metadata[-1].le == MAX_BEAM
+    assert settings.ServeSettings(beam_size=MAX_BEAM).beam_size == MAX_BEAM
+    with pytest.raises(ValueError, match=rf"beam_size={MAX_BEAM + 1} must be in 1\.\.{MAX_BEAM}"):
+        settings.ServeSettings(beam_size=MAX_BEAM + 1)
 
 
 @pytest.mark.parametrize("beam", [2, MAX_BEAM])

@@ -64,7 +64,7 @@ def nudged(value):
 def values_for(key):
     section, name = key.split(".")
     default = Config().to_dict()[section][name]
-    bounds = [v for b in (RANGES.get(key, (0, 0))[1],) for v in (b, b + 1, -b)]
+    bounds = [v for b in ((RANGES[key].high if key in RANGES else 0),) for v in (b, b + 1, -b)]
     return st.one_of(nudged(default), st.sampled_from(bounds), scalars, plain_data)
 
 

@@ -157,7 +157,7 @@ def test_strings_that_no_file_system_takes_are_refused(key, value):
 def test_valid_edge_values_round_trip(tmp_path):
     from attnmt.config import RANGES
 
-    raw = {"train": {"seed": 2**63 - 1, "lr": RANGES["train.lr"][1], "clip": 0.0, "max_minutes": 1e-3},
+    raw = {"train": {"seed": 2**63 - 1, "lr": RANGES["train.lr"].high, "clip": 0.0, "max_minutes": 1e-3},
            "search": {"length_penalty": 0.0, "max_len_offset": 0},
            "data": {"corpus": "files", "train": "t", "src_lang": "x", "tgt_lang": "y"}}
     cfg = config_from_dict(raw)

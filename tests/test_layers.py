@@ -11,6 +11,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "attnmt"
 # module (dotted, below attnmt) or package prefix -> layer; the most specific entry wins.
 LAYERS = {
     "errors": 0, "direction": 0,  # language codes and directions: one rule, one spelling
+    "bounds": 0,  # the ranges of the numbers that the config, the CLI, decoding and the service share
     "files": 1, "devices": 1, "masks": 1, "checkpoint": 2, "config": 2,
     "world": 1,  # the torchrun process group: ranks, barriers, broadcasts (data.prepare, training, sharding)
     "allocator": 1,  # the C allocator of a training process (commands/train.py)

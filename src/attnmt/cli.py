@@ -39,11 +39,11 @@ import os
 import sys
 
 from attnmt.config import packaged_configs
-from attnmt.decoding import (MAX_BEAM, MAX_LENGTH_PENALTY, MAX_SAMPLING_TEMPERATURE, MAX_SAMPLING_TOPK, MAX_SEED,
-                             MIN_SAMPLING_TEMPERATURE)
+from attnmt.bounds import (BEAM, DECODING_SEED, DECODING_WORKERS, EXPIRE_MINUTES, FILE_KB, FILES, LENGTH_PENALTY,
+                           PREPARE_WORKERS, SAMPLING_TEMPERATURE, SAMPLING_TOPK, SENTENCES, SHARD_LINES, THREADS, VOCAB,
+                           WAIT_MS, Bound)
 from attnmt.direction import Direction, check_language
 from attnmt.errors import AttnmtError
-from attnmt.server.settings import MAX_EXPIRE_MINUTES, MAX_FILE_KB, MAX_FILES, MAX_SENTENCES
 
 # sub-command -> "module:function" (commands/, one module per verb); the function takes the parsed
 # argparse.Namespace and returns an exit code. Imported lazily so that `attnmt --help` does not load torch.
@@ -97,31 +97,28 @@ def non_negative_float(text: str) -> float:
     return value
 
 
-def bounded(check, *, low: int | float | None = None, high: int | float | None = None):
-    """`check`, then refuse values below `low` or above `high` (decoding.py's caps and the ones
-    below), so that no value reaches the library that hangs it or overflows."""
+def bounded(bound: Bound):
+    """The argument type of a value in `bound` (bounds.py: the same range as the config, the
+    library and the service take), so that no value reaches the library that hangs it or overflows."""
+    if bound.integer:
+        check = positive_int if bound.low == 1 else non_negative_int
+    else:
+        check = positive_float if bound.low_open or bound.low > 0 else non_negative_float
+
     def parse(text: str):
         value = check(text)
-        if low is not None and value < low:
-            raise argparse.ArgumentTypeError(f"{text} must be at least {low:g}")
-        if high is not None and value > high:
-            raise argparse.ArgumentTypeError(f"{text} must be at most {high:g}" if isinstance(high, float)
-                                             else f"{text} must be at most {high}")
+        if value < bound.low:
+            raise argparse.ArgumentTypeError(f"{text} must be at least {bound.low:g}")
+        if value > bound.high:
+            raise argparse.ArgumentTypeError(f"{text} must be at most {bound.high:g}" if isinstance(bound.high, float)
+                                             else f"{text} must be at most {bound.high}")
         return value
     parse.__name__ = check.__name__
     return parse
 
 
-# Caps of the CLI's own (the decoding ones are decoding.py's, the same in the Python API and the service).
-MAX_WAIT_MS = 60_000.0     # serve --max-wait-ms: longer, a lone request waits as if the server hung
-MAX_VOCAB_SIZE = 1_000_000  # data stats --vocab-size: sentencepiece takes at most 2**31 - 1
-MAX_SHARD_LINES = 1_000_000  # translate/score --shard-lines: a shard's outputs are held in memory
-MAX_THREADS = 1024          # translate/score --threads (the same cap as train.num_threads)
-MAX_WORKERS = 64            # translate/evaluate --workers: each one holds a copy of the model
-MAX_PREPARE_WORKERS = 1024  # prepare --workers (the same cap as data.workers)
-
-beam_size = bounded(positive_int, high=MAX_BEAM)
-length_penalty = bounded(non_negative_float, high=MAX_LENGTH_PENALTY)
+beam_size = bounded(BEAM)
+length_penalty = bounded(LENGTH_PENALTY)
 
 
 def index_int(text: str) -> int:
@@ -150,26 +147,26 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tgt-lang", default=None, help="default: en")
     p.add_argument("--tokenizer", choices=["moses", "sentencepiece"], default=None, help="default: moses")
     p.add_argument("--lowercase", action="store_true", help="lowercase all text (as data.lowercase)")
-    p.add_argument("--vocab-size", type=bounded(positive_int, high=MAX_VOCAB_SIZE), default=None,
-                   help=f"sentencepiece pieces, at most {MAX_VOCAB_SIZE} (default: 8000)")
+    p.add_argument("--vocab-size", type=bounded(VOCAB), default=None,
+                   help=f"sentencepiece pieces, at most {VOCAB.high} (default: 8000)")
     p.add_argument("--min-freq", type=positive_int, default=None, help="minimum token frequency in the vocabulary "
                    "(default: 1, as data.min_freq)")
 
 
 def _add_shard_args(p: argparse.ArgumentParser) -> None:
     """translate / score from a file into a file, or under torchrun: in resumable shards (sharding.py)."""
-    p.add_argument("--shard-lines", type=bounded(positive_int, high=MAX_SHARD_LINES), default=None, metavar="N",
+    p.add_argument("--shard-lines", type=bounded(SHARD_LINES), default=None, metavar="N",
                    help="with -i FILE -o FILE (and under torchrun): work in shards of N lines (default 10000), kept "
                         "in OUT.shards/ until OUT is written, so a killed job resumes where it stopped")
-    p.add_argument("--threads", type=bounded(positive_int, high=MAX_THREADS), default=None, metavar="N",
+    p.add_argument("--threads", type=bounded(THREADS), default=None, metavar="N",
                    help="torch CPU threads (default: torch's choice; under torchrun, the CPUs shared among the "
                         "ranks of a node)")
 
 
 def _add_workers_arg(p: argparse.ArgumentParser) -> None:
     """translate / evaluate: native decoding in N processes (workers.py)."""
-    p.add_argument("--workers", type=bounded(positive_int, high=MAX_WORKERS), default=1, metavar="N",
-                   help=f"decode in N worker processes (1..{MAX_WORKERS}, at most the CPUs usable), each with its own copy of the model and "
+    p.add_argument("--workers", type=bounded(DECODING_WORKERS), default=1, metavar="N",
+                   help=f"decode in N worker processes (1..{DECODING_WORKERS.high}, at most the CPUs usable), each with its own copy of the model and "
                         "its torch threads (translate: --threads; default: the CPUs shared among them); native engine on a CPU, "
                         "one process (not under torchrun). Default 1: on 2 cores, 2 workers decoded 1.09-1.17x faster "
                         "but start ~2 s later, so they win only past a few thousand sentences (docs/performance.md)")
@@ -234,7 +231,7 @@ def _add_prepare(sub) -> None:
                          f"({', '.join(packaged_configs())})")
     prepare.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                          help="override a config value, e.g. --set data.max_len=80 (repeatable)")
-    prepare.add_argument("--workers", type=bounded(positive_int, high=MAX_PREPARE_WORKERS), default=None, metavar="N",
+    prepare.add_argument("--workers", type=bounded(PREPARE_WORKERS), default=None, metavar="N",
                          help="tokenizing processes (default: data.workers, else one per CPU; under torchrun, per rank)")
 
 
@@ -256,7 +253,7 @@ def _add_evaluate(sub) -> None:
     evaluate = sub.add_parser("evaluate", help="score a trained run on a split")
     evaluate.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
     evaluate.add_argument("--split", default="test_2016_flickr")
-    evaluate.add_argument("--beam", type=beam_size, default=5, help=f"beam size (1 = greedy; at most {MAX_BEAM})")
+    evaluate.add_argument("--beam", type=beam_size, default=5, help=f"beam size (1 = greedy; at most {BEAM.high})")
     evaluate.add_argument("--length-penalty", type=length_penalty, default=None)
     evaluate.add_argument("--batch-size", type=positive_int, default=128)
     evaluate.add_argument("--checkpoint", default="best", help="'best', 'last', 'average' (after attnmt average) or a checkpoint file")
@@ -273,7 +270,7 @@ def _add_translate(sub) -> None:
     translate.add_argument("-i", "--input", default=None)
     translate.add_argument("-o", "--output", default=None)
     translate.add_argument("--beam", type=beam_size, default=None,
-                           help=f"beam size (1 = greedy; at most {MAX_BEAM}; default 5, 1 when sampling)")
+                           help=f"beam size (1 = greedy; at most {BEAM.high}; default 5, 1 when sampling)")
     translate.add_argument("--length-penalty", type=length_penalty, default=None)
     translate.add_argument("--batch-size", type=positive_int, default=64)
     translate.add_argument("--checkpoint", default="best")
@@ -284,14 +281,14 @@ def _add_translate(sub) -> None:
                            help="print the K best: 'rank<TAB>score<TAB>text' lines, an empty line after each sentence")
     _add_shard_args(translate)
     _add_workers_arg(translate)
-    translate.add_argument("--sampling-topk", type=bounded(non_negative_int, high=MAX_SAMPLING_TOPK), default=1,
+    translate.add_argument("--sampling-topk", type=bounded(SAMPLING_TOPK), default=1,
                            metavar="K",
                            help="sample from the K most probable tokens (0 = all; 1 = no sampling), e.g. for back-translation")
-    temperature = bounded(positive_float, low=MIN_SAMPLING_TEMPERATURE, high=MAX_SAMPLING_TEMPERATURE)
+    temperature = bounded(SAMPLING_TEMPERATURE)
     translate.add_argument("--sampling-temperature", type=temperature, default=1.0, metavar="T",
-                           help=f"sampling temperature, {MIN_SAMPLING_TEMPERATURE:g}..{MAX_SAMPLING_TEMPERATURE:g}")
-    translate.add_argument("--seed", type=bounded(non_negative_int, high=MAX_SEED), default=None,
-                           help=f"seed for sampling (repeatable output), 0..{MAX_SEED}")
+                           help=f"sampling temperature, {SAMPLING_TEMPERATURE.range_text()}")
+    translate.add_argument("--seed", type=bounded(DECODING_SEED), default=None,
+                           help=f"seed for sampling (repeatable output), {DECODING_SEED.range_text()}")
     translate.add_argument("--replace-unk", action=argparse.BooleanOptionalAction, default=None,
                            help="replace each <unk> by the source word it attends to most (default: "
                                 "search.replace_unk; null = on for moses, off for sentencepiece)")
@@ -369,7 +366,7 @@ def _add_serve(sub) -> None:
                             "e.g. runs/a-seed1+runs/a-seed2, are one ensemble)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0: every interface)")
     serve.add_argument("--port", type=non_negative_int, default=8000)
-    serve.add_argument("--max-wait-ms", type=bounded(non_negative_float, high=MAX_WAIT_MS), default=5.0,
+    serve.add_argument("--max-wait-ms", type=bounded(WAIT_MS), default=5.0,
                        help="how long a sentence waits for others to share its batch")
     serve.add_argument("--max-batch-sentences", type=positive_int, default=32, help="most sentences per model call (1: no batching)")
     serve.add_argument("--max-texts", type=positive_int, default=64, help="most texts per request (more: 413)")
@@ -380,15 +377,15 @@ def _add_serve(sub) -> None:
                        help="at most N requests a minute per client and per API key (more: 429)")
     serve.add_argument("--suggestions", default=None, metavar="FILE",
                        help="turn POST /suggest on: append each suggestion to FILE as one JSON line")
-    serve.add_argument("--max-sentences", type=bounded(positive_int, high=MAX_SENTENCES), default=1000,
+    serve.add_argument("--max-sentences", type=bounded(SENTENCES), default=1000,
                        help="most sentences in one request's HTML or in one file (more: 413)")
     serve.add_argument("--files-dir", default=None, metavar="DIR",
                        help="where /translate_file keeps translated files (default: a temporary folder, removed at exit)")
-    serve.add_argument("--file-limit-kb", type=bounded(positive_int, high=MAX_FILE_KB), default=512,
+    serve.add_argument("--file-limit-kb", type=bounded(FILE_KB), default=512,
                        help="largest file /translate_file takes, in kB (more: 413)")
-    serve.add_argument("--files-expire-minutes", type=bounded(positive_float, high=MAX_EXPIRE_MINUTES), default=60.0,
+    serve.add_argument("--files-expire-minutes", type=bounded(EXPIRE_MINUTES), default=60.0,
                        help="how long a translated file can be downloaded")
-    serve.add_argument("--max-files", type=bounded(positive_int, high=MAX_FILES), default=1000,
+    serve.add_argument("--max-files", type=bounded(FILES), default=1000,
                        help="most translated files kept at once (more, none expired: 429)")
     serve.add_argument("--checkpoint", default="best")
     serve.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")

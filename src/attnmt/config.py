@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from attnmt.bounded import load_json, load_yaml, plain_copy, read_text
+from attnmt.bounds import BEAM, LENGTH_PENALTY, PREPARE_WORKERS, THREADS, VOCAB, Bound, non_negative, positive
 from attnmt.devices import check_device_name
 from attnmt.direction import Direction, check_language
 from attnmt.direction import names as direction_names
@@ -204,9 +205,6 @@ class Config:
 
 MAX_DIM = 65_536              # any model width (emb_dim, hidden sizes, d_model, ff_dim)
 MAX_LAYERS = 64
-MAX_VOCAB = 1_000_000         # data.spm_vocab_size, data.max_vocab
-MAX_BEAM = 16                 # search.beam_size, train.eval_beam; decoding and the service cap beams here too
-MAX_LENGTH_PENALTY = 10.0     # search.length_penalty (GNMT alpha); likewise every decoding call
 MAX_TOKENS = 10_000           # data.max_len, search.max_input_tokens, search.max_len_offset
 MAX_COUNT = 1_000_000_000     # steps, sentences, pairs: a count nothing could reach
 MAX_PARAMETERS = 1_000_000_000  # the model's estimated parameters (4 GB of float32 weights)
@@ -215,32 +213,36 @@ MAX_POSITIONS = 1024          # the Transformer's position table (models/transfo
 MAX_WEIGHT = 1000.0         # data.train[i].weight: copies of a corpus per epoch
 MAX_TEXT = 4096               # characters in a string setting (a path's limit on Linux)
 
-# key -> (lower bound, upper bound): "positive" (> 0) or "non-negative" (>= 0), then at most `high`.
+def _count(high: int) -> Bound:
+    """An integer setting of at least 1 ("positive")."""
+    return Bound(1, high)
+
+
+# key -> its Bound (bounds.py): the ranges a CLI flag or the service also takes are named there.
 # Optional settings may also be null. Floats must be finite.
-RANGES: dict[str, tuple[str, int | float]] = {
-    "data.spm_vocab_size": ("positive", MAX_VOCAB), "data.min_freq": ("positive", MAX_COUNT),
-    "data.max_vocab": ("positive", MAX_VOCAB), "data.max_len": ("positive", MAX_TOKENS),
-    "data.train_subset": ("positive", MAX_COUNT), "data.spm_train_sentences": ("positive", MAX_COUNT),
-    "data.min_len": ("positive", MAX_TOKENS), "data.max_len_ratio": ("positive", 1e6), "data.workers": ("positive", 1024),
-    "train.max_updates": ("positive", MAX_COUNT), "train.validate_every": ("positive", MAX_COUNT),
-    "train.length_window": ("positive", MAX_COUNT), "data.temperature": ("positive", 1000.0),
-    **{f"model.{k}": ("positive", MAX_DIM) for k in ("emb_dim", "enc_hidden", "dec_hidden", "attn_dim",
-                                                       "d_model", "ff_dim")},
-    **{f"model.{k}": ("positive", MAX_LAYERS) for k in ("layers", "enc_layers", "dec_layers")},
-    "model.heads": ("positive", 1024),
-    "train.seed": ("non-negative", 2**63 - 1),  # torch.manual_seed's range, with room for seed + rank
-    "train.epochs": ("positive", 100_000), "train.max_minutes": ("positive", 1e6),  # ~2 years
-    "train.batch_size": ("positive", 1_000_000), "train.lr": ("positive", 10.0),
-    "train.weight_decay": ("non-negative", 10.0), "train.warmup_steps": ("non-negative", MAX_COUNT),
-    "train.plateau_patience": ("non-negative", 1_000_000), "train.min_lr": ("non-negative", 10.0),
-    "train.clip": ("non-negative", 1e6), "train.early_stopping_patience": ("positive", 1_000_000),
-    "train.eval_beam": ("positive", MAX_BEAM), "train.eval_max_sentences": ("positive", MAX_COUNT),
-    "train.keep_last": ("non-negative", 10_000), "train.save_every_steps": ("positive", MAX_COUNT),
-    "train.max_bad_steps": ("positive", 1_000_000), "train.log_every": ("positive", MAX_COUNT),
-    "train.num_threads": ("positive", 1024), "train.accum_steps": ("positive", 10_000),
-    "search.beam_size": ("positive", MAX_BEAM), "search.length_penalty": ("non-negative", MAX_LENGTH_PENALTY),
-    "search.max_len_ratio": ("positive", 10.0), "search.max_len_offset": ("non-negative", MAX_TOKENS),
-    "search.max_input_tokens": ("positive", MAX_TOKENS),
+RANGES: dict[str, Bound] = {
+    "data.spm_vocab_size": VOCAB, "data.min_freq": _count(MAX_COUNT),
+    "data.max_vocab": VOCAB, "data.max_len": _count(MAX_TOKENS),
+    "data.train_subset": _count(MAX_COUNT), "data.spm_train_sentences": _count(MAX_COUNT),
+    "data.min_len": _count(MAX_TOKENS), "data.max_len_ratio": positive(1e6), "data.workers": PREPARE_WORKERS,
+    "train.max_updates": _count(MAX_COUNT), "train.validate_every": _count(MAX_COUNT),
+    "train.length_window": _count(MAX_COUNT), "data.temperature": positive(1000.0),
+    **{f"model.{k}": _count(MAX_DIM) for k in ("emb_dim", "enc_hidden", "dec_hidden", "attn_dim", "d_model", "ff_dim")},
+    **{f"model.{k}": _count(MAX_LAYERS) for k in ("layers", "enc_layers", "dec_layers")},
+    "model.heads": _count(1024),
+    "train.seed": Bound(0, 2**63 - 1),  # torch.manual_seed's range, with room for seed + rank
+    "train.epochs": _count(100_000), "train.max_minutes": positive(1e6),  # ~2 years
+    "train.batch_size": _count(1_000_000), "train.lr": positive(10.0),
+    "train.weight_decay": non_negative(10.0), "train.warmup_steps": Bound(0, MAX_COUNT),
+    "train.plateau_patience": Bound(0, 1_000_000), "train.min_lr": non_negative(10.0),
+    "train.clip": non_negative(1e6), "train.early_stopping_patience": _count(1_000_000),
+    "train.eval_beam": BEAM, "train.eval_max_sentences": _count(MAX_COUNT),
+    "train.keep_last": Bound(0, 10_000), "train.save_every_steps": _count(MAX_COUNT),
+    "train.max_bad_steps": _count(1_000_000), "train.log_every": _count(MAX_COUNT),
+    "train.num_threads": THREADS, "train.accum_steps": _count(10_000),
+    "search.beam_size": BEAM, "search.length_penalty": LENGTH_PENALTY,
+    "search.max_len_ratio": positive(10.0), "search.max_len_offset": Bound(0, MAX_TOKENS),
+    "search.max_input_tokens": _count(MAX_TOKENS),
 }
 # probabilities and factors: key -> interval
 FRACTIONS = {"model.dropout": "[0, 1)", "model.attn_dropout": "[0, 1)", "model.ff_dropout": "[0, 1)", "train.label_smoothing": "[0, 1)",
@@ -508,20 +510,18 @@ def _check_data(cfg: Config) -> str | None:
 
 def _check_ranges(cfg: Config) -> str | None:
     """Every number finite and inside its `RANGES` or `FRACTIONS` entry (written so that NaN fails)."""
-    for key, (low, high) in RANGES.items():
+    for key, bound in RANGES.items():
         section, name = key.split(".")
         value = getattr(getattr(cfg, section), name)
         if value is None:  # an optional setting (the type check allowed None)
             continue
         if isinstance(value, float) and not math.isfinite(value):
             return f"{key}={value} must be a finite number"
-        if low == "positive" and not value > 0:
-            return f"{key}={_show(value)} must be positive"
-        if low == "non-negative" and not value >= 0:
-            return f"{key}={_show(value)} must not be negative"
-        if not value <= high:
-            return f"{key}={_show(value)} must be at most {high:g}" if isinstance(high, float) else \
-                f"{key}={_show(value)} must be at most {high}"
+        if not (value > bound.low if bound.low_open else value >= bound.low):
+            return f"{key}={_show(value)} must {'not be negative' if bound.low == 0 and not bound.low_open else 'be positive'}"
+        if not value <= bound.high:
+            return f"{key}={_show(value)} must be at most {bound.high:g}" if isinstance(bound.high, float) else \
+                f"{key}={_show(value)} must be at most {bound.high}"
     for key, interval in FRACTIONS.items():
         section, name = key.split(".")
         value = getattr(getattr(cfg, section), name)

@@ -20,11 +20,11 @@ there with a warning (and at MAX_CHARS_PER_TOKEN characters per allowed token be
 from __future__ import annotations
 
 import logging
-import numbers
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
-from attnmt.config import MAX_BEAM, MAX_LENGTH_PENALTY, SearchConfig
+from attnmt.bounds import BEAM, CONSTRAINTS, DECODING_SEED, LENGTH_PENALTY, SAMPLING_TEMPERATURE, SAMPLING_TOPK
+from attnmt.config import SearchConfig
 from attnmt.data.encode import MAX_CHARS_PER_TOKEN
 from attnmt.data.pipeline import TextPipeline
 from attnmt.data.tokenizers import Tokenizer
@@ -37,16 +37,8 @@ log = logging.getLogger(__name__)
 # characters per allowed token (data.encode's: the training filter's), so that a megabyte on one
 # line costs no more than a long sentence.
 
-# Bounds on the decoding arguments (check_decoding_args), the same for the CLI, the Python API
-# and the service (whose MAX_BEAM and length_penalty cap are these values; a test checks it):
-# MAX_BEAM: beam_size and n_best in 1..MAX_BEAM (time and memory grow with the beam);
-# MAX_LENGTH_PENALTY: GNMT alpha in 0..10 (useful values are below 2; ((5 + len) / 6)^alpha stays
-# finite). Both are config.py's, so a run's search settings and every decoding call agree.
-MIN_SAMPLING_TEMPERATURE = 0.01  # already as sharp as greedy; far smaller ones overflow logits / temperature
-MAX_SAMPLING_TEMPERATURE = 100.0  # already as flat as uniform
-MAX_SAMPLING_TOPK = 2**20        # more than any vocabulary (0 = all)
-MAX_SEED = 2**32 - 1             # what both torch and CTranslate2 take
-MAX_CONSTRAINTS = 64             # terminology constraints applying to one sentence (search rows grow with them)
+# The decoding arguments' bounds (check_decoding_args) are bounds.py's: the same for a run's
+# search settings, the CLI, the Python API and the service.
 
 
 @dataclass
@@ -235,8 +227,8 @@ def applicable_constraints(pipeline: TextPipeline, sentences: Sequence[str], con
                     continue
             if item.strip() and item not in chosen:
                 chosen.append(item)
-        if len(chosen) > MAX_CONSTRAINTS:
-            raise ValueError(f"constraints: {len(chosen)} apply to one sentence; at most {MAX_CONSTRAINTS}")
+        if len(chosen) > CONSTRAINTS.high:
+            raise ValueError(f"constraints: {len(chosen)} apply to one sentence; at most {CONSTRAINTS.high}")
         phrases.append(chosen)
     return phrases
 
@@ -297,41 +289,27 @@ def read_glossary(path) -> list[tuple[str, str]]:
     return pairs
 
 
-def _check_int(name: str, value, low: int, high: int) -> None:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise ValueError(f"{name}={value!r} must be an integer")
-    if not low <= value <= high:
-        raise ValueError(f"{name}={value} must be in {low}..{high}")
-
-
-def _check_float(name: str, value, low: float, high: float) -> None:
-    if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise ValueError(f"{name}={value!r} must be a number")
-    if not low <= value <= high:  # also refuses nan
-        raise ValueError(f"{name}={value!r} must be in {low:g}..{high:g}")
-
-
 def check_decoding_args(*, beam_size: int, n_best: int, sampling_topk: int, sampling_temperature: float,
                         length_penalty: float | None = None, seed: int | None = None) -> None:
-    """The argument rules both engines share; the bounds (MAX_BEAM and the others above) keep
-    every call finite in time, memory and arithmetic.
+    """The argument rules both engines share; the bounds (bounds.py) keep every call finite in
+    time, memory and arithmetic.
 
     Raises:
         ValueError: naming the argument.
     """
-    _check_int("beam_size", beam_size, 1, MAX_BEAM)
-    _check_int("n_best", n_best, 1, MAX_BEAM)
+    BEAM.check("beam_size", beam_size)
+    BEAM.check("n_best", n_best)
     if n_best > beam_size:
         raise ValueError(f"n_best={n_best} must be between 1 and beam_size={beam_size}")
-    _check_int("sampling_topk", sampling_topk, 0, MAX_SAMPLING_TOPK)
+    SAMPLING_TOPK.check("sampling_topk", sampling_topk)
     if sampling_topk != 1 and beam_size != 1:
         raise ValueError(f"sampling (sampling_topk={sampling_topk}) draws one translation: it needs beam_size=1, "
                          f"got {beam_size}")
-    _check_float("sampling_temperature", sampling_temperature, MIN_SAMPLING_TEMPERATURE, MAX_SAMPLING_TEMPERATURE)
+    SAMPLING_TEMPERATURE.check("sampling_temperature", sampling_temperature)
     if length_penalty is not None:
-        _check_float("length_penalty", length_penalty, 0.0, MAX_LENGTH_PENALTY)
+        LENGTH_PENALTY.check("length_penalty", length_penalty)
     if seed is not None:
-        _check_int("seed", seed, 0, MAX_SEED)
+        DECODING_SEED.check("seed", seed)
 
 
 def prepare_pairs(pipeline: TextPipeline, sources: Sequence[str], targets: Sequence[str], search_cfg: SearchConfig):

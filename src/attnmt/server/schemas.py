@@ -12,7 +12,7 @@ from typing import Annotated, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from attnmt.config import MAX_BEAM, MAX_LENGTH_PENALTY
+from attnmt.bounds import BEAM, LENGTH_PENALTY
 
 
 class _Strict(BaseModel):
@@ -182,9 +182,10 @@ class V1TranslateRequest(_Strict):
 
     texts: list[str] = Field(..., description="texts to translate (at most --max-texts)",
                              examples=[["Ein Hund läuft durch den Schnee ."]])
-    beam_size: Optional[int] = Field(None, ge=1, le=MAX_BEAM, description="1 = greedy; default: the server's")
-    n_best: int = Field(1, ge=1, le=MAX_BEAM, description="alternatives per text (at most beam_size)")
-    length_penalty: Optional[float] = Field(None, ge=0.0, le=MAX_LENGTH_PENALTY, description="default: the run's")
+    beam_size: Optional[int] = Field(None, ge=BEAM.low, le=BEAM.high, description="1 = greedy; default: the server's")
+    n_best: int = Field(1, ge=BEAM.low, le=BEAM.high, description="alternatives per text (at most beam_size)")
+    length_penalty: Optional[float] = Field(None, ge=LENGTH_PENALTY.low, le=LENGTH_PENALTY.high,
+                                            description="default: the run's")
     attention: bool = Field(True, description="return the attention matrix of each translation")
     layer: Optional[int] = Field(None, description="Transformer: decoder layer (default: the mean)")
     head: Optional[int] = Field(None, description="Transformer: head (default: the mean)")
@@ -294,7 +295,7 @@ class V1Model(BaseModel):
     layers: Optional[int] = Field(None, description="Transformer: decoder layers")
     heads: Optional[int] = Field(None, description="Transformer: attention heads")
     beam_size: int = Field(..., description="the server's default beam")
-    max_beam: int = MAX_BEAM
+    max_beam: int = BEAM.high
     max_texts: int
     max_input_tokens: int
     best_valid_bleu: Optional[float] = Field(None, description="validation BLEU of the best checkpoint")

@@ -18,7 +18,8 @@ from typing import Sequence
 from attnmt.run_dir import RunDir, no_scores
 from attnmt.server.batcher import DecodeSettings, MicroBatcher
 from attnmt.server.errors import ApiError
-from attnmt.server.settings import MAX_BEAM, ServeSettings
+from attnmt.bounds import BEAM
+from attnmt.server.settings import ServeSettings
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +79,8 @@ class TranslationService:
                      layer: int | None = None, head: int | None = None) -> DecodeSettings:
         """Decoding settings for one request; 422 when they do not fit the model."""
         beam = self.beam_size if beam_size is None else beam_size
-        if not 1 <= beam <= MAX_BEAM:
-            raise ApiError(422, f"Invalid request: beam_size={beam} must be in 1..{MAX_BEAM}")
+        if not BEAM.contains(beam):
+            raise ApiError(422, f"Invalid request: beam_size={beam} must be in {BEAM.range_text()}")
         if n_best > beam:
             raise ApiError(422, f"Invalid request: n_best={n_best} must be at most beam_size={beam}")
         if layer is not None or head is not None:
@@ -154,7 +155,7 @@ class TranslationService:
                     src_vocab_size=len(t.pipeline.src_vocab), tgt_vocab_size=len(t.pipeline.tgt_vocab),
                     layers=cfg.model.dec_layers if self.arch == "transformer" else None,
                     heads=cfg.model.heads if self.arch == "transformer" else None,
-                    beam_size=self.beam_size, max_beam=MAX_BEAM, max_texts=self.settings.max_texts,
+                    beam_size=self.beam_size, max_beam=BEAM.high, max_texts=self.settings.max_texts,
                     max_input_tokens=cfg.search.max_input_tokens,
                     api_key_required=self.settings.api_key is not None)
         run_dir = getattr(t, "run_dir", None)

@@ -8,13 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attnmt.config import MAX_BEAM  # the one beam cap: beam_size outside 1..MAX_BEAM gets 422
+from attnmt.bounds import (BEAM, EXPIRE_MINUTES, FILE_KB, FILES, MAX_BODY_BYTES, PORT, SENTENCES, WAIT_MS, Bound)
 
-MAX_BODY_BYTES = 1 << 20   # requests over 1 MiB get 413
-MAX_FILE_KB = 1000         # --file-limit-kb at most: a file and its form fit in one body
-MAX_FILES = 100_000        # --max-files at most
-MAX_SENTENCES = 100_000    # --max-sentences at most
-MAX_EXPIRE_MINUTES = 7 * 24 * 60  # --files-expire-minutes at most (a week)
+AT_LEAST_ONE = Bound(1, 2**63 - 1)  # counts with no cap of their own
 
 
 @dataclass(frozen=True)
@@ -37,26 +33,18 @@ class ServeSettings:
     max_files: int = 1000              # translated files kept at once (more, none expired: 429)
 
     def __post_init__(self):
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f"port={self.port} must be in 0..65535")
-        if self.max_wait_ms < 0:
-            raise ValueError(f"max_wait_ms={self.max_wait_ms} must be >= 0")
-        if self.max_batch_sentences < 1:
-            raise ValueError(f"max_batch_sentences={self.max_batch_sentences} must be >= 1")
-        if self.max_texts < 1:
-            raise ValueError(f"max_texts={self.max_texts} must be >= 1")
-        if self.beam_size is not None and not 1 <= self.beam_size <= MAX_BEAM:
-            raise ValueError(f"beam_size={self.beam_size} must be in 1..{MAX_BEAM}")
+        for name, bound in BOUNDS.items():
+            value = getattr(self, name)
+            if value is not None:  # an optional setting left unset
+                bound.check(name, value)
         if self.api_key is not None and not self.api_key:
             raise ValueError("api_key must not be empty")
-        if self.req_limit is not None and self.req_limit < 1:
-            raise ValueError(f"req_limit={self.req_limit} must be >= 1")
-        if not 1 <= self.max_sentences <= MAX_SENTENCES:
-            raise ValueError(f"max_sentences={self.max_sentences} must be in 1..{MAX_SENTENCES}")
-        if not 1 <= self.file_limit_kb <= min(MAX_FILE_KB, self.max_body_bytes // 1000):
-            raise ValueError(f"file_limit_kb={self.file_limit_kb} must be in 1..{min(MAX_FILE_KB, self.max_body_bytes // 1000)}"
+        if self.file_limit_kb > self.max_body_bytes // 1000:
+            raise ValueError(f"file_limit_kb={self.file_limit_kb} must be in 1..{self.max_body_bytes // 1000}"
                              f" (a file travels in a request body of at most {self.max_body_bytes} bytes)")
-        if not 0 < self.files_expire_minutes <= MAX_EXPIRE_MINUTES:
-            raise ValueError(f"files_expire_minutes={self.files_expire_minutes} must be in (0, {MAX_EXPIRE_MINUTES}]")
-        if not 1 <= self.max_files <= MAX_FILES:
-            raise ValueError(f"max_files={self.max_files} must be in 1..{MAX_FILES}")
+
+
+# field -> its Bound (bounds.py holds the ones the CLI or the request bodies share)
+BOUNDS = {"port": PORT, "max_wait_ms": WAIT_MS, "max_batch_sentences": AT_LEAST_ONE, "max_texts": AT_LEAST_ONE,
+          "max_body_bytes": AT_LEAST_ONE, "beam_size": BEAM, "req_limit": AT_LEAST_ONE, "max_sentences": SENTENCES,
+          "file_limit_kb": FILE_KB, "files_expire_minutes": EXPIRE_MINUTES, "max_files": FILES}

@@ -14,6 +14,7 @@ import asyncio
 from fastapi import APIRouter, Depends, Request
 from pydantic import ValidationError
 
+from attnmt.bounds import BEAM
 from attnmt.server.bodies import read_body
 from attnmt.server.documents import parse_html, translate_html_texts
 from attnmt.server.errors import ApiError
@@ -21,11 +22,11 @@ from attnmt.server.models import ModelSet
 from attnmt.server.routes.deps import get_detector, get_models
 from attnmt.server.schemas import (DetectedLanguage, ErrorResponse, Language, LibreTranslateRequest, LibreTranslateResponse,
                                    libretranslate_body_schema)
-from attnmt.server.settings import MAX_BEAM
 
 router = APIRouter(tags=["LibreTranslate"])
 
 FORMATS = ("text", "html")  # html: markup.py keeps the tags, placed by the model's word alignment
+MAX_ALTERNATIVES = BEAM.high - 1  # alternatives besides the translation: the rest of the widest beam
 
 ERRORS = {400: {"model": ErrorResponse, "description": "Invalid request"},
           403: {"model": ErrorResponse, "description": "Invalid API key"},
@@ -33,9 +34,9 @@ ERRORS = {400: {"model": ErrorResponse, "description": "Invalid request"},
           413: {"model": ErrorResponse, "description": "Body over 1 MiB, or more texts than --max-texts"},
           500: {"model": ErrorResponse, "description": "Translation error (a fault inside the model)"}}
 
-_FORM_BODY = libretranslate_body_schema(form=True, max_alternatives=MAX_BEAM - 1)
+_FORM_BODY = libretranslate_body_schema(form=True, max_alternatives=MAX_ALTERNATIVES)
 _BODY_DOC = {"requestBody": {"required": True, "content": {
-    "application/json": {"schema": libretranslate_body_schema(form=False, max_alternatives=MAX_BEAM - 1)},
+    "application/json": {"schema": libretranslate_body_schema(form=False, max_alternatives=MAX_ALTERNATIVES)},
     "application/x-www-form-urlencoded": {"schema": _FORM_BODY},
     "multipart/form-data": {"schema": _FORM_BODY}}}}
 
@@ -69,8 +70,8 @@ async def translate(request: Request, models: ModelSet = Depends(get_models)):
     alternatives = body.alternatives or 0
     if alternatives < 0:
         raise ApiError(400, "Invalid request: alternatives parameter must be >= 0")
-    if alternatives > MAX_BEAM - 1:
-        raise ApiError(400, f"Invalid request: alternatives parameter must be <= {MAX_BEAM - 1}")
+    if alternatives > MAX_ALTERNATIVES:
+        raise ApiError(400, f"Invalid request: alternatives parameter must be <= {MAX_ALTERNATIVES}")
     batch = isinstance(body.q, list)
     texts = body.q if batch else [body.q]
     models.check_texts(texts)
