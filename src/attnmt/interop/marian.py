@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from attnmt.bounded import load_json
+from attnmt.bounds import BEAM
 from attnmt.checkpoint import load_weights_file, save_tensors, save_weights
 from attnmt.config import Config, config_from_dict, save_config
 from attnmt.data.corpus import MULTI30K_LANGS
@@ -374,7 +375,7 @@ def imported_config(settings: MarianSettings, src_lang: str, tgt_lang: str, voca
                     "tokenizer": "sentencepiece", "spm_joint": False, "spm_vocab_size": vocab_size},
            "model": settings.model}
     if settings.beam_size is not None:
-        raw["search"] = {"beam_size": min(settings.beam_size, 16)}
+        raw["search"] = {"beam_size": min(settings.beam_size, BEAM.high)}
     return config_from_dict(raw, source=source)
 
 
