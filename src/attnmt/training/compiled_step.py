@@ -7,28 +7,10 @@ Shapes:
     src_len, tgt_len: padded lengths; a bucket rounds them up to a multiple of ``length_step``.
     vocab: target vocabulary size.
 
-On a GPU these small models wait on kernel launches, not arithmetic
-(docs/gpu.md): replaying a whole captured step as one CUDA graph gave 3-5x
-over eager. A graph replays fixed shapes and fixed memory, so ``cudagraphs`` pads every batch
-up to a static bucket shape (rows, src_len, tgt_len), copies it into that bucket's static
-buffers, and replays the bucket's graph: forward, summed loss / target tokens, backward, clip,
-and a capturable fused Adam/AdamW step that skips itself when the loss or gradient norm is
-not finite (``found_inf``), all without a host synchronisation. One graph is captured per
-bucket, the first time a batch of that bucket comes.
-
-Padding changes no number: padded source positions are masked out of attention, padded target
-positions lie after the real ones (causal self-attention) and the loss ignores them, and a
-filler row (one source token, no target token) adds nothing to the loss or the gradients.
-The target-token count that normalises the loss is a tensor, filled per batch.
-`static_update` is the function that is captured; tests check on the CPU that it gives the
-loss and gradients of the eager `attnmt.training.step.train_step`. With dropout the random masks
-differ from eager ones (padded shapes draw other numbers): the same distribution, not the same
-draws.
-
-The one host synchronisation per step is after the replay: reading whether the step was
-finite, as the eager step does, so that the training loop's bad-step accounting and the
-learning-rate schedule stay as they are (the schedule writes into a tensor learning rate that
-the graph reads).
+On a GPU these small models wait on kernel launches, not arithmetic, so ``cudagraphs`` pads each
+batch up to a static bucket and replays that bucket's captured step (forward, loss, backward, clip,
+a capturable fused Adam/AdamW step). Why padding changes no number, and what the tests check:
+docs/gpu.md, "train.compile".
 """
 
 from __future__ import annotations
