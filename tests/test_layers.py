@@ -15,7 +15,7 @@ LAYERS = {
     "files": 1, "devices": 1, "masks": 1, "checkpoint": 2, "config": 2,
     "world": 1,  # the torchrun process group: ranks, barriers, broadcasts (data.prepare, training, sharding)
     "allocator": 1,  # the C allocator of a training process (commands/train.py)
-    "bounded": 1,  # untrusted YAML and JSON read within bounds (config.py)
+    "untrusted": 1,  # untrusted YAML and JSON read within bounds (config.py)
     "attention": 3,  # pure tensor math over masks.py
     "data": 4,
     "models": 5,

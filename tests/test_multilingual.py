@@ -60,7 +60,7 @@ def test_language_tokens_follow_the_specials_and_each_direction_is_a_corpus(tmp_
 
 @pytest.mark.parametrize("placement", ["source", "target"])
 def test_batches_carry_the_target_languages_token(tmp_path, placement):
-    from attnmt.training.data import corpus_weights
+    from attnmt.training.train_data import corpus_weights
 
     cfg = load_config(toy.write_multilingual_config(tmp_path / "ml.yaml", lang_token=placement))
     data = prepare(cfg.data, workers=1)

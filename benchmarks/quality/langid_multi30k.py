@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Accuracy of language identification on Multi30k's test_2016_flickr sentences (de, fr, cs, en),
 each identifier restricted to those four languages: the choice behind `attnmt serve`'s /detect
-(docs/serving.md). `py3langid` is what the server uses (attnmt.server.detect.LanguageDetector);
+(docs/serving.md). `py3langid` is what the server uses (attnmt.server.langid.LanguageDetector);
 `lingua` (lingua-language-detector) is the alternative it was chosen against.
 
     benchmarks/quality/langid_multi30k.py [--identifiers py3langid lingua] [--words 0 3 2] [--json PATH]
@@ -31,7 +31,7 @@ IDENTIFIERS = ("py3langid", "lingua")
 def load_identifier(name: str, langs: tuple[str, ...]) -> Callable[[str], str]:
     """text -> language code, restricted to `langs`."""
     if name == "py3langid":
-        from attnmt.server.detect import LanguageDetector
+        from attnmt.server.langid import LanguageDetector
 
         detector = LanguageDetector(list(langs))
         return lambda text: detector.detect(text)[0]["language"]

@@ -7,7 +7,7 @@ A config file has one section per concern:
     train:  TrainConfig   optimizer, schedule, batches, epochs, early stopping, device
     search: SearchConfig  beam size, length penalty, maximum output length
 
-Files are read within bounds first (bounded.py: size, nesting depth and YAML aliases, before
+Files are read within bounds first (untrusted.py: size, nesting depth and YAML aliases, before
 anything is expanded). Every key is checked against the dataclass field's type (and `Literal`
 choices), every number against its range in `RANGES` / `FRACTIONS` (finite; NaN fails), the model
 against MAX_PARAMETERS by `estimate_parameters`, then the cross-field rules run. Any problem raises `ConfigError` naming the file and
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from attnmt.bounded import load_json, load_yaml, plain_copy, read_text
+from attnmt.untrusted import load_json, load_yaml, plain_copy, read_text
 from attnmt.bounds import BEAM, LENGTH_PENALTY, PREPARE_WORKERS, THREADS, VOCAB, Bound, non_negative, positive
 from attnmt.devices import check_device_name
 from attnmt.direction import Direction, check_language
@@ -172,7 +172,7 @@ class TrainConfig:
     length_window: int = 1_000_000           # each epoch: shuffled, then sorted by length in windows of this many pairs
     backend: Literal["auto", "gloo", "nccl"] = "auto"  # torchrun only; auto = nccl on CUDA, else gloo
     init_from: str | None = None             # a run (trained or `attnmt import`ed): start from its weights,
-                                             # tokenizers and vocabularies (training/data.py)
+                                             # tokenizers and vocabularies (training/train_data.py)
 
 
 @dataclass(frozen=True)

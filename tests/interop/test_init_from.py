@@ -62,7 +62,7 @@ def test_fine_tuning_batches_are_the_init_runs_encoding_with_its_source_eos(mari
     models and vocabularies, none trained) and its batches end each source with eos, as the
     imported model expects: each pair as the init run's own pipeline encodes it."""
     from attnmt.data.corpus import load_corpus, corpus_spec
-    from attnmt.training.data import load_data
+    from attnmt.training.train_data import load_data
 
     raw = fine_tune_config(tmp_path, marian_run)
     cfg = resolve_init_from(config_from_dict(raw))

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from attnmt.errors import AttnmtError
-from attnmt.server.errors import ApiError
+from attnmt.server.api_errors import ApiError
 from attnmt.server.filestore import FileStore
 
 

@@ -51,7 +51,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from attnmt.bounded import load_json
+from attnmt.untrusted import load_json
 from attnmt.data import encode
 from attnmt.data.corpus import CorpusFiles, RawChunk, cache_dir, read_chunks, train_files
 from attnmt.data.encode import FILTERS, Filters

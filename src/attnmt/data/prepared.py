@@ -35,7 +35,7 @@ from typing import Iterator
 
 import numpy as np
 
-from attnmt.bounded import load_json
+from attnmt.untrusted import load_json
 from attnmt.data.pipeline import TextPipeline
 from attnmt.errors import AttnmtError, DataError
 

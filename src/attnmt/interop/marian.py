@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from attnmt.bounded import load_json
+from attnmt.untrusted import load_json
 from attnmt.bounds import BEAM
 from attnmt.checkpoint import load_weights_file, save_tensors, save_weights
 from attnmt.config import Config, config_from_dict, save_config

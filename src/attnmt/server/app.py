@@ -22,13 +22,13 @@ from fastapi.staticfiles import StaticFiles
 
 from attnmt import __version__
 from attnmt.direction import names as direction_names
-from attnmt.server.detect import LanguageDetector
-from attnmt.server.errors import install_error_handlers
+from attnmt.server.langid import LanguageDetector
+from attnmt.server.api_errors import install_error_handlers
 from attnmt.server.filestore import FileStore
 from attnmt.server.limits import RequestLimits
-from attnmt.server.models import ModelSet
+from attnmt.server.routing import ModelSet
 from attnmt.server.ratelimit import RateLimiter
-from attnmt.server.routes import detect, files, frontend, health, libretranslate, page, v1
+from attnmt.server.routes import detect, frontend, health, libretranslate, page, translate_file, v1
 from attnmt.server.routes.page import STATIC
 from attnmt.server.service import services_for
 from attnmt.server.settings import ServeSettings
@@ -87,7 +87,7 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
                   description="LibreTranslate-compatible translation API, plus attnmt's own /v1 API with "
                               "tokens, scores and attention weights.")
     install_error_handlers(app)
-    for router in (libretranslate.router, files.router, detect.router, frontend.router, v1.router, health.router,
+    for router in (libretranslate.router, translate_file.router, detect.router, frontend.router, v1.router, health.router,
                    page.router):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from attnmt.server.errors import ApiError
+from attnmt.server.api_errors import ApiError
 from attnmt.server.limits import invalid_text
 
 

@@ -14,8 +14,8 @@ import asyncio
 from typing import Sequence
 
 from attnmt.markup import AlignedTranslation, MarkupDocument, aligned_translation
-from attnmt.server.errors import ApiError
-from attnmt.server.models import ModelSet
+from attnmt.server.api_errors import ApiError
+from attnmt.server.routing import ModelSet
 
 
 def check_sentences(count: int, limit: int) -> None:

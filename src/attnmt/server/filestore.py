@@ -23,7 +23,7 @@ from typing import Callable
 
 from attnmt.errors import AttnmtError, WriteError
 from attnmt.files import atomic_write
-from attnmt.server.errors import ApiError
+from attnmt.server.api_errors import ApiError
 
 NAME_BYTES = 24  # 192 random bits: 32 URL-safe characters
 SUFFIXES = (".txt", ".html")

@@ -15,7 +15,7 @@ import time
 from collections import deque
 from typing import Callable, Sequence
 
-from attnmt.server.errors import ApiError
+from attnmt.server.api_errors import ApiError
 
 WINDOW_S = 60.0
 

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from attnmt.run_dir import RunDir, no_scores
 from attnmt.server.batcher import DecodeSettings, MicroBatcher
-from attnmt.server.errors import ApiError
+from attnmt.server.api_errors import ApiError
 from attnmt.bounds import BEAM
 from attnmt.server.settings import ServeSettings
 

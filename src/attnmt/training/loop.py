@@ -34,7 +34,7 @@ from attnmt.evaluation import corpus_loss, perplexity, score_translations
 from attnmt.models import count_parameters
 from attnmt.run_dir import RunDir
 from attnmt.data.epochs import Update
-from attnmt.training.data import TrainData, load_data
+from attnmt.training.train_data import TrainData, load_data
 from attnmt.world import SINGLE, World, any_rank, barrier, broadcast_from_main, close_world, init_world
 from attnmt.training.state import MetricsLog, TrainState, restore_resume_state, save_resume_state
 from attnmt.training.compiled_step import make_update_step

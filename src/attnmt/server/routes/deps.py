@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from attnmt.server.detect import LanguageDetector
-from attnmt.server.errors import ApiError
-from attnmt.server.models import ModelSet
+from attnmt.server.langid import LanguageDetector
+from attnmt.server.api_errors import ApiError
+from attnmt.server.routing import ModelSet
 from attnmt.server.service import TranslationService
 
 

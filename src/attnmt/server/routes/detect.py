@@ -11,9 +11,9 @@ import asyncio
 from fastapi import APIRouter, Depends, Request
 
 from attnmt.server.bodies import read_model
-from attnmt.server.detect import LanguageDetector
-from attnmt.server.errors import ApiError
-from attnmt.server.models import ModelSet
+from attnmt.server.langid import LanguageDetector
+from attnmt.server.api_errors import ApiError
+from attnmt.server.routing import ModelSet
 from attnmt.server.routes.deps import get_detector, get_models
 from attnmt.server.routes.libretranslate import ERRORS
 from attnmt.server.schemas import DetectedLanguage, DetectRequest, text_fields_body_doc

@@ -6,9 +6,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 
 from attnmt.server.bodies import read_model
-from attnmt.server.errors import ApiError
+from attnmt.server.api_errors import ApiError
 from attnmt.server.filestore import SUFFIXES
-from attnmt.server.models import ModelSet
+from attnmt.server.routing import ModelSet
 from attnmt.server.routes.deps import get_models
 from attnmt.server.routes.libretranslate import ERRORS
 from attnmt.server.schemas import FrontendSettings, SuggestRequest, SuggestResponse, text_fields_body_doc

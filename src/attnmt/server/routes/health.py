@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from attnmt.server.models import ModelSet
+from attnmt.server.routing import ModelSet
 from attnmt.server.routes.deps import get_models
 from attnmt.server.schemas import HealthResponse
 

@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from attnmt.bounds import BEAM
 from attnmt.server.bodies import read_body
 from attnmt.server.documents import parse_html, translate_html_texts
-from attnmt.server.errors import ApiError
-from attnmt.server.models import ModelSet
+from attnmt.server.api_errors import ApiError
+from attnmt.server.routing import ModelSet
 from attnmt.server.routes.deps import get_detector, get_models
 from attnmt.server.schemas import (DetectedLanguage, ErrorResponse, Language, LibreTranslateRequest, LibreTranslateResponse,
                                    libretranslate_body_schema)

@@ -9,8 +9,8 @@ from typing import Optional
 
 from fastapi import APIRouter, Depends, Header, Request
 
-from attnmt.server.errors import ApiError
-from attnmt.server.models import ModelSet
+from attnmt.server.api_errors import ApiError
+from attnmt.server.routing import ModelSet
 from attnmt.server.routes.deps import get_models, get_service
 from attnmt.server.routes.libretranslate import ERRORS
 from attnmt.server.schemas import (ErrorResponse, V1Alternative, V1Model, V1Score, V1ScoreRequest, V1ScoreResponse,

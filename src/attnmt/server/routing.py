@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from attnmt.errors import AttnmtError
-from attnmt.server.errors import ApiError
+from attnmt.server.api_errors import ApiError
 from attnmt.server.ratelimit import check_rate
 from attnmt.server.service import TranslationService, language_name
 

@@ -17,10 +17,10 @@ from fastapi.responses import FileResponse
 from starlette.datastructures import UploadFile
 
 from attnmt.server.documents import decode_upload, parse_html, translate_document
-from attnmt.server.errors import ApiError
+from attnmt.server.api_errors import ApiError
 from attnmt.server.filestore import SUFFIXES, FileStore
 from attnmt.server.limits import invalid_text
-from attnmt.server.models import ModelSet
+from attnmt.server.routing import ModelSet
 from attnmt.server.routes.deps import get_models
 from attnmt.server.routes.libretranslate import ERRORS, detect_sources
 from attnmt.server.schemas import ErrorResponse, TranslateFileResponse
