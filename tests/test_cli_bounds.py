@@ -9,8 +9,8 @@ import time
 import pytest
 
 from attnmt.cli import main
-from attnmt.decoding import (MAX_BEAM, MAX_LENGTH_PENALTY, MAX_SAMPLING_TEMPERATURE, MAX_SAMPLING_TOPK, MAX_SEED,
-                             MIN_SAMPLING_TEMPERATURE, check_decoding_args)
+from attnmt.decoding.inputs import (MAX_BEAM, MAX_LENGTH_PENALTY, MAX_SAMPLING_TEMPERATURE, MAX_SAMPLING_TOPK,
+                                    MAX_SEED, MIN_SAMPLING_TEMPERATURE, check_decoding_args)
 
 HUGE = str(2**70)
 

@@ -39,8 +39,8 @@ import os
 import sys
 
 from attnmt.config import packaged_configs
-from attnmt.decoding import (MAX_BEAM, MAX_LENGTH_PENALTY, MAX_SAMPLING_TEMPERATURE, MAX_SAMPLING_TOPK, MAX_SEED,
-                             MIN_SAMPLING_TEMPERATURE)
+from attnmt.decoding.inputs import (MAX_BEAM, MAX_LENGTH_PENALTY, MAX_SAMPLING_TEMPERATURE, MAX_SAMPLING_TOPK,
+                                    MAX_SEED, MIN_SAMPLING_TEMPERATURE)
 from attnmt.errors import AttnmtError
 from attnmt.server.settings import MAX_EXPIRE_MINUTES, MAX_FILE_KB, MAX_FILES, MAX_SENTENCES
 
@@ -97,7 +97,7 @@ def non_negative_float(text: str) -> float:
 
 
 def bounded(check, *, low: int | float | None = None, high: int | float | None = None):
-    """`check`, then refuse values below `low` or above `high` (decoding.py's caps and the ones
+    """`check`, then refuse values below `low` or above `high` (decoding/inputs.py's caps and the ones
     below), so that no value reaches the library that hangs it or overflows."""
     def parse(text: str):
         value = check(text)
@@ -111,7 +111,7 @@ def bounded(check, *, low: int | float | None = None, high: int | float | None =
     return parse
 
 
-# Caps of the CLI's own (the decoding ones are decoding.py's, the same in the Python API and the service).
+# Caps of the CLI's own (the decoding ones are decoding/inputs.py's, the same in the Python API and the service).
 MAX_WAIT_MS = 60_000.0     # serve --max-wait-ms: longer, a lone request waits as if the server hung
 MAX_VOCAB_SIZE = 1_000_000  # data stats --vocab-size: sentencepiece takes at most 2**31 - 1
 MAX_SHARD_LINES = 1_000_000  # translate/score --shard-lines: a shard's outputs are held in memory

@@ -25,8 +25,9 @@ from torch import nn
 from attnmt.config import Config
 from attnmt.data.batching import make_batches
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
-from attnmt.decoding import (Alternative, Engine, ScoreResult, TranslationResult, applicable_constraints,
-                             check_constraints, check_prefixes, encode_targets, replace_unknowns, word_alignment)
+from attnmt.decoding.alignment import replace_unknowns, word_alignment
+from attnmt.decoding.inputs import applicable_constraints, check_constraints, check_prefixes, encode_targets
+from attnmt.decoding.results import Alternative, Engine, ScoreResult, TranslationResult
 from attnmt.devices import resolve_device
 from attnmt.engines.native import NativeEngine
 from attnmt.errors import AttnmtError, LanguageError
@@ -200,7 +201,7 @@ class Translator:
         target phrases and (source phrase, target phrase) pairs; a pair applies when its source
         phrase occurs in the sentence (as whole tokens, case-sensitive). Each applicable target
         phrase (tokenized with the target tokenizer) appears in the translation exactly once, by
-        lexically constrained beam search (constraints.py); if the output budget runs out first,
+        lexically constrained beam search (decoding/constraints.py); if the output budget runs out first,
         the best hypothesis is returned and its `warnings` name the constraint left out. For a
         single string, `constraints` is that sentence's list. Sentences without constraints
         decode exactly as without the argument.

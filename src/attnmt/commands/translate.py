@@ -14,7 +14,8 @@ import sys
 
 from attnmt.commands import sharded
 from attnmt.commands.text_io import open_input, open_output, output_line, read_lines
-from attnmt.decoding import pharaoh, read_glossary, unknown_target_words
+from attnmt.decoding.alignment import pharaoh
+from attnmt.decoding.inputs import read_glossary, unknown_target_words
 from attnmt.errors import AttnmtError
 from attnmt.files import sha256_file
 from attnmt.run_dir import RunDir

@@ -1,16 +1,6 @@
-"""Decoding: what every engine shares, raw sentences in and translations out.
-
-    TranslationResult, Alternative, ScoreResult   what `Translator` returns, whatever the engine
-    encode_sources / encode_targets              tokenize and cut raw text (the same rules everywhere)
-    prepare_pairs                                the same for (source, translation) pairs to score
-    check_decoding_args                          the argument rules and bounds both engines share
-    replace_unknowns, word_alignment             what attention gives back: <unk> copied from the
-                                                 source, source-target word links
-    Engine                                       the interface every engine follows
-
-The engines themselves are in engines/: native.py (attnmt's own search over the PyTorch model,
-the reference) and ctranslate2.py. Both decode in the order `data.batching.length_sorted_chunks`
-gives and return results in input order.
+"""Raw text in: sources, given translations, target prefixes and terminology constraints
+tokenized and cut by the same rules for every engine, and the decoding argument rules
+(check_decoding_args) that every engine shares.
 
 Any input is accepted: empty or whitespace-only lines give an empty translation, words unknown
 to the vocabulary become <unk>, and inputs longer than `search.max_input_tokens` tokens are cut
@@ -21,8 +11,7 @@ from __future__ import annotations
 
 import logging
 import numbers
-from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Sequence
 
 from attnmt.config import MAX_BEAM, MAX_LENGTH_PENALTY, SearchConfig
 from attnmt.data.encode import MAX_CHARS_PER_TOKEN
@@ -36,76 +25,6 @@ log = logging.getLogger(__name__)
 # Inputs are cut at search.max_input_tokens tokens; before tokenizing, at MAX_CHARS_PER_TOKEN
 # characters per allowed token (data.encode's: the training filter's), so that a megabyte on one
 # line costs no more than a long sentence.
-
-# Bounds on the decoding arguments (check_decoding_args), the same for the CLI, the Python API
-# and the service (whose MAX_BEAM and length_penalty cap are these values; a test checks it):
-# MAX_BEAM: beam_size and n_best in 1..MAX_BEAM (time and memory grow with the beam);
-# MAX_LENGTH_PENALTY: GNMT alpha in 0..10 (useful values are below 2; ((5 + len) / 6)^alpha stays
-# finite). Both are config.py's, so a run's search settings and every decoding call agree.
-MIN_SAMPLING_TEMPERATURE = 0.01  # already as sharp as greedy; far smaller ones overflow logits / temperature
-MAX_SAMPLING_TEMPERATURE = 100.0  # already as flat as uniform
-MAX_SAMPLING_TOPK = 2**20        # more than any vocabulary (0 = all)
-MAX_SEED = 2**32 - 1             # what both torch and CTranslate2 take
-MAX_CONSTRAINTS = 64             # terminology constraints applying to one sentence (search rows grow with them)
-
-
-@dataclass
-class Alternative:
-    """One entry of an n-best list."""
-
-    text: str                      # detokenized translation
-    tokens: list[str]              # output tokens, without <eos>
-    score: float                   # model score (length-normalized for beams)
-    attention: "object" = field(default=None, repr=False)  # numpy (len(tokens), src_len), None if unknown
-    replaced: list[int] = field(default_factory=list)  # positions in tokens whose <unk> was replaced
-    alignment: list[tuple[int, int]] | None = None  # (source word, output word) links, when asked
-    token_log_probs: list[float] | None = None  # TOKEN_LOG_PROBS_DOC
-
-
-# What token_log_probs holds, in Alternative and TranslationResult:
-TOKEN_LOG_PROBS_DOC = ("each output token's log-probability, then <eos>'s when the search produced it (not when "
-                       "the output budget cut it); forced prefix tokens count 0; they sum to the hypothesis' "
-                       "log-probability. None: the engine does not give them (CTranslate2)")
-
-
-@dataclass
-class TranslationResult:
-    text: str                      # detokenized translation
-    tokens: list[str]              # output tokens (words or subwords), without <eos>
-    source_tokens: list[str]       # the tokenized (and possibly cut) input
-    attention: "object" = field(repr=False)  # numpy array (len(tokens), len(source_tokens))
-    score: float = 0.0             # model score of the hypothesis (length-normalized for beams)
-    alternatives: list[Alternative] = field(default_factory=list)  # n-best, best first (incl. this one)
-    warnings: list[str] = field(default_factory=list)  # e.g. the input was cut
-    replaced: list[int] = field(default_factory=list)  # positions in tokens whose <unk> became a source word
-    alignment: list[tuple[int, int]] | None = None  # (source word, output word) links, when asked
-    token_log_probs: list[float] | None = None  # TOKEN_LOG_PROBS_DOC
-
-
-@dataclass
-class ScoreResult:
-    """The model's score of one given translation (forced decoding)."""
-
-    source_tokens: list[str]       # the tokenized (and possibly cut) source
-    target_tokens: list[str]       # the tokenized (and possibly cut) translation, without <eos>
-    log_prob: float                # sum of the token log-probabilities, <eos> included
-    num_tokens: int                # tokens scored: len(target_tokens) + 1 for <eos>
-    warnings: list[str] = field(default_factory=list)
-    token_log_probs: list[float] = field(default_factory=list)  # one per scored token, <eos> last
-    attention: "object" = field(default=None, repr=False)  # numpy (num_tokens, len(source_tokens)); None: CTranslate2
-
-    @property
-    def normalized(self) -> float:
-        """log_prob per scored token."""
-        return self.log_prob / self.num_tokens
-
-
-def empty_result(source_tokens: list[str], warnings: list[str]) -> TranslationResult:
-    import numpy as np
-
-    attention = np.zeros((0, len(source_tokens)), dtype=np.float32)
-    alternative = Alternative("", [], 0.0, attention, token_log_probs=[])
-    return TranslationResult("", [], source_tokens, attention, 0.0, [alternative], warnings, token_log_probs=[])
 
 
 def encode_texts(tokenizer: Tokenizer, vocab: Vocab, texts: Sequence[str], search_cfg: SearchConfig,
@@ -297,6 +216,34 @@ def read_glossary(path) -> list[tuple[str, str]]:
     return pairs
 
 
+def prepare_pairs(pipeline: TextPipeline, sources: Sequence[str], targets: Sequence[str], search_cfg: SearchConfig):
+    """Tokenize (source, translation) pairs for scoring: (src_tokens, src_ids, tgt_tokens, tgt_ids, warnings).
+
+    Raises:
+        ValueError: different numbers of sources and translations.
+    """
+    if len(sources) != len(targets):
+        raise ValueError(f"{len(sources)} sources but {len(targets)} translations to score")
+    warnings: list[list[str]] = [[] for _ in sources]
+    src_tokens, src_ids = encode_sources(pipeline, sources, search_cfg, warnings)
+    tgt_tokens, tgt_ids = encode_targets(pipeline, targets, search_cfg, warnings)
+    return src_tokens, src_ids, tgt_tokens, tgt_ids, warnings
+
+
+# ----------------------------------------------------------------------------- decoding arguments: bounds and rules
+# Every cap on a decoding argument is in this block, with the checks that apply them (to the end
+# of the file). Bounds on the decoding arguments (check_decoding_args), the same for the CLI, the
+# Python API and the service (whose MAX_BEAM and length_penalty cap are these values; a test checks it):
+# MAX_BEAM: beam_size and n_best in 1..MAX_BEAM (time and memory grow with the beam);
+# MAX_LENGTH_PENALTY: GNMT alpha in 0..10 (useful values are below 2; ((5 + len) / 6)^alpha stays
+# finite). Both are config.py's, so a run's search settings and every decoding call agree.
+MIN_SAMPLING_TEMPERATURE = 0.01  # already as sharp as greedy; far smaller ones overflow logits / temperature
+MAX_SAMPLING_TEMPERATURE = 100.0  # already as flat as uniform
+MAX_SAMPLING_TOPK = 2**20        # more than any vocabulary (0 = all)
+MAX_SEED = 2**32 - 1             # what both torch and CTranslate2 take
+MAX_CONSTRAINTS = 64             # terminology constraints applying to one sentence (search rows grow with them)
+
+
 def _check_int(name: str, value, low: int, high: int) -> None:
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
         raise ValueError(f"{name}={value!r} must be an integer")
@@ -332,115 +279,3 @@ def check_decoding_args(*, beam_size: int, n_best: int, sampling_topk: int, samp
         _check_float("length_penalty", length_penalty, 0.0, MAX_LENGTH_PENALTY)
     if seed is not None:
         _check_int("seed", seed, 0, MAX_SEED)
-
-
-def prepare_pairs(pipeline: TextPipeline, sources: Sequence[str], targets: Sequence[str], search_cfg: SearchConfig):
-    """Tokenize (source, translation) pairs for scoring: (src_tokens, src_ids, tgt_tokens, tgt_ids, warnings).
-
-    Raises:
-        ValueError: different numbers of sources and translations.
-    """
-    if len(sources) != len(targets):
-        raise ValueError(f"{len(sources)} sources but {len(targets)} translations to score")
-    warnings: list[list[str]] = [[] for _ in sources]
-    src_tokens, src_ids = encode_sources(pipeline, sources, search_cfg, warnings)
-    tgt_tokens, tgt_ids = encode_targets(pipeline, targets, search_cfg, warnings)
-    return src_tokens, src_ids, tgt_tokens, tgt_ids, warnings
-
-
-# ----------------------------------------------------------------------------- what attention gives back
-# Both work on a result's tokens and its attention (len(tokens), len(source_tokens)), whatever the
-# engine, so the native and CTranslate2 engines (and every model) give them alike.
-
-SPM_WORD_START = "\u2581"  # sentencepiece's mark of a piece that starts a word
-
-
-def token_words(tokens: Sequence[str], subword: bool) -> list[int]:
-    """The word index of each token: with `subword` (sentencepiece), a piece joins the word of the
-    piece before it unless it starts with the word mark; otherwise every token is a word."""
-    words, word = [], -1
-    for i, token in enumerate(tokens):
-        if not subword or i == 0 or token.startswith(SPM_WORD_START):
-            word += 1
-        words.append(word)
-    return words
-
-
-def word_alignment(attention, source_tokens: Sequence[str], tokens: Sequence[str], *,
-                   subword: bool) -> list[tuple[int, int]]:
-    """Word alignment from attention: each output word is linked to the source word it attends to
-    most (the argmax rule of Luong et al. 2015 sec. 3 and fairseq's --print-alignment), with the
-    attention of a word's pieces summed on both sides.
-
-    Args:
-        attention: (len(tokens), len(source_tokens)) array.
-        subword: the tokens are sentencepiece pieces (merged into words); else tokens are words.
-
-    Returns:
-        (source word, output word) pairs, one per output word, in output order; Pharaoh's "i-j".
-    """
-    import numpy as np
-
-    if not tokens or not source_tokens:
-        return []
-    src_words = np.asarray(token_words(source_tokens, subword))  # (src_len,)
-    tgt_words = np.asarray(token_words(tokens, subword))  # (tgt_len,)
-    weights = np.asarray(attention, dtype=np.float64).reshape(len(tokens), len(source_tokens))
-    merged = np.zeros((tgt_words[-1] + 1, src_words[-1] + 1))  # (tgt_words, src_words)
-    np.add.at(merged, (tgt_words[:, None], src_words[None, :]), weights)
-    return [(int(src), tgt) for tgt, src in enumerate(merged.argmax(axis=1))]
-
-
-def pharaoh(links: Sequence[tuple[int, int]]) -> str:
-    """Links as Pharaoh text: "0-0 1-2 ..." (source-output)."""
-    return " ".join(f"{src}-{tgt}" for src, tgt in links)
-
-
-def replace_unknowns(tokens: Sequence[str], source_tokens: Sequence[str], attention, *, subword: bool,
-                     start: int = 0) -> tuple[list[str], list[int]]:
-    """Replace each <unk> output token (at position >= `start`) by the source word that its row of
-    attention weighs most (Luong et al. 2015, "Addressing the rare word problem", the copy rule
-    of OpenNMT-py's replace_unk); with `subword`, the whole word around the attended piece.
-
-    Args:
-        attention: (len(tokens), len(source_tokens)) array.
-
-    Returns:
-        (the new tokens, the positions replaced).
-    """
-    import numpy as np
-
-    tokens = list(tokens)
-    unknown = [i for i in range(start, len(tokens)) if tokens[i] == Vocab.UNK]
-    if not unknown or not source_tokens:
-        return tokens, []
-    weights = np.asarray(attention).reshape(len(tokens), len(source_tokens))
-    src_words = token_words(source_tokens, subword)
-    for i in unknown:
-        word = src_words[int(weights[i].argmax())]
-        pieces = [t for t, w in zip(source_tokens, src_words) if w == word]
-        tokens[i] = "".join(pieces)
-    return tokens, unknown
-
-
-class Engine(Protocol):
-    """What `Translator` asks of an engine: translate and score raw text (both in input order).
-
-    Both engines take the same arguments with the same meaning (decode_sources' docstring):
-    beam_size (1 = greedy), length_penalty (GNMT alpha; None = the run's search config),
-    batch_size (sentences per batch), n_best, sampling_topk / sampling_temperature / seed,
-    target_prefix (one text or None per sentence: the translation starts with it).
-    The native engine also takes `constraints` (per sentence, target phrases that must appear
-    exactly once: applicable_constraints' output); `Translator` refuses them for other engines.
-    """
-
-    name: str
-    pipeline: TextPipeline
-    search_cfg: SearchConfig
-
-    def translate(self, sentences: Sequence[str], *, beam_size: int, length_penalty: float | None = None,
-                  batch_size: int = 64, n_best: int = 1, layer: int | None = None, head: int | None = None,
-                  sampling_topk: int = 1, sampling_temperature: float = 1.0, seed: int | None = None,
-                  target_prefix: Sequence[str | None] | None = None) -> list[TranslationResult]: ...
-
-    def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64) -> list[ScoreResult]: ...
