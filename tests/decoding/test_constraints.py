@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from attnmt.cli import main
+from attnmt.commands.translate import read_glossary
 from attnmt.data.batching import make_source_batch
 from attnmt.decoding.constraints import constrained_beam_search, constraint_batch, count_occurrences
-from attnmt.decoding.inputs import read_glossary
 from attnmt.decoding.search import beam_search
 from attnmt.errors import DataError
 from attnmt.translator import Translator

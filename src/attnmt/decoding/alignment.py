@@ -50,11 +50,6 @@ def word_alignment(attention, source_tokens: Sequence[str], tokens: Sequence[str
     return [(int(src), tgt) for tgt, src in enumerate(merged.argmax(axis=1))]
 
 
-def pharaoh(links: Sequence[tuple[int, int]]) -> str:
-    """Links as Pharaoh text: "0-0 1-2 ..." (source-output)."""
-    return " ".join(f"{src}-{tgt}" for src, tgt in links)
-
-
 def replace_unknowns(tokens: Sequence[str], source_tokens: Sequence[str], attention, *, subword: bool,
                      start: int = 0) -> tuple[list[str], list[int]]:
     """Replace each <unk> output token (at position >= `start`) by the source word that its row of

@@ -18,7 +18,6 @@ from attnmt.data.encode import MAX_CHARS_PER_TOKEN
 from attnmt.data.pipeline import TextPipeline
 from attnmt.data.tokenizers import Tokenizer
 from attnmt.data.vocab import Vocab
-from attnmt.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -192,28 +191,6 @@ def unknown_target_words(pipeline: TextPipeline, phrases: Sequence[str]) -> list
         if unknown:
             found.append((phrase, unknown))
     return found
-
-
-def read_glossary(path) -> list[tuple[str, str]]:
-    """A glossary file: one 'source phrase<TAB>target phrase' per line (UTF-8); empty lines are skipped.
-
-    Raises:
-        DataError: naming file:line, for a line without exactly one tab or with an empty side, or a
-            file that cannot be read.
-    """
-    try:
-        text = open(path, encoding="utf-8").read()
-    except (OSError, UnicodeDecodeError) as err:
-        raise DataError(f"{path}: cannot read the glossary: {err}") from None
-    pairs = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        sides = line.split("\t")
-        if len(sides) != 2 or not sides[0].strip() or not sides[1].strip():
-            raise DataError(f"{path}:{number}: expected 'source phrase<TAB>target phrase', got {line[:80]!r}")
-        pairs.append((sides[0].strip(), sides[1].strip()))
-    return pairs
 
 
 def prepare_pairs(pipeline: TextPipeline, sources: Sequence[str], targets: Sequence[str], search_cfg: SearchConfig):
