@@ -26,7 +26,7 @@ from attnmt.data.pipeline import TextPipeline
 from attnmt.decoding.inputs import check_decoding_args, encode_prefixes, encode_sources, prepare_pairs
 from attnmt.decoding.results import Alternative, ScoreResult, TranslationResult, empty_result
 from attnmt.decoding.search import gnmt_penalty, output_budget
-from attnmt.engines.ctranslate2_export import _ctranslate2
+from attnmt.engines.ctranslate2_export import import_ctranslate2
 from attnmt.errors import AttnmtError
 from attnmt.run_dir import RunDir
 
@@ -49,7 +49,7 @@ def load_export(path: str | Path, *, device: str = "cpu", inter_threads: int | N
         AttnmtError: not an export, or CTranslate2 cannot read it.
         ValueError: a thread count below 0 (inter_threads below 1).
     """
-    ctranslate2 = _ctranslate2()
+    ctranslate2 = import_ctranslate2()
     run = RunDir(path)
     run.require_export()
     run.verify_all()  # the model, vocabularies and config as they were exported
