@@ -4,7 +4,8 @@ word, Pharaoh text; through the translator and `attnmt translate --alignments`."
 import numpy as np
 import pytest
 
-from attnmt.decoding import pharaoh, token_words, word_alignment
+from attnmt.commands.translate import pharaoh
+from attnmt.decoding.alignment import token_words, word_alignment
 from attnmt.translator import Translator
 
 pytestmark = pytest.mark.learned  # asserts what a small training learned (make test-seeds)

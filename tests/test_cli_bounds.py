@@ -10,7 +10,7 @@ import pytest
 
 from attnmt.cli import main
 from attnmt.bounds import BEAM, DECODING_SEED, LENGTH_PENALTY, SAMPLING_TEMPERATURE, SAMPLING_TOPK
-from attnmt.decoding import check_decoding_args
+from attnmt.decoding.inputs import check_decoding_args
 
 MAX_BEAM, MAX_LENGTH_PENALTY, MAX_SEED = BEAM.high, LENGTH_PENALTY.high, DECODING_SEED.high
 MIN_SAMPLING_TEMPERATURE, MAX_SAMPLING_TEMPERATURE, MAX_SAMPLING_TOPK = (SAMPLING_TEMPERATURE.low, SAMPLING_TEMPERATURE.high,

@@ -22,7 +22,7 @@ from attnmt.training.compiled_step import make_train_step
 from attnmt.models.dropout import Dropout
 from attnmt.models.rnn import RNNSeq2Seq
 from attnmt.models.transformer import TransformerSeq2Seq
-from attnmt.search import beam_search, greedy_search
+from attnmt.decoding.search import beam_search, greedy_search
 from attnmt.training import train
 from attnmt.training.step import train_step
 from attnmt.training.trainable import make_optimizer, make_step_schedule

@@ -19,13 +19,13 @@ LAYERS = {
     "attention": 3,  # pure tensor math over masks.py
     "data": 4,
     "models": 5,
-    "search": 6,
-    "decoding": 7, "run_dir": 7, "constraints": 7, "engines": 8,
+    "decoding": 6,  # search, constrained search, inputs, results, alignment: one package (anything goes within)
+    "run_dir": 7, "engines": 8,
     "interop": 8,  # Marian / Hugging Face checkpoints <-> runs (run_dir.py, models, data)
     "evaluation": 9, "significance": 9, "training": 10,
     "translator": 11, "sharding": 11, "plotting": 12,  # sharding: line files in resumable shards over ranks
     "workers": 12,  # decoding in several processes, each with its own Translator (translator.py)
-    "markup": 12,  # HTML split into sentences and put back with tags placed by word alignment (decoding.py)
+    "markup": 12,  # HTML split into sentences and put back with tags placed by word alignment (decoding/alignment.py)
     "server": 13, "commands": 14, "cli": 15, "__main__": 16, "__init__": 16,
 }
 

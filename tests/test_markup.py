@@ -12,7 +12,7 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 from hypothesis import given, strategies as st
 
-from attnmt.decoding import TranslationResult
+from attnmt.decoding.results import TranslationResult
 from fuzzing import fuzz
 
 from attnmt.markup import MAX_DEPTH, AlignedTranslation, MarkupDocument, aligned_translation, locate, translate_html

@@ -37,7 +37,7 @@ if __package__ in (None, ""):  # run as a file
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from attnmt.data.corpus import corpus_spec, load_corpus
-from attnmt.decoding import encode_sources
+from attnmt.decoding.inputs import encode_sources
 from attnmt.engines import ctranslate2 as new_module
 
 VARIANTS = ("old", "new", "new-intra", "new-nofix", "ct2-all-hyps", "ct2-own-lp")

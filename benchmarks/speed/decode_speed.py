@@ -16,9 +16,9 @@ from attnmt import Translator
 from attnmt.config import SearchConfig
 from attnmt.data.batching import make_source_batch
 from attnmt.data.pipeline import TextPipeline
-from attnmt.decoding import encode_sources
+from attnmt.decoding.inputs import encode_sources
+from attnmt.decoding.search import output_budget
 from attnmt.engines.native import search_batch
-from attnmt.search import output_budget
 from benchmarks.common import median_time, rate
 from benchmarks.speed.memory import PeakMemory
 

@@ -13,6 +13,7 @@ import logging
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attnmt.data.batching import Batch
@@ -62,8 +63,11 @@ def perplexity(total_nll: float, total_tokens: int) -> float:
 
 
 @torch.inference_mode()
-def corpus_loss(model: nn.Module, batches: list[Batch], device: torch.device, *, pad_id: int) -> tuple[float, int]:
-    """Teacher-forced summed NLL and number of target tokens over `batches` (eval mode)."""
+def corpus_loss(model: nn.Module, batches: list[Batch], device: torch.device, *, pad_id: int,
+                forced_first: bool = False) -> tuple[float, int]:
+    """Teacher-forced summed NLL and number of target tokens over `batches` (eval mode); with
+    `forced_first`, less each target's first token (a forced language token, which no search
+    scores): its loss, and one token a target."""
     total, tokens = torch.zeros((), dtype=torch.float64, device=device), 0
     with eval_mode(model):
         for batch in batches:
@@ -71,4 +75,18 @@ def corpus_loss(model: nn.Module, batches: list[Batch], device: torch.device, *,
             logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in).logits
             total += sequence_loss(logits, batch.tgt_out, pad_id=pad_id).double()
             tokens += batch.num_tgt_tokens
-    return float(total), tokens
+    if not forced_first:
+        return float(total), tokens
+    return float(total) - _first_token_loss(model, batches, device), tokens - sum(len(b) for b in batches)
+
+
+@torch.inference_mode()
+def _first_token_loss(model: nn.Module, batches: list[Batch], device: torch.device) -> float:
+    """Teacher-forced summed NLL of each target's first token alone (eval mode)."""
+    total = 0.0
+    with eval_mode(model):
+        for batch in batches:
+            batch = batch.to(device)
+            logits = model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in[:, :1]).logits
+            total += float(F.cross_entropy(logits[:, 0].float(), batch.tgt_out[:, 0], reduction="sum"))
+    return total

@@ -45,7 +45,7 @@ from typing import Callable, Sequence
 from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 from bs4.element import PreformattedString
 
-from attnmt.decoding import SPM_WORD_START, token_words
+from attnmt.decoding.alignment import SPM_WORD_START, token_words
 
 INLINE = frozenset("a abbr acronym b bdi bdo big cite data del dfn em font i ins kbd label mark q s samp small "
                    "span strike strong sub sup time tt u var".split())

@@ -25,8 +25,9 @@ from torch import nn
 from attnmt.config import Config
 from attnmt.data.batching import make_batches
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
-from attnmt.decoding import (Alternative, Engine, ScoreResult, TranslationResult, applicable_constraints,
-                             check_constraints, check_prefixes, encode_targets, replace_unknowns, word_alignment)
+from attnmt.decoding.alignment import replace_unknowns, word_alignment
+from attnmt.decoding.inputs import applicable_constraints, check_constraints, check_prefixes, encode_targets
+from attnmt.decoding.results import Alternative, Engine, ScoreResult, TranslationResult
 from attnmt.devices import resolve_device
 from attnmt.direction import Direction
 from attnmt.engines.native import NativeEngine
@@ -201,7 +202,7 @@ class Translator:
         target phrases and (source phrase, target phrase) pairs; a pair applies when its source
         phrase occurs in the sentence (as whole tokens, case-sensitive). Each applicable target
         phrase (tokenized with the target tokenizer) appears in the translation exactly once, by
-        lexically constrained beam search (constraints.py); if the output budget runs out first,
+        lexically constrained beam search (decoding/constraints.py); if the output budget runs out first,
         the best hypothesis is returned and its `warnings` name the constraint left out. For a
         single string, `constraints` is that sentence's list. Sentences without constraints
         decode exactly as without the argument.
@@ -293,9 +294,8 @@ class Translator:
             target = direction[1] if languages else None
             batches = make_batches(self.pipeline.encode_corpus(corpus, target), batch_size=batch_size, shuffle=False,
                                    pad_id=vocab.pad_id, bos_id=vocab.bos_id, eos_id=vocab.eos_id)
-            nll, tokens = corpus_loss(self.model, batches, self.device, pad_id=vocab.pad_id)
-            if target is not None and self.pipeline.language_ids(target)[1]:  # a forced first token is not scored
-                nll, tokens = self._without_forced_first(batches, nll, tokens)
+            forced_first = target is not None and bool(self.pipeline.language_ids(target)[1])  # a token not scored
+            nll, tokens = corpus_loss(self.model, batches, self.device, pad_id=vocab.pad_id, forced_first=forced_first)
         else:  # forced decoding through the engine gives the same sums
             scored = self.score(corpus.src, corpus.tgt, batch_size=batch_size, **languages)
             nll, tokens = -sum(r.log_prob for r in scored), sum(r.num_tokens for r in scored)
@@ -312,16 +312,3 @@ class Translator:
                                 f"CLI: --pair SRC-TGT or --pair all): it has {self.pipeline.languages.names()}")
         self.target_language(source_lang, target_lang)
         return source_lang, target_lang
-
-    def _without_forced_first(self, batches, nll: float, tokens: int) -> tuple[float, int]:
-        """The corpus loss less each target's first token (a forced language token): the model's
-        loss on it, and one token a sentence."""
-        import torch.nn.functional as F
-
-        with torch.inference_mode():
-            forced = 0.0
-            for batch in batches:
-                batch = batch.to(self.device)
-                logits = self.model(batch.src_ids, batch.src_mask, batch.src_lengths, batch.tgt_in[:, :1]).logits
-                forced += float(F.cross_entropy(logits[:, 0].float(), batch.tgt_out[:, 0], reduction="sum"))
-        return nll - forced, tokens - sum(len(b) for b in batches)

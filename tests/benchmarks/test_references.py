@@ -140,7 +140,7 @@ def test_transformer_reference_from_attnmt_has_the_same_logits(pre_norm, share, 
 
 def test_transformer_reference_greedy_equals_attnmt_greedy():
     """Same weights -> the same greedy translations, each searched to the same budget."""
-    from attnmt.search import greedy_search
+    from attnmt.decoding.search import greedy_search
 
     model = _attnmt_transformer()
     ref = reference_transformer.from_attnmt(model).double().eval()

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("ctranslate2")
 
 from attnmt.cli import main  # noqa: E402
-from attnmt.decoding import pharaoh  # noqa: E402
+from attnmt.commands.translate import pharaoh  # noqa: E402
 from attnmt.engines.ctranslate2_export import export_run  # noqa: E402
 from attnmt.translator import Translator  # noqa: E402
 

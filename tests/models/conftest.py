@@ -1,4 +1,4 @@
-"""Every model test runs on one thread: tiny tensors run fastest so (see tests/test_search.py),
+"""Every model test runs on one thread: tiny tensors run fastest so (see tests/decoding/test_search.py),
 whatever thread count an earlier test left behind."""
 
 import pytest

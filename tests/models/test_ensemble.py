@@ -8,7 +8,7 @@ import torch
 from attnmt.models.ensemble import EnsembleModel
 from attnmt.models.rnn import RNNSeq2Seq
 from attnmt.models.transformer import TransformerSeq2Seq
-from attnmt.search import beam_search, greedy_search, sample_search
+from attnmt.decoding.search import beam_search, greedy_search, sample_search
 
 from toy import SRC_VOCAB, TGT_VOCAB, padded_batch, target
 

@@ -7,7 +7,7 @@ import torch
 
 from attnmt.models.rnn import ATTENTION_TYPES, RNNSeq2Seq
 from attnmt.models.transformer import TransformerSeq2Seq
-from attnmt.search import tile_index
+from attnmt.decoding.search import tile_index
 
 from toy import BOS, SRC_VOCAB, TGT_VOCAB, padded_batch, target
 

@@ -16,7 +16,7 @@ from attnmt.attention import MultiHeadAttention, lengths_to_mask
 from attnmt.config import config_from_dict
 from attnmt.errors import ConfigError
 from attnmt.models.transformer import TransformerSeq2Seq, sinusoidal_positions
-from attnmt.search import beam_search, greedy_search
+from attnmt.decoding.search import beam_search, greedy_search
 
 from toy import config_text, padded_batch, target
 

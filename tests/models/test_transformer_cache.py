@@ -9,9 +9,9 @@ import torch
 from torch import Tensor, nn
 
 from attnmt.checkpoint import load_weights, load_weights_file, save_weights
-from attnmt.constraints import constrained_beam_search, constraint_batch
+from attnmt.decoding.constraints import constrained_beam_search, constraint_batch
 from attnmt.models.transformer import CACHE_START, TransformerSeq2Seq
-from attnmt.search import beam_search, greedy_search
+from attnmt.decoding.search import beam_search, greedy_search
 
 from toy import padded_batch
 

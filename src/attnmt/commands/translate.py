@@ -11,11 +11,12 @@ decodes in N processes (workers.py), outputs in input order."""
 from __future__ import annotations
 
 import sys
+from typing import Sequence
 
 from attnmt.commands import sharded
 from attnmt.commands.text_io import open_input, open_output, output_line, read_lines
-from attnmt.decoding import pharaoh, read_glossary, unknown_target_words
-from attnmt.errors import AttnmtError
+from attnmt.decoding.inputs import unknown_target_words
+from attnmt.errors import AttnmtError, DataError
 from attnmt.files import sha256_file
 from attnmt.run_dir import RunDir
 from attnmt.sharding import Work
@@ -47,6 +48,28 @@ def run(args) -> int:
     with sharded.torch_threads(args.threads):
         _stream(args, options, chunk_size)
     return 0
+
+
+def read_glossary(path) -> list[tuple[str, str]]:
+    """A glossary file: one 'source phrase<TAB>target phrase' per line (UTF-8); empty lines are skipped.
+
+    Raises:
+        DataError: naming file:line, for a line without exactly one tab or with an empty side, or a
+            file that cannot be read.
+    """
+    try:
+        text = open(path, encoding="utf-8").read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: cannot read the glossary: {err}") from None
+    pairs = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        sides = line.split("\t")
+        if len(sides) != 2 or not sides[0].strip() or not sides[1].strip():
+            raise DataError(f"{path}:{number}: expected 'source phrase<TAB>target phrase', got {line[:80]!r}")
+        pairs.append((sides[0].strip(), sides[1].strip()))
+    return pairs
 
 
 def _say_unknown_terms(path, glossary: list[tuple[str, str]], pipeline) -> None:
@@ -82,6 +105,11 @@ def _work(translator: Translator | WorkerPool, options: dict, chunk_size: int) -
         return [out for start in range(0, len(lines), chunk_size)
                 for out in _translate(translator, lines[start:start + chunk_size], options)]
     return work
+
+
+def pharaoh(links: Sequence[tuple[int, int]]) -> str:
+    """Links as Pharaoh text: "0-0 1-2 ..." (source-output)."""
+    return " ".join(f"{src}-{tgt}" for src, tgt in links)
 
 
 def _links(result, options: dict) -> str:

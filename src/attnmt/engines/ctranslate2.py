@@ -23,12 +23,12 @@ import torch
 from attnmt.config import Config, SearchConfig
 from attnmt.data.batching import length_sorted_chunks
 from attnmt.data.pipeline import TextPipeline
-from attnmt.decoding import (Alternative, ScoreResult, TranslationResult, check_decoding_args, empty_result,
-                             encode_prefixes, encode_sources, prepare_pairs)
-from attnmt.engines.ctranslate2_export import _ctranslate2
+from attnmt.decoding.inputs import check_decoding_args, encode_prefixes, encode_sources, prepare_pairs
+from attnmt.decoding.results import Alternative, ScoreResult, TranslationResult, empty_result
+from attnmt.decoding.search import gnmt_penalty, output_budget
+from attnmt.engines.ctranslate2_export import import_ctranslate2
 from attnmt.errors import AttnmtError
 from attnmt.run_dir import RunDir
-from attnmt.search import gnmt_penalty, output_budget
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def load_export(path: str | Path, *, device: str = "cpu", inter_threads: int | N
         AttnmtError: not an export, or CTranslate2 cannot read it.
         ValueError: a thread count below 0 (inter_threads below 1).
     """
-    ctranslate2 = _ctranslate2()
+    ctranslate2 = import_ctranslate2()
     run = RunDir(path)
     run.require_export()
     run.verify_all()  # the model, vocabularies and config as they were exported
@@ -165,7 +165,7 @@ class CTranslate2Engine:
                   target_lang: str | None = None) -> list[TranslationResult]:
         """As NativeEngine.translate; `layer`/`head` must be None or the exported attention layer
         (CTranslate2 returns that layer's attention averaged over heads); `target_prefix` is
-        CTranslate2's own, with budgets raised to the prefix length + 1 as in search.py; a
+        CTranslate2's own, with budgets raised to the prefix length + 1 as in decoding/search.py; a
         multilingual model's language token (`target_lang`) goes before the source tokens or
         first in that target prefix, and is left out of the results."""
         check_decoding_args(beam_size=beam_size, n_best=n_best, sampling_topk=sampling_topk,

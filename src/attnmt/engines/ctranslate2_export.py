@@ -56,7 +56,12 @@ log = logging.getLogger(__name__)
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "float32")
 
 
-def _ctranslate2():
+def import_ctranslate2():
+    """The ctranslate2 module (an optional dependency), imported when first needed.
+
+    Raises:
+        AttnmtError: it is not installed, with the pip command that installs it.
+    """
     try:
         import ctranslate2
     except ImportError:
@@ -179,7 +184,7 @@ def export_run(run_dir: str | Path, output_dir: str | Path, *, checkpoint: str =
     Raises:
         AttnmtError: not a Transformer run, unknown quantization, output exists without force.
     """
-    ctranslate2 = _ctranslate2()
+    ctranslate2 = import_ctranslate2()
     run, output_dir = RunDir(run_dir), Path(output_dir)
     if quantization not in QUANTIZATIONS:
         raise AttnmtError(f"--quantization {quantization!r}: expected one of {', '.join(QUANTIZATIONS)}")

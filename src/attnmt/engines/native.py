@@ -1,4 +1,4 @@
-"""The native engine: attnmt's own search (search.py) over the PyTorch model; the reference that
+"""The native engine: attnmt's own search (decoding/search.py) over the PyTorch model; the reference that
 the CTranslate2 engine is checked against.
 
     search_batch     greedy, beam or sampling over one padded source batch
@@ -20,13 +20,14 @@ import torch
 from torch import nn
 
 from attnmt.config import SearchConfig
-from attnmt.constraints import constrained_beam_search, constraint_batch, count_occurrences
 from attnmt.data.batching import Batch, length_sorted_chunks, make_batches, make_source_batch
 from attnmt.data.pipeline import TextPipeline
-from attnmt.decoding import (Alternative, ScoreResult, TranslationResult, check_decoding_args, empty_result,
-                             encode_constraints, encode_prefixes, encode_sources, prepare_pairs)
+from attnmt.decoding.constraints import constrained_beam_search, constraint_batch, count_occurrences
+from attnmt.decoding.inputs import (check_decoding_args, encode_constraints, encode_prefixes, encode_sources,
+                                    prepare_pairs)
+from attnmt.decoding.results import Alternative, ScoreResult, TranslationResult, empty_result
+from attnmt.decoding.search import beam_search, greedy_search, sample_search
 from attnmt.models import eval_mode
-from attnmt.search import beam_search, greedy_search, sample_search
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ def search_batch(model: nn.Module, batch: Batch, *, beam_size: int, length_penal
     """Greedy search (beam_size <= 1), beam search, or random sampling (sampling_topk != 1, with
     beam_size 1) over one source batch, the first tokens forced to `prefix` (batch, prefix_len;
     -1 = none) if given; with `constraints` (per sentence, target id lists), constrained beam
-    search (constraints.py); `suppress`: target ids never produced. Returns the SearchResult."""
+    search (decoding/constraints.py); `suppress`: target ids never produced. Returns the SearchResult."""
     common = dict(max_len_ratio=search_cfg.max_len_ratio, max_len_offset=search_cfg.max_len_offset,
                   bos_id=bos_id, eos_id=eos_id, prefix=prefix, suppress=suppress)
     if constraints is not None:
@@ -82,13 +83,13 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
     """Translate raw sentences in length-sorted batches; results come back in input order.
 
     `target_prefix` (one text or None per sentence) forces the start of each translation; the
-    search completes it (search.py). `target_lang` (a multilingual model's) puts its language
+    search completes it (decoding/search.py). `target_lang` (a multilingual model's) puts its language
     token before each source or forces it first in each output (pipeline.language_ids); the
     results leave that token out (its attention row or column too).
 
     `constraints` (per sentence, a list of target phrases) must each appear in the translation
     exactly once: the sentences that have some are decoded together by constrained beam search
-    (constraints.py; with beam_size 1, its small internal beam and the best hypothesis), the
+    (decoding/constraints.py; with beam_size 1, its small internal beam and the best hypothesis), the
     others by the plain search (greedy or beam), exactly as without them.
     A constraint the budget left unmet is named in the result's warnings.
 

@@ -1,4 +1,4 @@
-"""An ensemble of trained models behind the one decoding interface, so that search.py, scoring
+"""An ensemble of trained models behind the one decoding interface, so that decoding/search.py, scoring
 and the corpus loss use it unchanged (as fairseq's EnsembleModel and OpenNMT-py's
 onmt/model_builder ensembles do).
 

@@ -8,7 +8,7 @@ Shapes:
     readout_dim: input size of the output layer (``AttentiveGRUDecoder.readout_dim``).
     vocab: target vocabulary size.
 
-The decoder runs one step at a time (``decode_step``, used by search.py) or over a whole
+The decoder runs one step at a time (``decode_step``, used by decoding/search.py) or over a whole
 teacher-forced target (``forward``), which applies the output layer once after the time loop.
 """
 

@@ -48,9 +48,10 @@ from typing import NamedTuple, Sequence
 import torch
 from torch import Tensor, nn
 
+from attnmt.decoding.hypotheses import BeamTrail, SearchResult
+from attnmt.decoding.search import (beam_search, check_search_args, force_prefix, gnmt_penalty, log_softmax,
+                                    output_budget, prefix_budget, tile_index)
 from attnmt.models import eval_mode
-from attnmt.search import (SearchResult, _BeamTrail, _check_args, _force_prefix, _log_softmax, _prefix_budget,
-                           beam_search, gnmt_penalty, output_budget, tile_index)
 
 __all__ = ["GREEDY_BEAM", "ConstraintBatch", "constraint_batch", "constrained_beam_search", "count_occurrences"]
 
@@ -203,7 +204,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
     Raises:
         ValueError: bad shapes, beam_size < 1 or length_penalty < 0.
     """
-    _check_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
+    check_search_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
     if beam_size < 1 or length_penalty < 0:
         raise ValueError(f"constrained search needs beam_size >= 1 and length_penalty >= 0; got {beam_size}, "
                          f"{length_penalty}")
@@ -217,7 +218,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
     cons_tokens, cons_lengths = constraints.tokens.to(device), constraints.lengths.to(device)
     cons_total = cons_lengths.sum(dim=1)  # (batch,) constraint tokens per sentence
     num_banks = int(cons_total.max()) + 1
-    trail = _BeamTrail()  # attention, log-probs and back-pointers per step (search.py)
+    trail = BeamTrail()  # attention, log-probs and back-pointers per step (hypotheses.py)
     window = max(int(cons_tokens.shape[2]), 1)  # the history suffix_matches reads: the longest constraint
     rewarded = _rewarded_lengths(model, src_ids, src_mask, src_lengths, cons_total, beam=beam, alpha=alpha,
                                  max_len_ratio=max_len_ratio, max_len_offset=max_len_offset, bos_id=bos_id,
@@ -225,7 +226,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
     with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
         state = model.reorder_state(state, tile_index(batch, beam, device))  # rows = batch*beam
-        max_lens = _prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset), prefix)
+        max_lens = prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset), prefix)
         prefix_lens = (prefix >= 0).sum(dim=1) if prefix is not None else torch.zeros_like(max_lens)
         max_lens = torch.maximum(max_lens, prefix_lens + cons_total + 1)  # (batch,)
         active = torch.arange(batch, device=device)  # (n,)
@@ -239,7 +240,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
         for t in range(int(max_lens.max())):
             logits, state, attn = model.decode_step(prev_ids, state)  # attn: (rows, src_len)
             row_sents = active.repeat_interleave(beam)  # (rows,)
-            logp = _log_softmax(logits, suppress)  # (rows, vocab)
+            logp = log_softmax(logits, suppress)  # (rows, vocab)
             n, vocab = active.shape[0], logp.shape[-1]
             tok, lens = cons_tokens[row_sents], cons_lengths[row_sents]  # (rows, cons, cons_len), (rows, cons)
             ends = suffix_matches(history, tok, lens)  # (rows, cons, cons_len + 1)
@@ -250,7 +251,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
             logp = logp.scatter_add(1, last_tok, torch.where(again, neg_inf, 0.0).to(logp.dtype))
             all_met = (met | (lens == 0)).all(dim=1)  # (rows,)
             logp[:, eos_id] = torch.where(all_met, logp[:, eos_id], neg_inf)
-            logp = _force_prefix(logp, prefix, row_sents, t)  # a prefix wins over the rules above
+            logp = force_prefix(logp, prefix, row_sents, t)  # a prefix wins over the rules above
             candidates = (beam_scores.view(-1, 1) + logp).view(n, beam * vocab)
             flat, scores = _candidates(candidates, logp, ends, tok, met.logical_not() & (lens > 0), beam)
             cand_rows = (flat // vocab + torch.arange(n, device=device).unsqueeze(1) * beam).view(-1)  # (n*cand,)

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from attnmt.cli import main
-from attnmt.constraints import constrained_beam_search, constraint_batch, count_occurrences
+from attnmt.commands.translate import read_glossary
 from attnmt.data.batching import make_source_batch
+from attnmt.decoding.constraints import constrained_beam_search, constraint_batch, count_occurrences
+from attnmt.decoding.search import beam_search
 from attnmt.errors import DataError
-from attnmt.decoding import read_glossary
-from attnmt.search import beam_search
 from attnmt.translator import Translator
 
 pytestmark = pytest.mark.learned  # asserts what a small training learned (make test-seeds)
@@ -103,7 +103,7 @@ def test_constraints_with_a_prefix(translator):
 def test_greedy_with_constraints_returns_one_hypothesis_from_the_internal_beam(translator):
     """beam_size 1 searches with GREEDY_BEAM hypotheses and returns the best: the same as the
     constrained search at that beam, with an n-best list of one."""
-    from attnmt.constraints import GREEDY_BEAM
+    from attnmt.decoding.constraints import GREEDY_BEAM
 
     greedy = translator.translate(SOURCES, beam_size=1, constraints=CONSTRAINTS)
     wider = translator.translate(SOURCES, beam_size=GREEDY_BEAM, constraints=CONSTRAINTS)
@@ -230,7 +230,7 @@ def test_random_constraints_on_the_toy_test_set_each_appear_exactly_once(transla
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("constraints", [[[4, 5]], [[5], [4]], [[4], [5, 5]]])
 def test_a_beam_wide_enough_finds_the_best_constrained_translation(seed, constraints):
-    """On a bigram model (tests/test_search.py) with a beam that holds every hypothesis, the search
+    """On a bigram model (tests/decoding/test_search.py) with a beam that holds every hypothesis, the search
     returns the most probable output among those with each constraint exactly once (brute force)."""
     import itertools
 

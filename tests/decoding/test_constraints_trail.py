@@ -1,7 +1,7 @@
-"""Constrained beam search on the step records (search._BeamTrail) gives the outputs of the
+"""Constrained beam search on the step records (decoding.hypotheses.BeamTrail) gives the outputs of the
 search it replaced.
 
-The reference below is attnmt.constraints.constrained_beam_search as it stood before (commit
+The reference below is attnmt.decoding.constraints.constrained_beam_search as it stood before (commit
 076cc84): it copied every hypothesis' token, log-prob and attention history at every step. It is
 kept here, verbatim but for its docstring, only as the reference that the new search must equal
 bit for bit: tokens, scores, log-probs, token log-probs, attention, n-best.
@@ -13,11 +13,16 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from attnmt.constraints import (GREEDY_BEAM, ConstraintBatch, _advance, _allocation_order, _candidates,
-                                _rewarded_lengths, constrained_beam_search, constraint_batch, suffix_matches)
+from attnmt.decoding.constraints import (GREEDY_BEAM, ConstraintBatch, _advance, _allocation_order, _candidates,
+                                         _rewarded_lengths, constrained_beam_search, constraint_batch, suffix_matches)
+from attnmt.decoding.hypotheses import Hypothesis, SearchResult
+# the reference below is kept verbatim: the search pieces under the private names it was written with
+from attnmt.decoding.search import check_search_args as _check_args
+from attnmt.decoding.search import force_prefix as _force_prefix
+from attnmt.decoding.search import gnmt_penalty, output_budget, tile_index
+from attnmt.decoding.search import log_softmax as _log_softmax
+from attnmt.decoding.search import prefix_budget as _prefix_budget
 from attnmt.models import eval_mode
-from attnmt.search import (Hypothesis, SearchResult, _check_args, _force_prefix, _log_softmax, _prefix_budget,
-                           gnmt_penalty, output_budget, tile_index)
 
 from test_beam_trail import MODELS, assert_same
 from test_search import source

@@ -1,4 +1,5 @@
-"""Batched greedy and beam search for any model with the encode / decode_step interface.
+"""Batched greedy, beam and sampling search for any model with the encode / decode_step interface;
+what they return is in hypotheses.py.
 
 Shapes:
     batch: sentences; beam: hypotheses kept per sentence.
@@ -30,51 +31,17 @@ Conventions of both searches:
 
 from __future__ import annotations
 
-import bisect
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Sequence
 
 import torch
 from torch import Tensor, nn
 
+from attnmt.decoding.hypotheses import BeamTrail, Hypothesis, SearchResult
 from attnmt.models import eval_mode
 
-__all__ = ["Hypothesis", "SearchResult", "greedy_search", "beam_search", "gnmt_penalty",
-           "tile_index"]
+__all__ = ["greedy_search", "beam_search", "sample_search", "gnmt_penalty", "tile_index", "output_budget",
+           "check_search_args", "prefix_budget", "force_prefix", "log_softmax"]
 
-
-class Hypothesis(NamedTuple):
-    """One finished translation.
-
-    Attributes:
-        tokens: target ids without bos / eos.
-        score: ``log_prob / gnmt_penalty(len, alpha)`` (beam search); greedy: ``log_prob``.
-        log_prob: sum of the token log-probabilities, eos included.
-        attention: (len(tokens) [+ 1 for eos], src_length) on the CPU.
-        token_log_probs: each produced token's log-probability, eos last when produced (one per
-            attention row; forced prefix tokens count 0); they sum to ``log_prob``.
-    """
-
-    tokens: list[int]
-    score: float
-    log_prob: float
-    attention: Tensor
-    token_log_probs: list[float]
-
-
-class SearchResult(NamedTuple):
-    """Best translation per sentence (in input order) and the n-best lists, best first."""
-
-    tokens: list[list[int]]
-    scores: list[float]
-    log_probs: list[float]
-    attention: list[Tensor]
-    nbest: list[list[Hypothesis]]
-
-    @classmethod
-    def from_nbest(cls, nbest: list[list[Hypothesis]]) -> SearchResult:
-        best = [hyps[0] for hyps in nbest]
-        return cls([h.tokens for h in best], [h.score for h in best], [h.log_prob for h in best],
-                   [h.attention for h in best], nbest)
 
 
 def gnmt_penalty(length: int, alpha: float) -> float:
@@ -87,7 +54,7 @@ def tile_index(batch: int, beam: int, device: torch.device | str | None = None) 
     return torch.arange(batch, device=device).repeat_interleave(beam)
 
 
-def _check_args(src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, max_len_ratio: float,
+def check_search_args(src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, max_len_ratio: float,
                 max_len_offset: int) -> None:
     shapes = src_ids.shape, src_mask.shape, src_lengths.shape
     if src_ids.dim() != 2 or shapes[1] != shapes[0] or shapes[2] != shapes[0][:1]:
@@ -103,7 +70,7 @@ def output_budget(src_lengths: Tensor, ratio: float, offset: int) -> Tensor:
     return (src_lengths.double() * ratio + offset).floor().long().clamp(min=1)
 
 
-def _prefix_budget(budgets: Tensor, prefix: Tensor | None) -> Tensor:
+def prefix_budget(budgets: Tensor, prefix: Tensor | None) -> Tensor:
     """(batch,) budgets raised to each sentence's prefix length + 1 (room for its eos)."""
     if prefix is None:
         return budgets
@@ -112,7 +79,7 @@ def _prefix_budget(budgets: Tensor, prefix: Tensor | None) -> Tensor:
     return torch.maximum(budgets, (prefix >= 0).sum(dim=1) + 1)
 
 
-def _force_prefix(logp: Tensor, prefix: Tensor | None, rows: Tensor, t: int) -> Tensor:
+def force_prefix(logp: Tensor, prefix: Tensor | None, rows: Tensor, t: int) -> Tensor:
     """Rows whose sentence has a prefix token at step t may only emit it, at log-prob 0 (the
     others -inf); the other rows keep their log-probabilities.
 
@@ -125,7 +92,7 @@ def _force_prefix(logp: Tensor, prefix: Tensor | None, rows: Tensor, t: int) -> 
     return torch.where((forced >= 0).unsqueeze(1), only, logp)  # (rows, vocab)
 
 
-def _log_softmax(logits: Tensor, suppress: Sequence[int] = ()) -> Tensor:
+def log_softmax(logits: Tensor, suppress: Sequence[int] = ()) -> Tensor:
     """Log-probabilities in at least float32 (half-precision logits are upcast); the `suppress`
     ids (tokens search never produces) are then set to -inf, the others not renormalized (as
     transformers' bad_words_ids do)."""
@@ -162,7 +129,7 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
     Raises:
         ValueError: bad shapes, budget or check_every.
     """
-    _check_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
+    check_search_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
     if check_every < 1:
         raise ValueError(f"check_every must be >= 1; got {check_every}")
     batch, device = src_ids.shape[0], src_ids.device
@@ -170,7 +137,7 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         return SearchResult([], [], [], [], [])
     with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
-        budgets = _prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset),
+        budgets = prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset),
                                  prefix)  # (batch,)
         steps = int(budgets.max())
         # outputs per sentence, written at the rows' sentences: (batch, steps), (batch, steps, src_len)
@@ -185,7 +152,7 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         finished = torch.zeros(batch, dtype=torch.bool, device=device)  # (n,)
         for t in range(steps):
             logits, state, attn = model.decode_step(prev_ids, state)  # (n, vocab), (n, src_len)
-            best_logp, prev_ids = _force_prefix(_log_softmax(logits, suppress), prefix, rows, t).max(dim=-1)  # (n,)
+            best_logp, prev_ids = force_prefix(log_softmax(logits, suppress), prefix, rows, t).max(dim=-1)  # (n,)
             if attention is None:
                 attention = attn.new_zeros(batch, steps, attn.shape[-1])
                 log_probs = best_logp.new_zeros(batch)
@@ -242,7 +209,7 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
     ``beam_size=1`` gives exactly the greedy result.
 
     The search keeps no per-hypothesis history: each step records its rows' attention and the
-    live hypotheses' tokens and back-pointers (``_BeamTrail``), and only the hypotheses that make
+    live hypotheses' tokens and back-pointers (``BeamTrail``), and only the hypotheses that make
     the n-best lists are traced back, once, after the loop (as fairseq and CTranslate2 do). The
     host reads, once per step, which sentences are done.
 
@@ -262,7 +229,7 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
     Raises:
         ValueError: bad shapes, beam_size < 1 or length_penalty < 0.
     """
-    _check_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
+    check_search_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
     if beam_size < 1 or length_penalty < 0:
         raise ValueError(f"need beam_size >= 1 and length_penalty >= 0; got {beam_size}, "
                          f"{length_penalty}")
@@ -270,11 +237,11 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
     if batch == 0:
         return SearchResult([], [], [], [], [])
     alpha, neg_inf = length_penalty, float("-inf")
-    trail = _BeamTrail()
+    trail = BeamTrail()
     with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
         state = model.reorder_state(state, tile_index(batch, beam, device))  # rows = batch*beam
-        max_lens = _prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset),
+        max_lens = prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset),
                                   prefix)  # (batch,)
         active = torch.arange(batch, device=device)  # sentence ids still searched: (n,)
         beam_scores = torch.zeros(batch, beam, device=device)  # (n, beam) sum of log-probs
@@ -284,7 +251,7 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
         prev_ids = torch.full((batch * beam,), bos_id, dtype=torch.long, device=device)
         for t in range(int(max_lens.max())):
             logits, state, attn = model.decode_step(prev_ids, state)  # attn: (rows, src_len)
-            logp = _force_prefix(_log_softmax(logits, suppress), prefix, active.repeat_interleave(beam), t)  # (rows, vocab)
+            logp = force_prefix(log_softmax(logits, suppress), prefix, active.repeat_interleave(beam), t)  # (rows, vocab)
             n, vocab = active.shape[0], logp.shape[-1]
             candidates = (beam_scores.view(-1, 1) + logp).view(n, beam * vocab)
             # the 2*beam best extensions per sentence, sorted: (n, 2*beam)
@@ -318,103 +285,6 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
         return SearchResult.from_nbest(trail.nbest(batch, beam, src_lengths.tolist(), eos_id))
 
 
-class _Ended(NamedTuple):
-    """A finished hypothesis as the trail recorded it, before its tokens are traced back."""
-
-    step: int  # the step it ended at (its length is step + 1, eos included when produced)
-    sentence: int
-    row: int  # its row at that step
-    token: int  # its last token (eos, or any token at the length budget)
-    log_prob: float
-    token_log_prob: float  # its last token's
-    penalty: float  # the length penalty that divides log_prob
-    met: int  # constraint tokens met (constrained search; 0 otherwise)
-
-    @property
-    def score(self) -> float:
-        return self.log_prob / self.penalty
-
-
-class _BeamTrail:
-    """What a beam search needs to rebuild hypotheses, one small record per step (rows_t: the
-    rows decoded at step t):
-
-        attention[t]  (rows_t, src_len)  each row's cross-attention at step t
-        parents[t]    (rows_t+1,)        the row at step t that each row of step t+1 extends
-        tokens[t], logps[t]  (rows_t+1,) the token it appended at step t and its log-prob
-        ended[t]      the step's candidates, flat: whether each ends there, then the _Ended fields
-
-    Nothing grows with the hypotheses' length per step; ``nbest`` follows the back-pointers
-    once, for the hypotheses that make the n-best lists only. Used by beam_search and
-    constraints.constrained_beam_search.
-    """
-
-    def __init__(self) -> None:
-        self.attention: list[Tensor] = []
-        self.parents: list[Tensor] = []
-        self.tokens: list[Tensor] = []
-        self.logps: list[Tensor] = []
-        self.ended: list[tuple[Tensor, ...]] = []
-
-    def finish(self, attn: Tensor, finalize: Tensor, sentences: Tensor, rows: Tensor, tokens: Tensor,
-               log_probs: Tensor, token_logps: Tensor, penalties: Tensor, met: Tensor | None = None) -> None:
-        """Record step t: its attention (rows_t, src_len) and its candidates, each (n, cand) and
-        ``finalize`` saying which end here; kept on the device, so that finding the finished
-        ones waits until the search is over. Penalties are kept in float64 (exact for Python
-        floats and float32 alike)."""
-        self.attention.append(attn)
-        step = torch.full_like(rows, len(self.ended))
-        met = torch.zeros_like(rows) if met is None else met
-        fields = (finalize, step, sentences, rows, tokens, log_probs, token_logps, penalties.double(), met)
-        self.ended.append(tuple(x.expand_as(rows).reshape(-1) for x in fields))
-
-    def extend(self, parents: Tensor, tokens: Tensor, logps: Tensor) -> None:
-        """Record the live hypotheses after step t: (rows_t+1,) back-pointers, tokens, log-probs."""
-        self.parents.append(parents)
-        self.tokens.append(tokens)
-        self.logps.append(logps)
-
-    def nbest(self, batch: int, size: int, src_lens: list[int], eos_id: int,
-              key: Callable[[_Ended], Any] = lambda e: e.score) -> list[list[Hypothesis]]:
-        """Each sentence's best ``size`` finished hypotheses by ``key`` (ties: first finished first)."""
-        finalize, *fields = (torch.cat(x) for x in zip(*self.ended))
-        ended = [_Ended(*e) for e in zip(*(x[finalize].tolist() for x in fields))]
-        ranked: list[list[int]] = [[] for _ in range(batch)]
-        for i, e in enumerate(ended):
-            ranked[e.sentence].append(i)
-        best = [sorted(hyps, key=lambda i: key(ended[i]), reverse=True)[:size] for hyps in ranked]
-        picked = sorted(i for hyps in best for i in hyps)  # by step: the order _trace wants
-        if not picked:
-            return [[] for _ in range(batch)]
-        tokens, logps, attention = self._trace([ended[i].step for i in picked], [ended[i].row for i in picked])
-        hyps: dict[int, Hypothesis] = {}
-        for j, i in enumerate(picked):
-            e = ended[i]
-            out = tokens[j][:e.step] + ([] if e.token == eos_id else [e.token])
-            hyps[i] = Hypothesis(out, e.score, e.log_prob, attention[j, :e.step + 1, :src_lens[e.sentence]],
-                                 logps[j][:e.step] + [e.token_log_prob])
-        return [[hyps[i] for i in hyps_of_sentence] for hyps_of_sentence in best]
-
-    def _trace(self, steps: list[int], rows: list[int]) -> tuple[list[list[int]], list[list[float]], Tensor]:
-        """Follow the back-pointers of k hypotheses, sorted by the step they ended at, from their
-        rows there: tokens and log-probs before their last step (k lists), attention (k, steps, src_len)."""
-        k, length = len(steps), steps[-1] + 1
-        first = self.attention[0]
-        row = torch.tensor(rows, dtype=torch.long, device=first.device)  # (k,)
-        tokens = row.new_zeros(k, length)  # (k, steps)
-        logps = self.logps[0].new_zeros(k, length) if self.logps else first.new_zeros(k, length)
-        attention = first.new_zeros(k, length, first.shape[-1])  # (k, steps, src_len)
-        for t in range(length - 1, -1, -1):
-            later = bisect.bisect_right(steps, t)  # hypotheses [later:] ended after step t
-            if later < k:  # their row at step t+1 -> their token at step t and row at step t
-                at = row[later:]
-                tokens[later:, t], logps[later:, t] = self.tokens[t][at], self.logps[t][at]
-                row[later:] = self.parents[t][at]
-            now = bisect.bisect_left(steps, t)  # hypotheses [now:] include step t
-            attention[now:, t] = self.attention[t][row[now:]]
-        return tokens.tolist(), logps.tolist(), attention.cpu()
-
-
 @torch.inference_mode()
 def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, *,
                   topk: int = 0, temperature: float = 1.0, generator: torch.Generator | None = None,
@@ -442,7 +312,7 @@ def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
     Raises:
         ValueError: bad shapes, budget, topk or temperature.
     """
-    _check_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
+    check_search_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
     if topk < 0 or not temperature > 0:
         raise ValueError(f"need topk >= 0 and temperature > 0; got {topk}, {temperature}")
     batch, device = src_ids.shape[0], src_ids.device
@@ -450,7 +320,7 @@ def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         return SearchResult([], [], [], [], [])
     with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
-        max_lens = _prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset),
+        max_lens = prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset),
                                   prefix)  # (batch,)
         all_rows = torch.arange(batch, device=device)  # (batch,)
         prev_ids = torch.full((batch,), bos_id, dtype=torch.long, device=device)
@@ -460,7 +330,7 @@ def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         tokens, weights, step_logps = [], [], []
         for t in range(int(max_lens.max())):
             logits, state, attn = model.decode_step(prev_ids, state)  # (batch, vocab), (batch, src_len)
-            logp = _force_prefix(_log_softmax(logits, suppress), prefix, all_rows, t)  # (batch, vocab)
+            logp = force_prefix(log_softmax(logits, suppress), prefix, all_rows, t)  # (batch, vocab)
             scaled = logp / temperature
             if 0 < topk < scaled.shape[-1]:
                 kth = scaled.topk(topk, dim=-1).values[:, -1:]  # (batch, 1)

@@ -1,6 +1,6 @@
-"""Beam search's step records (search._BeamTrail) give the outputs of the search they replaced.
+"""Beam search's step records (decoding.hypotheses.BeamTrail) give the outputs of the search they replaced.
 
-The reference below is attnmt.search.beam_search as it stood before the trail (commit a040f13):
+The reference below is attnmt.decoding.search.beam_search as it stood before the trail (commit a040f13):
 it copied every hypothesis' token, log-prob and attention history at every step. It is kept
 here, verbatim but for its docstring, only as the reference that the new search must equal
 token for token and bit for bit: tokens, scores, log-probs, token log-probs, attention, n-best.
@@ -12,11 +12,17 @@ import pytest
 import torch
 from torch import Tensor, nn
 
+from attnmt.decoding.hypotheses import Hypothesis, SearchResult
+# the reference below is kept verbatim: the search pieces under the private names it was written with
+from attnmt.decoding.search import beam_search
+from attnmt.decoding.search import check_search_args as _check_args
+from attnmt.decoding.search import force_prefix as _force_prefix
+from attnmt.decoding.search import gnmt_penalty, output_budget, tile_index
+from attnmt.decoding.search import log_softmax as _log_softmax
+from attnmt.decoding.search import prefix_budget as _prefix_budget
 from attnmt.models import eval_mode
 from attnmt.models.rnn import RNNSeq2Seq
 from attnmt.models.transformer import TransformerSeq2Seq
-from attnmt.search import (Hypothesis, SearchResult, _check_args, _force_prefix, _log_softmax,
-                           _prefix_budget, beam_search, gnmt_penalty, output_budget, tile_index)
 
 from test_search import random_bigram, source
 

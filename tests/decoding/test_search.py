@@ -1,4 +1,4 @@
-"""Tests for attnmt.search: exact on a known model, beam 1 = greedy, batch invariance, learning."""
+"""Tests for attnmt.decoding.search: exact on a known model, beam 1 = greedy, batch invariance, learning."""
 
 import copy
 import itertools
@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from attnmt.models.rnn import RNNSeq2Seq
-from attnmt.search import beam_search, gnmt_penalty, greedy_search
+from attnmt.decoding.search import beam_search, gnmt_penalty, greedy_search
 
 
 PAD, BOS, EOS = 0, 2, 3
@@ -63,7 +63,7 @@ def source(lengths) -> tuple[Tensor, Tensor, Tensor]:
 
 
 def gnmt_lp(length: int, alpha: float) -> float:
-    """Wu et al. 2016, eq. 14, written here independently of attnmt.search: lp(Y) = (5 + |Y|)^alpha / (5 + 1)^alpha."""
+    """Wu et al. 2016, eq. 14, written here independently of attnmt.decoding.search: lp(Y) = (5 + |Y|)^alpha / (5 + 1)^alpha."""
     return (5 + length) ** alpha / 6 ** alpha
 
 
@@ -316,8 +316,8 @@ def test_greedy_drops_finished_sentences_without_changing_results(monkeypatch):
 def test_token_log_probs_are_the_models_along_each_hypothesis(seed):
     """Every search's token_log_probs, against the bigram table read along the output (eos last
     when produced): one per attention row, summing to log_prob."""
-    from attnmt.constraints import constrained_beam_search, constraint_batch
-    from attnmt.search import sample_search
+    from attnmt.decoding.constraints import constrained_beam_search, constraint_batch
+    from attnmt.decoding.search import sample_search
 
     model, src = random_bigram(seed), source([1, 3, 2])
     found = [greedy_search(model, *src, max_len_ratio=0.0, max_len_offset=5),

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attnmt.models.transformer import TransformerSeq2Seq
-from attnmt.search import greedy_search, sample_search
+from attnmt.decoding.search import greedy_search, sample_search
 
 VOCAB = 12
 

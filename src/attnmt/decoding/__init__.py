@@ -1,0 +1,11 @@
+"""Decoding: raw sentences in, translations out, whatever the engine (engines/ holds the engines).
+
+    results.py      what engines return (TranslationResult, Alternative, ScoreResult) and the Engine protocol
+    inputs.py       sources, translations, prefixes and constraints tokenized and cut; the argument bounds
+    alignment.py    what attention gives back: word alignment and <unk> replacement
+    search.py       batched greedy, beam and sampling search over a model's decode_step
+    hypotheses.py   what a search returns, and the beam searches' step records (BeamTrail)
+    constraints.py  lexically constrained beam search (dynamic beam allocation)
+
+Nothing is imported here: results, inputs and alignment need no torch, the searches do.
+"""

@@ -1,0 +1,235 @@
+"""Raw text in: sources, given translations, target prefixes and terminology constraints
+tokenized and cut by the same rules for every engine, and the decoding argument rules
+(check_decoding_args) that every engine shares.
+
+Any input is accepted: empty or whitespace-only lines give an empty translation, words unknown
+to the vocabulary become <unk>, and inputs longer than `search.max_input_tokens` tokens are cut
+there with a warning (and at MAX_CHARS_PER_TOKEN characters per allowed token before tokenizing).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+from attnmt.bounds import BEAM, CONSTRAINTS, DECODING_SEED, LENGTH_PENALTY, SAMPLING_TEMPERATURE, SAMPLING_TOPK
+from attnmt.config import SearchConfig
+from attnmt.data.encode import MAX_CHARS_PER_TOKEN
+from attnmt.data.pipeline import TextPipeline
+from attnmt.data.tokenizers import Tokenizer
+from attnmt.data.vocab import Vocab
+
+log = logging.getLogger(__name__)
+
+# Inputs are cut at search.max_input_tokens tokens; before tokenizing, at MAX_CHARS_PER_TOKEN
+# characters per allowed token (data.encode's: the training filter's), so that a megabyte on one
+# line costs no more than a long sentence.
+
+
+def encode_texts(tokenizer: Tokenizer, vocab: Vocab, texts: Sequence[str], search_cfg: SearchConfig,
+                 warnings: list[list[str]] | None = None) -> tuple[list[list[str]], list[list[int]]]:
+    """Tokenize raw texts for decoding or scoring, cut to search.max_input_tokens (and, before
+    tokenizing, to a character bound); returns (tokens, ids) per text.
+
+    When `warnings` is given (one list per text), each cut is also appended there.
+    """
+    all_tokens, all_ids = [], []
+    max_chars = MAX_CHARS_PER_TOKEN * search_cfg.max_input_tokens
+    for i, text in enumerate(texts):
+        notes: list[str] = []
+        if text and len(text) > max_chars:  # bound the tokenizer's work on absurd inputs
+            notes.append(f"input has {len(text)} characters: cut to {max_chars} before tokenizing")
+            text = text[:max_chars]
+        tokens = tokenizer.tokenize(text) if text and text.strip() else []
+        if len(tokens) > search_cfg.max_input_tokens:
+            notes.append(f"input has {len(tokens)} tokens: cut to search.max_input_tokens="
+                         f"{search_cfg.max_input_tokens}")
+            tokens = tokens[: search_cfg.max_input_tokens]
+        for note in notes:
+            log.warning("input %d: %s", i, note)
+        if warnings is not None:
+            warnings[i].extend(notes)
+        all_tokens.append(tokens)
+        all_ids.append(vocab.encode(tokens))
+    return all_tokens, all_ids
+
+
+def encode_sources(pipeline: TextPipeline, sentences: Sequence[str], search_cfg: SearchConfig,
+                   warnings: list[list[str]] | None = None) -> tuple[list[list[str]], list[list[int]]]:
+    """`encode_texts` with the pipeline's source tokenizer and vocabulary; with the pipeline's
+    `source_eos` (Marian), a non-empty source ends with the eos token, shown among its tokens."""
+    tokens, ids = encode_texts(pipeline.src_tokenizer, pipeline.src_vocab, sentences, search_cfg, warnings)
+    if pipeline.source_eos:
+        vocab = pipeline.src_vocab
+        tokens = [t + [vocab.EOS] if t else t for t in tokens]
+        ids = [i + [vocab.eos_id] if i else i for i in ids]
+    return tokens, ids
+
+
+def encode_targets(pipeline: TextPipeline, targets: Sequence[str], search_cfg: SearchConfig,
+                   warnings: list[list[str]] | None = None) -> tuple[list[list[str]], list[list[int]]]:
+    """`encode_texts` with the target side's: given translations are cut where a source would be."""
+    return encode_texts(pipeline.tgt_tokenizer, pipeline.tgt_vocab, targets, search_cfg, warnings)
+
+
+def check_prefixes(target_prefix, count: int) -> list[str | None]:
+    """`target_prefix` as one text or None per sentence (None: no prefixes).
+
+    Raises:
+        ValueError: not a list of `count` texts or None, naming target_prefix.
+    """
+    if target_prefix is None:
+        return [None] * count
+    if isinstance(target_prefix, str) or not isinstance(target_prefix, Sequence) or len(target_prefix) != count:
+        raise ValueError(f"target_prefix must be a list of one text (or None) per sentence: {count} sentences")
+    if not all(p is None or isinstance(p, str) for p in target_prefix):
+        raise ValueError("target_prefix must hold texts or None")
+    return list(target_prefix)
+
+
+def encode_prefixes(pipeline: TextPipeline, target_prefix, count: int, search_cfg: SearchConfig,
+                    warnings: list[list[str]]) -> list[list[int]]:
+    """Target prefixes (check_prefixes) as target ids, cut like sources; [] where there is none."""
+    prefixes = check_prefixes(target_prefix, count)
+    _, ids = encode_targets(pipeline, [p or "" for p in prefixes], search_cfg, warnings)
+    return ids
+
+
+def _is_phrase_pair(item) -> bool:
+    return (isinstance(item, Sequence) and not isinstance(item, str) and len(item) == 2
+            and all(isinstance(side, str) for side in item))
+
+
+def check_constraints(constraints, count: int) -> list[list]:
+    """`constraints` as one list per sentence (None: none) of target phrases (str) or
+    (source phrase, target phrase) pairs.
+
+    Raises:
+        ValueError: not a list of `count` lists of phrases or pairs, naming constraints.
+    """
+    if constraints is None:
+        return [[] for _ in range(count)]
+    if isinstance(constraints, str) or not isinstance(constraints, Sequence) or len(constraints) != count:
+        raise ValueError(f"constraints must be a list of one list (or None) per sentence: {count} sentences")
+    checked = []
+    for items in constraints:
+        if items is None:
+            items = []
+        if isinstance(items, str) or not isinstance(items, Sequence):
+            raise ValueError("constraints must hold, per sentence, a list of target phrases or "
+                             "(source phrase, target phrase) pairs")
+        for item in items:
+            if not (isinstance(item, str) or _is_phrase_pair(item)):
+                raise ValueError(f"constraints: {item!r} is neither a target phrase nor a "
+                                 f"(source phrase, target phrase) pair")
+        checked.append(list(items))
+    return checked
+
+
+def _contains(tokens: list[str], phrase: list[str]) -> bool:
+    n = len(phrase)
+    return n > 0 and any(tokens[i:i + n] == phrase for i in range(len(tokens) - n + 1))
+
+
+def applicable_constraints(pipeline: TextPipeline, sentences: Sequence[str], constraints, search_cfg: SearchConfig
+                           ) -> list[list[str]]:
+    """Per sentence, the target phrases to force: every target phrase given for it, and the target
+    side of each (source, target) pair whose source phrase (tokenized like the sentence) occurs in it
+    as a run of whole tokens; repeats once, empty phrases dropped, in the order given."""
+    per_sentence = check_constraints(constraints, len(sentences))
+    if not any(per_sentence):
+        return [[] for _ in sentences]
+    src_tokens, _ = encode_sources(pipeline, sentences, search_cfg)
+    source_phrases: dict[str, list[str]] = {}  # a glossary's source phrases, tokenized once per call
+    phrases = []
+    for tokens, items in zip(src_tokens, per_sentence):
+        chosen: list[str] = []
+        for item in items:
+            if not isinstance(item, str):
+                source, item = item
+                if source not in source_phrases:
+                    source_phrases[source] = pipeline.src_tokenizer.tokenize(source) if source.strip() else []
+                if not _contains(tokens, source_phrases[source]):
+                    continue
+            if item.strip() and item not in chosen:
+                chosen.append(item)
+        if len(chosen) > CONSTRAINTS.high:
+            raise ValueError(f"constraints: {len(chosen)} apply to one sentence; at most {CONSTRAINTS.high}")
+        phrases.append(chosen)
+    return phrases
+
+
+def encode_constraints(pipeline: TextPipeline, constraints: Sequence[Sequence[str]] | None, count: int,
+                       search_cfg: SearchConfig) -> tuple[list[list[list[str]]], list[list[list[int]]]]:
+    """Target phrases per sentence (applicable_constraints' output, or None) -> their tokens and ids
+    per sentence, each phrase once (by ids), empty ones dropped."""
+    if constraints is None:
+        return [[] for _ in range(count)], [[] for _ in range(count)]
+    if len(constraints) != count:
+        raise ValueError(f"constraints must be a list of one list per sentence: {count} sentences")
+    all_tokens, all_ids = [], []
+    for phrases in constraints:
+        tokens, ids = encode_targets(pipeline, list(phrases), search_cfg)
+        kept_tokens, kept_ids = [], []
+        for t, i in zip(tokens, ids):
+            if i and i not in kept_ids:
+                kept_tokens.append(t)
+                kept_ids.append(i)
+        all_tokens.append(kept_tokens)
+        all_ids.append(kept_ids)
+    return all_tokens, all_ids
+
+
+def unknown_target_words(pipeline: TextPipeline, phrases: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """The target phrases with tokens the target vocabulary lacks, and those tokens: forced as
+    <unk>, they cannot appear as typed (what a glossary user must be told)."""
+    vocab = pipeline.tgt_vocab
+    found = []
+    for phrase in phrases:
+        tokens = pipeline.tgt_tokenizer.tokenize(phrase)
+        unknown = [t for t, i in zip(tokens, vocab.encode(tokens)) if i == vocab.unk_id]
+        if unknown:
+            found.append((phrase, unknown))
+    return found
+
+
+def prepare_pairs(pipeline: TextPipeline, sources: Sequence[str], targets: Sequence[str], search_cfg: SearchConfig):
+    """Tokenize (source, translation) pairs for scoring: (src_tokens, src_ids, tgt_tokens, tgt_ids, warnings).
+
+    Raises:
+        ValueError: different numbers of sources and translations.
+    """
+    if len(sources) != len(targets):
+        raise ValueError(f"{len(sources)} sources but {len(targets)} translations to score")
+    warnings: list[list[str]] = [[] for _ in sources]
+    src_tokens, src_ids = encode_sources(pipeline, sources, search_cfg, warnings)
+    tgt_tokens, tgt_ids = encode_targets(pipeline, targets, search_cfg, warnings)
+    return src_tokens, src_ids, tgt_tokens, tgt_ids, warnings
+
+
+# ----------------------------------------------------------------------------- decoding arguments
+# Their bounds are bounds.py's: the same for a run's search settings, the CLI, the Python API and
+# the service.
+
+
+def check_decoding_args(*, beam_size: int, n_best: int, sampling_topk: int, sampling_temperature: float,
+                        length_penalty: float | None = None, seed: int | None = None) -> None:
+    """The argument rules both engines share; the bounds (bounds.py) keep every call finite in
+    time, memory and arithmetic.
+
+    Raises:
+        ValueError: naming the argument.
+    """
+    BEAM.check("beam_size", beam_size)
+    BEAM.check("n_best", n_best)
+    if n_best > beam_size:
+        raise ValueError(f"n_best={n_best} must be between 1 and beam_size={beam_size}")
+    SAMPLING_TOPK.check("sampling_topk", sampling_topk)
+    if sampling_topk != 1 and beam_size != 1:
+        raise ValueError(f"sampling (sampling_topk={sampling_topk}) draws one translation: it needs beam_size=1, "
+                         f"got {beam_size}")
+    SAMPLING_TEMPERATURE.check("sampling_temperature", sampling_temperature)
+    if length_penalty is not None:
+        LENGTH_PENALTY.check("length_penalty", length_penalty)
+    if seed is not None:
+        DECODING_SEED.check("seed", seed)
