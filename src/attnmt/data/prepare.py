@@ -58,8 +58,8 @@ from attnmt.data.encode import FILTERS, Filters
 from attnmt.data.languages import Languages
 from attnmt.data.pipeline import TextPipeline
 from attnmt.direction import Direction
-from attnmt.data.prepared import (ARRAYS, FORMAT, MANIFEST, SIDES, PreparedData, blocks, file_digest, ids_dtype,
-                                  part_name, read_manifest)
+from attnmt.data.prepared import (FORMAT, MANIFEST, PIPELINE_FILES, SIDES, PartWriter, PreparedData, blocks,
+                                  file_digest, part_name, read_manifest, write_manifest)
 from attnmt.data.tokenizers import MosesTokenizer, SentencePieceTokenizer, Tokenizer, train_sentencepiece
 from attnmt.data.vocab import Vocab
 from attnmt.errors import AttnmtError, DataError, WriteError
@@ -157,7 +157,7 @@ def make_plan(data_cfg: Any, root: Path | None = None, init_from: str | None = N
     settings = preparation_settings(data_cfg)
     if init_from:  # the given tokenizers and vocabularies decide the ids: their content is in the key
         folder = Path(init_from)
-        names = ["tokenizers.json", "vocab.src.json", "vocab.tgt.json", *sorted(p.name for p in folder.glob("*.model"))]
+        names = [*PIPELINE_FILES, *sorted(p.name for p in folder.glob("*.model"))]
         settings["init_pipeline"] = hashlib.sha256("".join(
             f"{name}:{sha256_file(folder / name)}\n" for name in names).encode()).hexdigest()
     identity = json.dumps({"format": FORMAT, "settings": settings, "inputs": digests, "versions": tool_versions()},
@@ -616,58 +616,41 @@ def _build_vocabularies(plan: Plan, tokenizers: tuple[dict, dict], folder: Path,
 
 
 def _finish_part(part: Path, folder: Path) -> dict:
-    """The part's final arrays (prepared.ARRAYS) from its temporary files, which are removed;
-    returns its files' sizes and sha256 and its counts."""
+    """The part's arrays (prepared.PartWriter) from its temporary files, which are removed;
+    returns their manifest entries and the part's counts."""
     pipeline = TextPipeline.load(folder)
     keep = _keep(part)
     lines = np.fromfile(part / "lines.tmp", dtype=np.uint64)
     corpus = np.fromfile(part / "corpus.tmp", dtype=np.uint8)
     if keep is not None:
         lines, corpus = lines[keep], corpus[keep]
-    info: dict[str, Any] = {"pairs": len(lines), "files": {}, "sides": {},
-                            "per_corpus": np.bincount(corpus, minlength=1).tolist()}
-    _save(part / "lines.npy", lines.astype(np.uint32 if len(lines) == 0 or lines.max() < 1 << 32 else np.uint64))
-    _save(part / "corpus.npy", corpus)
+    info: dict[str, Any] = {"pairs": len(lines), "sides": {}, "per_corpus": np.bincount(corpus, minlength=1).tolist()}
+    writer = PartWriter(part)
+    writer.pairs(lines, corpus)
     del lines, corpus
     for side, vocab in zip(SIDES, (pipeline.src_vocab, pipeline.tgt_vocab)):
         lens = np.fromfile(part / f"{side}.len", dtype=np.uint32)
-        kept = lens if keep is None else lens[keep]
-        _save(part / f"{side}.lengths.npy", kept.astype(np.uint16))
-        offsets = np.zeros(len(kept) + 1, dtype=np.int64)
-        np.cumsum(kept, out=offsets[1:])
-        _save(part / f"{side}.offsets.npy", offsets)
-        remap = np.load(part / f"remap.{side}.npy")
-        raw = np.memmap(part / f"{side}.tok", dtype=np.uint32, mode="r") if len(lens) and lens.sum() \
-            else np.zeros(0, dtype=np.uint32)
-        out = np.lib.format.open_memmap(part / f"{side}.ids.npy", mode="w+", dtype=ids_dtype(len(vocab)),
-                                        shape=(int(offsets[-1]),))
-        written = unknown = 0
-        for _, tokens, mask in _token_blocks(lens, keep):
-            ids = remap[raw[tokens] if mask is None else raw[tokens][mask]]
-            out[written:written + len(ids)] = ids
-            written += len(ids)
-            unknown += int(np.count_nonzero(ids == vocab.unk_id))
-        out.flush()
-        del out, raw
-        _fsync(part / f"{side}.ids.npy")
-        info["sides"][side] = {"tokens": int(offsets[-1]), "unk": unknown}
+        unknown = [0]
+        tokens = writer.side(side, lens if keep is None else lens[keep], len(vocab),
+                             _renumbered(part, side, lens, keep, vocab.unk_id, unknown))
+        info["sides"][side] = {"tokens": tokens, "unk": unknown[0]}
     for temp in [*_PartWriter.TEMP, "keep.npy", "counts.src.npy", "counts.tgt.npy", "remap.src.npy",
                  "remap.tgt.npy", "types.src.json", "types.tgt.json"]:
         (part / temp).unlink(missing_ok=True)
-    for name in ARRAYS:
-        path = part / f"{name}.npy"
-        info["files"][f"{part.name}/{name}.npy"] = {"bytes": path.stat().st_size, "sha256": file_digest(path)}
+    info["files"] = writer.files()
     return info
 
 
-def _save(path: Path, array: np.ndarray) -> None:
-    np.save(path, array)
-    _fsync(path)
-
-
-def _fsync(path: Path) -> None:
-    with open(path, "rb+") as handle:
-        os.fsync(handle.fileno())
+def _renumbered(part: Path, side: str, lens: np.ndarray, keep: np.ndarray | None, unk_id: int,
+                unknown: list[int]) -> Iterator[np.ndarray]:
+    """The kept pairs' ids of `side` in the vocabulary's numbering, in blocks; adds the <unk>s to unknown[0]."""
+    remap = np.load(part / f"remap.{side}.npy")
+    raw = np.memmap(part / f"{side}.tok", dtype=np.uint32, mode="r") if len(lens) and lens.sum() \
+        else np.zeros(0, dtype=np.uint32)
+    for _, tokens, mask in _token_blocks(lens, keep):
+        ids = remap[raw[tokens] if mask is None else raw[tokens][mask]]
+        unknown[0] += int(np.count_nonzero(ids == unk_id))
+        yield ids
 
 
 def _sum_dropped(summaries: list[dict]) -> dict[str, int]:
@@ -689,26 +672,17 @@ def _dropped_text(dropped: dict[str, int], settings: dict | None = None) -> str:
 
 def _write_manifest(plan: Plan, folder: Path, summaries: list[dict], finished: list[dict], side_stats: dict, *,
                     seconds: float, workers: int, ranks: int) -> None:
-    files = {}
-    for name in [*sorted(p.name for p in folder.glob("*.model")), "tokenizers.json", "vocab.src.json", "vocab.tgt.json"]:
-        path = folder / name
-        files[name] = {"bytes": path.stat().st_size, "sha256": file_digest(path)}
-    for info in finished:
-        files.update(info["files"])
     per_corpus = np.zeros(len(plan.corpora), dtype=np.int64)
     for info in finished:
         per_corpus[:len(info["per_corpus"])] += info["per_corpus"]
     sides = {side: {**side_stats[side], "tokens": sum(f["sides"][side]["tokens"] for f in finished),
                     "unk": sum(f["sides"][side]["unk"] for f in finished)} for side in SIDES}
     read, kept = sum(s["read"] for s in summaries), sum(f["pairs"] for f in finished)
-    manifest = {
-        "format": FORMAT, "key": plan.key, "settings": plan.settings, "versions": tool_versions(),
-        "inputs": [{**entry, "pairs": int(n)} for entry, n in zip(plan.inputs(), per_corpus)],
-        "counts": {"read": read, "kept": kept, "dropped": _sum_dropped(summaries)},
-        "sides": sides, "parts": [part_name(r) for r in range(ranks)], "files": files,
-        "prepared": {"seconds": round(seconds, 1), "workers": workers, "ranks": ranks,
-                     "date": time.strftime("%Y-%m-%d %H:%M:%S %z")},
-    }
-    write_json(folder / MANIFEST, manifest)
+    counts = {"read": read, "kept": kept, "dropped": _sum_dropped(summaries)}
+    write_manifest(folder, key=plan.key, settings=plan.settings, versions=tool_versions(),
+                   inputs=[{**entry, "pairs": int(n)} for entry, n in zip(plan.inputs(), per_corpus)],
+                   counts=counts, sides=sides, ranks=ranks, part_files=[f["files"] for f in finished],
+                   prepared={"seconds": round(seconds, 1), "workers": workers, "ranks": ranks,
+                             "date": time.strftime("%Y-%m-%d %H:%M:%S %z")})
     log.info("prepared %s of %s pairs read (%s) in %.0f s: %s", f"{kept:,}", f"{read:,}",
-             _dropped_text(manifest["counts"]["dropped"]), seconds, plan.folder)
+             _dropped_text(counts["dropped"]), seconds, plan.folder)
