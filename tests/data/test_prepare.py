@@ -20,8 +20,9 @@ import toy
 from attnmt.config import config_from_dict
 from attnmt.data import corpus as corpus_module
 from attnmt.data.corpus import CorpusFiles, RawChunk
-from attnmt.data.prepare import prepare, sample_pairs
+from attnmt.data.prepare import prepare
 from attnmt.data.prepared import PreparedData
+from attnmt.data.tokenizer_training import sample_pairs
 from attnmt.data.tokenizers import MosesTokenizer
 from attnmt.data.vocab import Vocab
 from attnmt.errors import DataError
@@ -65,7 +66,7 @@ def test_sentencepiece_on_lowercased_text(tmp_path, toy_corpus):
     of a model trained here on it), encoding lowercases, and a cased setting keeps its old key."""
     import sentencepiece as spm
 
-    from attnmt.data.prepare import preparation_settings
+    from attnmt.data.cache import preparation_settings
 
     cfg = data_config(toy_corpus, tokenizer="sentencepiece", spm_vocab_size=40, lowercase=True)
     assert preparation_settings(cfg)["lowercase"] is True
@@ -318,10 +319,10 @@ def test_workers_start_from_a_script_without_a_main_guard(tmp_path, toy_corpus):
 def test_a_second_preparation_of_the_same_data_waits_for_the_first(tmp_path, toy_corpus, caplog):
     import threading
 
-    from attnmt.data import prepare as prepare_module
+    from attnmt.data import cache as cache_module
 
     d = data_config(toy_corpus)
-    plan = prepare_module.make_plan(d)
+    plan = cache_module.make_plan(d)
     done = []
     with caplog.at_level(logging.INFO, logger="attnmt.files"):
         with writer_lock(plan.root, name=f".{plan.key}.lock"):  # another preparation holds the lock
@@ -338,7 +339,7 @@ def test_a_dead_worker_is_one_line_not_a_hang():
     from concurrent.futures import Future
     from concurrent.futures.process import BrokenProcessPool
 
-    from attnmt.data.prepare import _result
+    from attnmt.data.encode import _result
     from attnmt.errors import AttnmtError
 
     future = Future()

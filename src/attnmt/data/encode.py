@@ -1,11 +1,12 @@
-"""What one preparation worker does to a chunk of lines: decode, filter, tokenize, number.
+"""What one preparation worker does to a chunk of lines: decode, filter, tokenize, number; and
+the pool of worker processes that does it to a stream of chunks (`encoders`).
 
 A chunk (`corpus.RawChunk`) is raw bytes; `ChunkEncoder.encode` decodes and checks every line
 (file:line in the message), drops the pairs a filter refuses (counting each under the first
 filter that refuses it) and returns the kept pairs as flat arrays of token ids in the
 tokenizer's own numbering: sentencepiece piece ids, or for Moses ids given to the chunk's tokens
 in order of first sight (with the list of those tokens, which the preparing process numbers
-globally). `prepare.py` runs it in worker processes, or in its own process with one worker;
+globally). `encoders` runs it in worker processes, or in the preparing process with one worker;
 both give the same arrays.
 
 The filters, in the order they are tried (`FILTERS`):
@@ -16,21 +17,28 @@ The filters, in the order they are tried (`FILTERS`):
     too_short   a side has fewer than data.min_len tokens
     ratio       the longer side has more than data.max_len_ratio times the tokens of the shorter
 Exact duplicates (data.dedup) need the whole corpus: the worker gives each kept pair a 64-bit
-digest of its text, and `prepare.py` keeps the first pair of each digest.
+digest of its text, and `staging.dedup` keeps the first pair of each digest.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sys
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain
+from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from attnmt.data.corpus import RawChunk
 from attnmt.data.tokenizers import SentencePieceTokenizer, Tokenizer, tokenizer_from_dict
+from attnmt.errors import AttnmtError
 
 MAX_CHARS_PER_TOKEN = 20  # a line longer than this x max_len characters cannot pass max_len tokens
 FILTERS = ("empty", "identical", "too_long", "too_short", "ratio", "duplicate")
@@ -161,7 +169,7 @@ class ChunkEncoder:
                             src_types, tgt_types, read=len(chunk), dropped={k: v for k, v in dropped.items() if v})
 
 
-# ---- in a worker process (prepare.py starts them with start_worker and sends chunks to work)
+# ---- in a worker process (`encoders` starts them with start_worker and sends chunks to work)
 
 _ENCODER: ChunkEncoder | None = None
 
@@ -174,3 +182,55 @@ def start_worker(src_tokenizer: dict, tgt_tokenizer: dict, base_dir: str, filter
 def work(chunk: RawChunk, corpus: int) -> EncodedChunk:
     assert _ENCODER is not None, "start_worker runs first"
     return _ENCODER.encode(chunk, corpus)
+
+
+# ---- the pool, in the preparing process
+
+
+@contextmanager
+def encoders(args: tuple, workers: int) -> Iterator[Callable[[Iterator], Iterator[EncodedChunk]]]:
+    """A function from (corpus, chunk) jobs to their EncodedChunks in order: in this process with
+    one worker or one chunk, else in `workers` processes (`_worker_context`), at most 2 chunks each
+    in flight (a worker's result does not depend on where it runs). `args`: ChunkEncoder's."""
+    local = ChunkEncoder(*args)
+    pools: list[ProcessPoolExecutor] = []
+
+    def run(jobs: Iterator) -> Iterator[EncodedChunk]:
+        jobs = iter(jobs)
+        first = next(jobs, None)
+        second = next(jobs, None) if workers > 1 else None
+        if second is None:  # one chunk (or one worker): no processes to start
+            yield from (local.encode(chunk, corpus) for corpus, chunk in filter(None, (first,)))
+            yield from (local.encode(chunk, corpus) for corpus, chunk in jobs)
+            return
+        pools.append(ProcessPoolExecutor(workers, mp_context=_worker_context(), initializer=start_worker,
+                                         initargs=args))
+        pending: deque = deque()
+        for corpus, chunk in chain([first, second], jobs):
+            pending.append(pools[0].submit(work, chunk, corpus))
+            if len(pending) >= 2 * workers:
+                yield _result(pending.popleft())
+        while pending:
+            yield _result(pending.popleft())
+
+    try:
+        yield run
+    finally:
+        for pool in pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_context():
+    """Forked workers on Linux (as torch's DataLoader's): no re-import of the caller's __main__ (a
+    script without an `if __name__ == "__main__"` guard would run again in each spawned worker, and
+    block on this preparation's lock), and no second start-up; the workers touch no torch or thread
+    state. Spawned ones where fork is not the platform's way (macOS, Windows)."""
+    return get_context("fork" if sys.platform.startswith("linux") else "spawn")
+
+
+def _result(future) -> EncodedChunk:
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise AttnmtError("a preparation worker process died (out of memory? killed?); nothing was written to "
+                          "the cache: run again, perhaps with fewer data.workers") from None

@@ -1,25 +1,14 @@
-"""Prepared training data on disk, and opening it: memory-mapped token ids and their index.
+"""The prepared format: one table of a part's arrays (`ARRAYS`), the writer (`PartWriter`,
+`write_manifest`) and the reader (`PreparedData`, checked), both from that table.
 
-A prepared folder (written by `prepare.py`, found in the cache by its key) holds:
+A prepared folder (made by `prepare.py`, found in the cache by its key) holds manifest.json
+(settings, inputs, counts per filter, every file's sha256), the text pipeline (tokenizers.json,
+vocab.*.json, *.model) and one folder per rank that prepared it (part000, part001, ...), each
+with the arrays of `ARRAYS`. The pairs of all parts, part after part, are the corpus. Arrays are
+opened as read-only memory maps: N processes share one copy in the page cache.
 
-    manifest.json           settings, inputs (paths, sha256), counts per filter, every file's sha256
-    tokenizers.json, vocab.src.json, vocab.tgt.json, *.model     the text pipeline
-    partNNN/                one part per rank that prepared it (one part on one process), each:
-        src.ids.npy         (tokens,) every kept pair's source ids, one pair after the other
-        src.offsets.npy     (pairs + 1,) int64: pair i's ids are src.ids[offsets[i]:offsets[i + 1]]
-        src.lengths.npy     (pairs,) uint16: the same lengths, for sorting without reading ids
-        tgt.ids.npy, tgt.offsets.npy, tgt.lengths.npy   the same for the target side
-        lines.npy           (pairs,) each pair's line in its input files (1-based)
-        corpus.npy          (pairs,) uint8: which corpus of data.train it came from
-
-Ids are in the narrowest unsigned type that holds the vocabulary (uint16 up to 65,536 tokens).
-The pairs of all parts, part after part, are the corpus: example i of the index. Nothing is
-loaded whole: `.npy` files are opened as read-only memory maps, so N processes (torchrun ranks)
-share one copy in the operating system's page cache, and a run's memory does not grow with the
-corpus beyond the per-epoch order (4 bytes a pair).
-
-`PreparedData.open` refuses a damaged folder (`DataError` naming the file): every file's size
-and sha256 against the manifest, then the structure (offsets against lengths, ids below the
+`PreparedData.open` refuses a damaged folder (`DataError` naming the file): every file's size and
+sha256 against the manifest, then the structure (offsets against lengths, ids below the
 vocabulary size, lengths within data.max_len).
 """
 
@@ -27,34 +16,71 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 
 from attnmt.untrusted import load_json
 from attnmt.data.pipeline import TextPipeline
 from attnmt.errors import AttnmtError, DataError
+from attnmt.files import write_json
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1                      # the layout above; another number is refused
+FORMAT = 1                      # the layout of this module; another number is refused
 MANIFEST = "manifest.json"
+PIPELINE_FILES = ("tokenizers.json", "vocab.src.json", "vocab.tgt.json")  # with the *.model files they name
 SIDES = ("src", "tgt")
-ARRAYS = ("src.ids", "src.offsets", "src.lengths", "tgt.ids", "tgt.offsets", "tgt.lengths", "lines", "corpus")
 BLOCK = 1 << 20                 # pairs checked at a time
+
+
+@dataclass(frozen=True)
+class Array:
+    """One array of a part, in the file `{name}.npy`, of length `per` (tokens, pairs or pairs + 1)."""
+
+    name: str
+    per: str
+    dtypes: tuple[type, ...]    # the writer takes the first that holds the largest value (else the last)
+    holds: str
+
+
+LAYOUT = (
+    Array("src.ids", "tokens", (np.uint16, np.uint32), "every kept pair's source ids, one pair after the other"),
+    Array("src.offsets", "pairs + 1", (np.int64,), "pair i's source ids are src.ids[offsets[i]:offsets[i + 1]]"),
+    Array("src.lengths", "pairs", (np.uint16,), "each pair's source length, for sorting without reading ids"),
+    Array("tgt.ids", "tokens", (np.uint16, np.uint32), "every kept pair's target ids, one pair after the other"),
+    Array("tgt.offsets", "pairs + 1", (np.int64,), "pair i's target ids are tgt.ids[offsets[i]:offsets[i + 1]]"),
+    Array("tgt.lengths", "pairs", (np.uint16,), "each pair's target length, for sorting without reading ids"),
+    Array("lines", "pairs", (np.uint32, np.uint64), "each pair's line in its input files (1-based)"),
+    Array("corpus", "pairs", (np.uint8,), "which corpus of data.train each pair came from"),
+)
+ARRAYS = tuple(a.name for a in LAYOUT)
+_ARRAY = {a.name: a for a in LAYOUT}
 
 
 def part_name(rank: int) -> str:
     return f"part{rank:03d}"
 
 
-def ids_dtype(vocab_size: int) -> np.dtype:
-    """The narrowest unsigned integer type that holds ids below `vocab_size`."""
-    return np.dtype(np.uint16 if vocab_size <= 1 << 16 else np.uint32)
+def is_part_name(name: object) -> bool:
+    return isinstance(name, str) and re.fullmatch(r"part\d{3}", name) is not None
+
+
+def array_file(name: str) -> str:
+    """The file of array `name` (one of ARRAYS) in a part's folder."""
+    return f"{name}.npy"
+
+
+def narrowest(name: str, largest: int) -> np.dtype:
+    """The type of array `name` for values up to `largest`: the first of its dtypes that holds it
+    (ids: uint16 up to a vocabulary of 65,536 tokens)."""
+    dtypes = _ARRAY[name].dtypes
+    return np.dtype(next((t for t in dtypes if largest <= np.iinfo(t).max), dtypes[-1]))
 
 
 def file_digest(path: Path) -> str:
@@ -63,6 +89,83 @@ def file_digest(path: Path) -> str:
         for chunk in iter(lambda: handle.read(1 << 22), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def blocks(n: int, size: int = BLOCK) -> Iterator[slice]:
+    for start in range(0, n, size):
+        yield slice(start, min(start + size, n))
+
+
+# --------------------------------------------------------------------------- the writer
+
+
+class PartWriter:
+    """Writes one part's arrays into `folder`, each fsynced: `pairs` once, `side` once per side."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def pairs(self, lines: np.ndarray, corpus: np.ndarray) -> None:
+        """Each kept pair's line (1-based) and corpus index."""
+        self._save("lines", lines.astype(narrowest("lines", int(lines.max()) if len(lines) else 0)))
+        self._save("corpus", corpus.astype(narrowest("corpus", 0), copy=False))
+
+    def side(self, side: str, lengths: np.ndarray, vocab_size: int, ids: Iterable[np.ndarray]) -> int:
+        """One side's lengths, offsets and ids (`ids`: the pairs' ids in blocks, in order, below
+        `vocab_size`); returns its token count."""
+        self._save(f"{side}.lengths", lengths.astype(narrowest(f"{side}.lengths", 0)))
+        offsets = np.zeros(len(lengths) + 1, dtype=narrowest(f"{side}.offsets", 0))
+        np.cumsum(lengths, out=offsets[1:])
+        self._save(f"{side}.offsets", offsets)
+        path = self.folder / array_file(f"{side}.ids")
+        out = np.lib.format.open_memmap(path, mode="w+", dtype=narrowest(f"{side}.ids", vocab_size - 1),
+                                        shape=(int(offsets[-1]),))
+        written = 0
+        for block in ids:
+            out[written:written + len(block)] = block
+            written += len(block)
+        out.flush()
+        del out
+        _fsync(path)
+        return int(offsets[-1])
+
+    def files(self) -> dict[str, dict]:
+        """The manifest's entries of the part's arrays: `partNNN/name.npy` -> bytes, sha256."""
+        found = {}
+        for name in map(array_file, ARRAYS):
+            path = self.folder / name
+            found[f"{self.folder.name}/{name}"] = {"bytes": path.stat().st_size, "sha256": file_digest(path)}
+        return found
+
+    def _save(self, name: str, array: np.ndarray) -> None:
+        path = self.folder / array_file(name)
+        np.save(path, array)
+        _fsync(path)
+
+
+def _fsync(path: Path) -> None:
+    with open(path, "rb+") as handle:
+        os.fsync(handle.fileno())
+
+
+def write_manifest(folder: Path, *, key: str, settings: dict, versions: dict, inputs: list[dict], counts: dict,
+                   sides: dict, ranks: int, part_files: list[dict], prepared: dict) -> dict:
+    """Write `folder`'s manifest: the given fields, its parts and every file's size and sha256 (the
+    pipeline's, found in `folder`, then `part_files`: PartWriter.files of each part); returns it."""
+    files = {}
+    for name in [*sorted(p.name for p in folder.glob("*.model")), *PIPELINE_FILES]:
+        path = folder / name
+        files[name] = {"bytes": path.stat().st_size, "sha256": file_digest(path)}
+    for found in part_files:
+        files.update(found)
+    manifest = {"format": FORMAT, "key": key, "settings": settings, "versions": versions, "inputs": inputs,
+                "counts": counts, "sides": sides, "parts": [part_name(r) for r in range(ranks)], "files": files,
+                "prepared": prepared}
+    write_json(folder / MANIFEST, manifest)
+    return manifest
+
+
+# --------------------------------------------------------------------------- the reader
 
 
 def read_manifest(folder: Path) -> dict:
@@ -104,9 +207,10 @@ def _manifest_problem(m: dict) -> str | None:
             return f"'{key}' is missing or not a JSON {kind.__name__}"
     parts = m["parts"]
     if not parts or len(set(map(str, parts))) != len(parts) or \
-            not all(isinstance(n, str) and re.fullmatch(r"part\d{3}", n) for n in parts):
-        return f"'parts' must list distinct part folders (part000, part001, ...), found {parts!r:.80}"
-    missing = [f"{n}/{a}.npy" for n in parts for a in ARRAYS if f"{n}/{a}.npy" not in m["files"]]
+            not all(map(is_part_name, parts)):
+        return (f"'parts' must list distinct part folders ({part_name(0)}, {part_name(1)}, ...), "
+                f"found {parts!r:.80}")
+    missing = [f"{n}/{array_file(a)}" for n in parts for a in ARRAYS if f"{n}/{array_file(a)}" not in m["files"]]
     if missing:
         return f"'files' does not name {missing[0]}"
     if not (_is_count(m["settings"].get("max_len")) and m["settings"]["max_len"] > 0):
@@ -219,7 +323,7 @@ class PreparedData:
 def _open_arrays(folder: Path, manifest: dict) -> dict[str, np.ndarray]:
     arrays = {}
     for name in ARRAYS:
-        path = folder / f"{name}.npy"
+        path = folder / array_file(name)
         try:
             arrays[name] = np.load(path, mmap_mode="r", allow_pickle=False)
         except FileNotFoundError:
@@ -229,9 +333,9 @@ def _open_arrays(folder: Path, manifest: dict) -> dict[str, np.ndarray]:
         if arrays[name].ndim != 1:
             raise DataError(f"{path}: expected a 1-d array, found shape {arrays[name].shape}")
     pairs = len(arrays["lines"])
-    for name in ("src.lengths", "tgt.lengths", "corpus"):
+    for name in (a.name for a in LAYOUT if a.per == "pairs" and a.name != "lines"):
         if len(arrays[name]) != pairs:
-            raise DataError(f"{folder / name}.npy: {len(arrays[name])} entries for {pairs} pairs")
+            raise DataError(f"{folder / array_file(name)}: {len(arrays[name])} entries for {pairs} pairs")
     return arrays
 
 
@@ -257,26 +361,20 @@ def _verify_digests(folder: Path, manifest: dict) -> None:
                             f"had when it was prepared: the file is damaged or was changed")
 
 
-def blocks(n: int, size: int = BLOCK) -> Iterator[slice]:
-    for start in range(0, n, size):
-        yield slice(start, min(start + size, n))
-
-
 def _check_side(folder: Path, side: str, arrays: dict[str, np.ndarray], vocab_size: int, max_len: int | None) -> None:
     """Offsets that start at 0, step by the lengths and end at the ids' end; ids below the
     vocabulary size; lengths within max_len (in blocks, so memory stays bounded)."""
     ids, offsets, lengths = arrays[f"{side}.ids"], arrays[f"{side}.offsets"], arrays[f"{side}.lengths"]
-    where = f"{folder}/{side}"
+    ids_file, offsets_file, lengths_file = (folder / array_file(f"{side}.{a}") for a in ("ids", "offsets", "lengths"))
     if len(offsets) != len(lengths) + 1 or offsets[0] != 0 or offsets[-1] != len(ids):
-        raise DataError(f"{where}.offsets.npy: does not span {where}.ids.npy ({len(offsets)} offsets, "
-                        f"{len(ids)} ids)")
+        raise DataError(f"{offsets_file}: does not span {ids_file} ({len(offsets)} offsets, {len(ids)} ids)")
     for block in blocks(len(lengths)):
         steps = np.diff(offsets[block.start:block.stop + 1])
         if not np.array_equal(steps, lengths[block]):
-            raise DataError(f"{where}.offsets.npy: offsets and {side}.lengths.npy disagree near pair {block.start}")
+            raise DataError(f"{offsets_file}: offsets and {lengths_file.name} disagree near pair {block.start}")
         if max_len is not None and len(steps) and (int(steps.max()) > max_len or int(steps.min()) < 1):
-            raise DataError(f"{where}.lengths.npy: a pair near {block.start} has a length outside 1..{max_len}")
+            raise DataError(f"{lengths_file}: a pair near {block.start} has a length outside 1..{max_len}")
     for block in blocks(len(ids), 1 << 24):
         if len(ids[block]) and int(ids[block].max()) >= vocab_size:
-            raise DataError(f"{where}.ids.npy: an id near token {block.start} is not below the vocabulary "
+            raise DataError(f"{ids_file}: an id near token {block.start} is not below the vocabulary "
                             f"size {vocab_size}")

@@ -16,8 +16,9 @@ from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
 from attnmt.data.epochs import Batching, Epoch
 from attnmt.data.languages import temperature_weights
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
-from attnmt.data.prepare import make_plan, prepare, prepared_root, what_changed
-from attnmt.data.prepared import PreparedData
+from attnmt.data.cache import make_plan, prepared_root, what_changed
+from attnmt.data.prepare import prepare
+from attnmt.data.prepared import MANIFEST, PreparedData
 from attnmt.direction import Direction
 from attnmt.errors import AttnmtError, DataError
 from attnmt.files import read_json, write_json
@@ -131,7 +132,7 @@ def _resumed_data(run: RunDir, cfg: Config, world: World) -> PreparedData:
     if not isinstance(key, str):  # a run from before prepared data: prepare what its config says
         return prepare(cfg.data, world=world, init_from=cfg.train.init_from)
     folder = prepared_root() / key
-    found = broadcast_from_main(world, (folder / "manifest.json").is_file() if world.main else None)
+    found = broadcast_from_main(world, (folder / MANIFEST).is_file() if world.main else None)
     if found:
         return PreparedData.open(folder, verify=world.main)
     prepared = prepare(cfg.data, world=world, init_from=cfg.train.init_from)

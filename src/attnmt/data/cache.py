@@ -1,0 +1,221 @@
+"""The cache of prepared data: what to prepare (`Plan`: the settings that change the ids, the
+inputs and their sha256) and its key, the folder of that key in $ATTNMT_CACHE/prepared, and
+how a plan differs from what was prepared from the same files before.
+
+A key is the sha256 of the format, those settings, the inputs' sha256 and the tokenizer
+libraries' versions: the same key, the same ids. A folder appears under its key only whole (it
+is prepared beside it, `Plan.partial`, and renamed), and preparations of one key take turns
+(`Plan.lock`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, Iterator
+
+from attnmt.untrusted import load_json
+from attnmt.data.corpus import CorpusFiles, RawChunk, cache_dir, read_chunks, train_files
+from attnmt.data.languages import Languages
+from attnmt.data.prepared import FORMAT, MANIFEST, PIPELINE_FILES, PreparedData, file_digest, read_manifest
+from attnmt.direction import Direction
+from attnmt.errors import AttnmtError, DataError
+from attnmt.files import sha256_file, write_json
+
+log = logging.getLogger("attnmt.data.prepare")  # the messages of `attnmt prepare` keep one logger name
+
+# The data settings that change the prepared ids (data.train's weights do not: they act per epoch).
+SETTINGS = ("corpus", "src_lang", "tgt_lang", "tokenizer", "lowercase", "spm_model_type", "spm_vocab_size",
+            "spm_joint", "spm_train_sentences", "min_freq", "max_vocab", "max_len", "min_len", "max_len_ratio",
+            "drop_identical", "dedup", "train_subset")
+SPM_ONLY = ("spm_model_type", "spm_vocab_size", "spm_joint", "spm_train_sentences")
+
+
+def prepared_root() -> Path:
+    """Where prepared data lives: `$ATTNMT_CACHE/prepared` (see corpus.cache_dir)."""
+    return cache_dir() / "prepared"
+
+
+def tool_versions() -> dict[str, str]:
+    """The tokenizer libraries, whose output may change between versions."""
+    found = {}
+    for name in ("sentencepiece", "sacremoses"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "none"
+    return found
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to prepare: the settings that decide the ids, the input files and their sha256, the key."""
+
+    settings: dict
+    corpora: tuple[CorpusFiles, ...]
+    digests: tuple[tuple[str, ...], ...]  # per corpus, per file
+    key: str
+    root: Path
+    init_from: str | None = None  # a run whose tokenizers and vocabularies the ids are in (train.init_from)
+
+    @property
+    def folder(self) -> Path:
+        return self.root / self.key
+
+    @property
+    def partial(self) -> Path:
+        """Where the folder is prepared before it is renamed into place."""
+        return self.root / f".{self.key}.partial"
+
+    @property
+    def lock(self) -> str:
+        """The name of the lock file (in `root`) that preparations of this key take turns on."""
+        return f".{self.key}.lock"
+
+    def names(self) -> str:
+        """The corpora's names, for messages."""
+        return ", ".join(c.name for c in self.corpora)
+
+    def inputs(self) -> list[dict]:
+        return [{"files": [str(p) for p in c.paths], "sha256": list(d), "corpus": c.corpus,
+                 **({} if c.direction is None else {"pair": str(c.direction)})}
+                for c, d in zip(self.corpora, self.digests)]
+
+    def languages(self) -> Languages | None:
+        """A multilingual plan's directions (their tokens join the vocabulary)."""
+        directions = self.settings.get("directions")
+        return None if directions is None else Languages(tuple(Direction.parse(d, "manifest: directions", error=DataError)
+                                                               for d in directions))
+
+    def chunks(self) -> Iterator[tuple[int, RawChunk]]:
+        """(corpus index, chunk) of all corpora in order, cut after data.train_subset pairs."""
+        left = self.settings["train_subset"]
+        for index, files in enumerate(self.corpora):
+            for chunk in read_chunks(files):
+                if left is not None:
+                    if left <= 0:
+                        return
+                    if len(chunk) > left:
+                        chunk = RawChunk(files, chunk.first_line, chunk.src[:left],
+                                         None if chunk.tgt is None else chunk.tgt[:left])
+                    left -= len(chunk)
+                yield index, chunk
+
+
+def preparation_settings(data_cfg: Any) -> dict:
+    """The settings of `data_cfg` that change the prepared ids, and nothing that does not (a
+    multilingual config: its directions instead of src_lang / tgt_lang)."""
+    settings = {key: getattr(data_cfg, key) for key in SETTINGS}
+    if settings["tokenizer"] == "moses":
+        for key in SPM_ONLY:
+            del settings[key]
+    elif not settings["lowercase"]:  # the keys of data prepared before sentencepiece could lowercase stay
+        del settings["lowercase"]
+    if data_cfg.multilingual:
+        del settings["src_lang"], settings["tgt_lang"]
+        settings["directions"] = [str(d) for d in data_cfg.directions()]
+    return settings
+
+
+def make_plan(data_cfg: Any, root: Path | None = None, init_from: str | None = None) -> Plan:
+    """The plan of `data_cfg`'s training data (the inputs are hashed, or their sha256 is taken from
+    the digest cache when their size and modification time have not changed).
+
+    Raises:
+        DataError: an input is missing or unreadable.
+    """
+    root = Path(root) if root is not None else prepared_root()
+    corpora = tuple(train_files(data_cfg))
+    known = _DigestCache(root / "digests.json")
+    digests = tuple(tuple(known.digest(path) for path in c.paths) for c in corpora)
+    known.save()
+    settings = preparation_settings(data_cfg)
+    if init_from:  # the given tokenizers and vocabularies decide the ids: their content is in the key
+        folder = Path(init_from)
+        names = [*PIPELINE_FILES, *sorted(p.name for p in folder.glob("*.model"))]
+        settings["init_pipeline"] = hashlib.sha256("".join(
+            f"{name}:{sha256_file(folder / name)}\n" for name in names).encode()).hexdigest()
+    identity = json.dumps({"format": FORMAT, "settings": settings, "inputs": digests, "versions": tool_versions()},
+                          sort_keys=True)
+    return Plan(settings, corpora, digests, hashlib.sha256(identity.encode()).hexdigest()[:24], root,
+                str(init_from) if init_from else None)
+
+
+class _DigestCache:
+    """sha256 of input files, remembered by (path, size, modification time, inode)."""
+
+    def __init__(self, path: Path):
+        self.path, self.changed = path, False
+        try:
+            found = load_json(path.read_text(encoding="utf-8"), source=str(path))
+        except (OSError, UnicodeDecodeError, AttnmtError):
+            found = {}
+        self.entries: dict = found if isinstance(found, dict) else {}
+
+    def digest(self, path: Path) -> str:
+        try:
+            stat = path.stat()
+        except OSError as err:
+            raise DataError(f"{path}: cannot read ({err.strerror or err})") from None
+        key, stamp = str(path.resolve()), [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+        entry = self.entries.get(key)
+        if isinstance(entry, dict) and entry.get("stat") == stamp and isinstance(entry.get("sha256"), str):
+            return entry["sha256"]
+        try:
+            digest = file_digest(path)
+        except OSError as err:
+            raise DataError(f"{path}: cannot read ({err.strerror or err})") from None
+        self.entries[key] = {"stat": stamp, "sha256": digest}
+        self.changed = True
+        return digest
+
+    def save(self) -> None:
+        if self.changed:
+            try:
+                write_json(self.path, self.entries, indent=None)
+            except OSError as err:  # a cache that cannot be written only costs time
+                log.warning("%s: not written (%s); the inputs will be hashed again next time", self.path, err)
+
+
+def open_cached(plan: Plan) -> tuple[PreparedData | None, str]:
+    """The cached folder of the plan, checked; or None and why it must be prepared (a damaged
+    folder is said and removed)."""
+    if not (plan.folder / MANIFEST).is_file():
+        return None, what_changed(plan)
+    try:
+        data = PreparedData.open(plan.folder)
+    except DataError as err:
+        log.warning("refusing the prepared data in %s: %s; preparing it again", plan.folder, err)
+        shutil.rmtree(plan.folder, ignore_errors=True)
+        return None, f"the cached copy was damaged: {err}"
+    log.info("using the prepared data in %s (%d pairs)", plan.folder, len(data))
+    return data, ""
+
+
+def what_changed(plan: Plan) -> str:
+    """How the plan differs from the newest prepared folder of the same input files, in words."""
+    paths = [[str(p) for p in c.paths] for c in plan.corpora]
+    newest, found = -1.0, None
+    for path in plan.root.glob(f"*/{MANIFEST}"):
+        try:
+            manifest = read_manifest(path.parent)
+        except DataError:
+            continue
+        if [i.get("files") for i in manifest.get("inputs", [])] == paths and path.stat().st_mtime > newest:
+            newest, found = path.stat().st_mtime, manifest
+    if found is None:
+        return "nothing prepared from these files yet"
+    changes = [f"{f} changed (sha256 {old[:12]}... -> {new[:12]}...)"
+               for inputs, digests in zip(found["inputs"], plan.digests)
+               for f, old, new in zip(inputs["files"], inputs.get("sha256", []), digests) if old != new]
+    old_settings = found["settings"]
+    changes += [f"data.{key}: {old_settings[key]!r} -> {value!r}" for key, value in plan.settings.items()
+                if key in old_settings and old_settings[key] != value]  # a tokenizer's own keys: its change says it
+    if not changes:
+        changes = ["the tokenizer libraries changed"]  # the only other part of the key
+    return "since the last preparation of these files: " + "; ".join(changes)
