@@ -463,48 +463,48 @@ def _check_values(cfg: Config, source: str) -> None:
 
 
 def _check_data(cfg: Config) -> str | None:
-    d = cfg.data
-    if d.pairs and d.langs:
+    data_cfg = cfg.data
+    if data_cfg.pairs and data_cfg.langs:
         return "data.pairs and data.langs both name the directions: set one of them"
     try:
-        for i, text in enumerate(d.pairs or ()):
+        for i, text in enumerate(data_cfg.pairs or ()):
             Direction.parse(text, f"data.pairs[{i}]")
-        for i, lang in enumerate(d.langs or ()):
+        for i, lang in enumerate(data_cfg.langs or ()):
             check_language(lang, f"data.langs[{i}]")
     except ValueError as err:
         return str(err)
-    if d.pairs and len(set(d.pairs)) != len(d.pairs):
-        return f"data.pairs={list(d.pairs)} names a direction twice"
-    if d.langs and len(set(d.langs)) != len(d.langs) or d.langs is not None and len(d.langs) < 2:
-        return f"data.langs={list(d.langs)} must name at least two different languages"
-    used = sorted({lang for pair in d.directions() for lang in pair})
-    if d.corpus == "multi30k":
+    if data_cfg.pairs and len(set(data_cfg.pairs)) != len(data_cfg.pairs):
+        return f"data.pairs={list(data_cfg.pairs)} names a direction twice"
+    if data_cfg.langs and len(set(data_cfg.langs)) != len(data_cfg.langs) or data_cfg.langs is not None and len(data_cfg.langs) < 2:
+        return f"data.langs={list(data_cfg.langs)} must name at least two different languages"
+    used = sorted({lang for direction in data_cfg.directions() for lang in direction})
+    if data_cfg.corpus == "multi30k":
         langs = ("de", "en", "fr", "cs")
         for key in ("src_lang", "tgt_lang"):
-            if getattr(d, key) not in langs:
-                return f"data.{key}={_show(getattr(d, key))}: Multi30k has {', '.join(langs)}"
+            if getattr(data_cfg, key) not in langs:
+                return f"data.{key}={_show(getattr(data_cfg, key))}: Multi30k has {', '.join(langs)}"
         other = [lang for lang in used if lang not in langs]
         if other:
-            return f"data.{'pairs' if d.pairs else 'langs'} names {other[0]!r}: Multi30k has {', '.join(langs)}"
-    elif d.corpus == "files":
-        if not d.train:
+            return f"data.{'pairs' if data_cfg.pairs else 'langs'} names {other[0]!r}: Multi30k has {', '.join(langs)}"
+    elif data_cfg.corpus == "files":
+        if not data_cfg.train:
             return "data.train must name your training data when data.corpus is 'files'"
-        for i, corpus in enumerate(d.train_corpora()):
-            where = "data.train" if isinstance(d.train, str) else f"data.train[{i}]"
+        for i, corpus in enumerate(data_cfg.train_corpora()):
+            where = "data.train" if isinstance(data_cfg.train, str) else f"data.train[{i}]"
             if not (math.isfinite(corpus.weight) and 0 < corpus.weight <= MAX_WEIGHT):
                 return f"{where}.weight={_show(corpus.weight)} must be a number in (0, {MAX_WEIGHT:g}]"
-            if corpus.pair is not None and (not d.multilingual or corpus.pair not in map(str, d.directions())):
+            if corpus.pair is not None and (not data_cfg.multilingual or corpus.pair not in map(str, data_cfg.directions())):
                 return (f"{where}.pair={_show(corpus.pair)} must be one of the model's directions "
-                        f"({direction_names(d.directions())})")
-    elif d.corpus != "none":  # "none": a model imported from elsewhere names no corpus (attnmt import)
-        return f"data.corpus={_show(d.corpus)} must be 'multi30k', 'files' or 'none'"
-    if d.corpus == "multi30k" and d.train is not None:
+                        f"({direction_names(data_cfg.directions())})")
+    elif data_cfg.corpus != "none":  # "none": a model imported from elsewhere names no corpus (attnmt import)
+        return f"data.corpus={_show(data_cfg.corpus)} must be 'multi30k', 'files' or 'none'"
+    if data_cfg.corpus == "multi30k" and data_cfg.train is not None:
         return "data.train names own data; set data.corpus to 'files' (Multi30k has its own splits)"
-    if d.multilingual and not (d.tokenizer == "sentencepiece" and d.spm_joint):
-        return (f"a multilingual model (data.{'pairs' if d.pairs else 'langs'}) needs one joint subword vocabulary: "
-                f"data.tokenizer=sentencepiece and data.spm_joint=true (got {d.tokenizer!r}, {d.spm_joint})")
-    if not d.multilingual and d.src_lang == d.tgt_lang:
-        return f"data.src_lang and data.tgt_lang are both {_show(d.src_lang)}"
+    if data_cfg.multilingual and not (data_cfg.tokenizer == "sentencepiece" and data_cfg.spm_joint):
+        return (f"a multilingual model (data.{'pairs' if data_cfg.pairs else 'langs'}) needs one joint subword vocabulary: "
+                f"data.tokenizer=sentencepiece and data.spm_joint=true (got {data_cfg.tokenizer!r}, {data_cfg.spm_joint})")
+    if not data_cfg.multilingual and data_cfg.src_lang == data_cfg.tgt_lang:
+        return f"data.src_lang and data.tgt_lang are both {_show(data_cfg.src_lang)}"
     return None
 
 
@@ -541,17 +541,17 @@ def _in_interval(value: float, interval: str) -> bool:
 
 def _check_model_size(cfg: Config) -> str | None:
     """The model's parameter count, estimated before anything is allocated, within MAX_PARAMETERS."""
-    m, d = cfg.model, cfg.data
-    if d.tokenizer == "sentencepiece":
-        vocab = d.spm_vocab_size + 4  # attnmt's <pad> <unk> <s> </s>, counted generously
+    model_cfg, data_cfg = cfg.model, cfg.data
+    if data_cfg.tokenizer == "sentencepiece":
+        vocab = data_cfg.spm_vocab_size + 4  # attnmt's <pad> <unk> <s> </s>, counted generously
     else:
-        vocab = NOMINAL_VOCAB if d.max_vocab is None else d.max_vocab + 4
-    params = estimate_parameters(m, vocab, vocab)
+        vocab = NOMINAL_VOCAB if data_cfg.max_vocab is None else data_cfg.max_vocab + 4
+    params = estimate_parameters(model_cfg, vocab, vocab)
     if params <= MAX_PARAMETERS:
         return None
-    keys = (("d_model", "ff_dim", "enc_layers", "dec_layers") if m.arch == "transformer"
+    keys = (("d_model", "ff_dim", "enc_layers", "dec_layers") if model_cfg.arch == "transformer"
             else ("emb_dim", "enc_hidden", "dec_hidden", "attn_dim", "layers"))
-    sizes = ", ".join(f"model.{k}={getattr(m, k)}" for k in keys)
+    sizes = ", ".join(f"model.{k}={getattr(model_cfg, k)}" for k in keys)
     return (f"{sizes} give a model of about {params:.2g} parameters (with vocabularies of {vocab}); "
             f"it must be at most {MAX_PARAMETERS:.0e} (make these sizes smaller)")
 

@@ -58,7 +58,7 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
                 services.append(service)
             log.info("model %s (%s, %s) loaded in %.1f s", service.name, service.arch,
                      direction_names(translator.directions), time.perf_counter() - start)
-        model_set = ModelSet(services)  # refuses two models of one pair
+        model_set = ModelSet(services)  # refuses two models of one direction
         start = time.perf_counter()
         app.state.detector = await asyncio.to_thread(LanguageDetector, model_set.sources)
         log.info("language identification (%s) loaded in %.1f s", ", ".join(app.state.detector.languages),
@@ -73,7 +73,7 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
         app.state.service = model_set.default
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
         log.info("serving %s; open http://%s:%d/ (API reference at /docs)",
-                 ", ".join(s.pair for s in services), host, settings.port)
+                 ", ".join(s.arrow for s in services), host, settings.port)
         try:
             yield
         finally:

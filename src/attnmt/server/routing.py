@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from attnmt.direction import Direction
 from attnmt.errors import AttnmtError
 from attnmt.server.api_errors import ApiError
 from attnmt.server.ratelimit import check_rate
@@ -24,20 +25,20 @@ PIVOT = "en"  # the language a direction no model has goes through first, when a
 
 
 class ModelSet:
-    """Several TranslationServices, at most one per (source, target) pair; the first is the default
-    of the routes that name no pair (/v1/model, and /v1/translate without source and target)."""
+    """Several TranslationServices, at most one per direction; the first is the default of the
+    routes that name no direction (/v1/model, and /v1/translate without source and target)."""
 
     def __init__(self, services: Sequence[TranslationService]):
         if not services:
             raise AttnmtError("the server needs at least one model")
         self.services = list(services)
-        self.by_pair: dict[tuple[str, str], TranslationService] = {}
+        self.by_direction: dict[Direction, TranslationService] = {}
         for service in self.services:
-            key = (service.source_lang, service.target_lang)
-            if key in self.by_pair:
-                raise AttnmtError(f"{self.by_pair[key].name} and {service.name} both translate {service.pair}: "
+            key = service.direction
+            if key in self.by_direction:
+                raise AttnmtError(f"{self.by_direction[key].name} and {service.name} both translate {service.arrow}: "
                                   f"serve one model per direction (join runs with '+' to serve them as one ensemble)")
-            self.by_pair[key] = service
+            self.by_direction[key] = service
 
     @property
     def default(self) -> TranslationService:
@@ -53,42 +54,42 @@ class ModelSet:
         direct = [s.source_lang for s in self.services if s.target_lang == target]
         return direct + [s for s in self.sources if s not in direct and s != target and self.pivot(s, target)]
 
-    def describe_pairs(self) -> str:
+    def describe_directions(self) -> str:
         """'this model translates de -> en' or 'this server translates de -> en, en -> de'."""
-        pairs = ", ".join(s.pair for s in self.services)
-        return f"this {'model' if len(self.services) == 1 else 'server'} translates {pairs}"
+        arrows = ", ".join(s.arrow for s in self.services)
+        return f"this {'model' if len(self.services) == 1 else 'server'} translates {arrows}"
 
     def route(self, source: str, target: str) -> TranslationService:
-        """The model for source -> target; 400 naming the pairs the server has when none does."""
-        service = self.by_pair.get((source, target))
+        """The model for source -> target; 400 naming the directions the server has when none does."""
+        service = self.by_direction.get((source, target))
         if service is not None:
             return service
         if source not in self.sources:
-            raise ApiError(400, f"{source} is not supported: {self.describe_pairs()}")
+            raise ApiError(400, f"{source} is not supported: {self.describe_directions()}")
         if target not in {s.target_lang for s in self.services}:
-            raise ApiError(400, f"{target} is not supported: {self.describe_pairs()}")
+            raise ApiError(400, f"{target} is not supported: {self.describe_directions()}")
         via = self.pivot(source, target)
         if via is not None:
-            raise ApiError(400, f"{source} -> {target} is not supported directly: {self.describe_pairs()} "
+            raise ApiError(400, f"{source} -> {target} is not supported directly: {self.describe_directions()} "
                                 f"(LibreTranslate's /translate, plain text, translates it through {via[2]})")
-        raise ApiError(400, f"{source} -> {target} is not supported: {self.describe_pairs()}")
+        raise ApiError(400, f"{source} -> {target} is not supported: {self.describe_directions()}")
 
     def pivot(self, source: str, target: str) -> tuple[TranslationService, TranslationService, str] | None:
         """Services for source -> P and P -> target, P English when it can be (else the first
         other language that joins them), for a direction no model has; None when none joins them."""
-        if (source, target) in self.by_pair or source == target:
+        if (source, target) in self.by_direction or source == target:
             return None
         middles = [PIVOT] + sorted({s.target_lang for s in self.services} - {PIVOT})
         for middle in middles:
-            first, second = self.by_pair.get((source, middle)), self.by_pair.get((middle, target))
+            first, second = self.by_direction.get((source, middle)), self.by_direction.get((middle, target))
             if first is not None and second is not None:
                 return first, second, middle
         return None
 
     def legs(self, source: str, target: str) -> tuple[list[TranslationService], str | None]:
         """The services a source -> target translation goes through (one, or two through a pivot)
-        and the pivot language; 400 naming the pairs the server has when nothing reaches it."""
-        if (source, target) not in self.by_pair:
+        and the pivot language; 400 naming the directions the server has when nothing reaches it."""
+        if (source, target) not in self.by_direction:
             via = self.pivot(source, target)
             if via is not None:
                 return [via[0], via[1]], via[2]

@@ -19,6 +19,7 @@ from attnmt.run_dir import RunDir, no_scores
 from attnmt.server.batcher import DecodeSettings, MicroBatcher
 from attnmt.server.api_errors import ApiError
 from attnmt.bounds import BEAM
+from attnmt.direction import Direction
 from attnmt.server.settings import ServeSettings
 
 log = logging.getLogger(__name__)
@@ -36,13 +37,14 @@ class TranslationService:
     """A Translator behind a MicroBatcher, with the checks every route shares."""
 
     def __init__(self, translator, settings: ServeSettings, *, name: str | None = None,
-                 direction: tuple[str, str] | None = None, batcher: MicroBatcher | None = None):
+                 direction: Direction | None = None, batcher: MicroBatcher | None = None):
         """`direction`: the one a multilingual model's service serves (with its shared `batcher`)."""
         self.translator = translator
         self.settings = settings
         cfg = translator.cfg
         self.multilingual = direction is not None
-        self.source_lang, self.target_lang = direction or (cfg.data.src_lang, cfg.data.tgt_lang)
+        self.direction = direction or Direction(cfg.data.src_lang, cfg.data.tgt_lang)
+        self.source_lang, self.target_lang = self.direction
         self.arch = cfg.model.arch
         self.beam_size = settings.beam_size or cfg.search.beam_size
         run_dir = getattr(translator, "run_dir", None)
@@ -58,7 +60,8 @@ class TranslationService:
         return dict(source_lang=self.source_lang, target_lang=self.target_lang) if self.multilingual else {}
 
     @property
-    def pair(self) -> str:
+    def arrow(self) -> str:
+        """The direction as the service's messages show it: 'de -> en'."""
         return f"{self.source_lang} -> {self.target_lang}"
 
     # ---- checks ---------------------------------------------------------------------------

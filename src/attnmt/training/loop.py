@@ -96,13 +96,13 @@ def validate(model: torch.nn.Module, data: TrainData, cfg: Config, device: torch
     scores = dict(val_loss=round(val_nll / max(val_tokens, 1), 4), val_ppl=round(perplexity(val_nll, val_tokens), 2),
                   val_bleu=round(bleu, 2), val_chrf=round(chrf, 2), _val_loss=val_nll / max(val_tokens, 1))
     if len(per_direction) > 1:
-        scores.update({f"val_bleu_{pair}": s["bleu"] for pair, s in per_direction.items()})
+        scores.update({f"val_bleu_{direction}": s["bleu"] for direction, s in per_direction.items()})
     return scores
 
 
-def selection_score(scores: dict, t) -> float:
+def selection_score(scores: dict, train_cfg) -> float:
     """Higher is better: BLEU, or the negated validation loss."""
-    return scores["val_bleu"] if t.early_stopping_metric == "bleu" else -scores["_val_loss"]
+    return scores["val_bleu"] if train_cfg.early_stopping_metric == "bleu" else -scores["_val_loss"]
 
 
 def _public(record: dict) -> dict:
@@ -129,26 +129,26 @@ class Trainer:
     """One training run: `run()` trains, every rank alike; rank 0 alone writes."""
 
     def __init__(self, cfg: Config, run: RunDir, *, world: World = SINGLE, device: torch.device | str = "cpu"):
-        self.cfg, self.t, self.run_dir, self.world = cfg, cfg.train, run, world
+        self.cfg, self.train_cfg, self.run_dir, self.world = cfg, cfg.train, run, world
         self.device = torch.device(device)
 
     # ---- the run, top to bottom
 
     def run(self, *, resume: bool, overwrite: bool) -> TrainResult:
         self._prepare_run_dir(resume=resume, overwrite=overwrite)
-        seed_everything(self.t.seed)
+        seed_everything(self.train_cfg.seed)
         self.data = load_data(self.cfg, self.run_dir, resume=resume, world=self.world)
         self.trainable = build_trainable(self.cfg, self.data.pipeline, self.device, self.world, resume=resume)
         self.metrics = MetricsLog(self.run_dir.path / "metrics.jsonl" if self.world.main else None,
-                                  tensorboard=self.t.tensorboard)
+                                  tensorboard=self.train_cfg.tensorboard)
         self.state = self._resume() if resume else self._start()
         self.clock_start = time.perf_counter() - self.state.seconds
         stop = self._nothing_left(resume)
         # after the resume, which restored the optimizer state the compiled step may capture
         self.update_step = make_update_step(self.trainable.model, self.trainable.optimizer,
-                                            self.trainable.step_schedule, self.t, use_amp=self.trainable.use_amp,
+                                            self.trainable.step_schedule, self.train_cfg, use_amp=self.trainable.use_amp,
                                             pad_id=self.data.pipeline.tgt_vocab.pad_id, world=self.world)
-        while self.state.epoch < self.t.epochs and not stop:
+        while self.state.epoch < self.train_cfg.epochs and not stop:
             stop = self._run_epoch(self.state.epoch + 1) or self._out_of_updates()
         best = self.run_dir.pointer("best") or {}
         self.metrics.write(event="end", epochs=self.state.epoch, seconds=round(self.state.seconds, 1),
@@ -168,7 +168,7 @@ class Trainer:
                            train_pairs=len(self.data.prepared), prepared=self.data.prepared.key,
                            val_pairs=sum(len(b) for val in self.data.val for b in val.batches),
                            **({"ranks": self.world.size} if self.world.size > 1 else {}),
-                           **({"accum_steps": self.t.accum_steps} if self.t.accum_steps > 1 else {}))
+                           **({"accum_steps": self.train_cfg.accum_steps} if self.train_cfg.accum_steps > 1 else {}))
         return TrainState()
 
     def _resume(self) -> TrainState:
@@ -186,20 +186,20 @@ class Trainer:
     def _nothing_left(self, resume: bool) -> bool:
         """True when the run must not train on: its budget or its patience is spent."""
         stop = self._out_of_time() or self._out_of_updates()
-        if self.t.early_stopping_patience and self.state.bad_epochs >= self.t.early_stopping_patience:
+        if self.train_cfg.early_stopping_patience and self.state.bad_epochs >= self.train_cfg.early_stopping_patience:
             stop = True  # this run already stopped early; a larger patience lets it go on
-        if resume and (stop or self.state.epoch >= self.t.epochs):
+        if resume and (stop or self.state.epoch >= self.train_cfg.epochs):
             log.info("nothing left to train (epoch %d of %d, update %d, %.0f s): extend with --set train.epochs=N, "
                      "train.max_updates=U, train.max_minutes=M or train.early_stopping_patience=P", self.state.epoch,
-                     self.t.epochs, self.state.step, self.state.seconds)
+                     self.train_cfg.epochs, self.state.step, self.state.seconds)
         return stop
 
     def _out_of_time(self) -> bool:  # every rank stops when any rank's clock says so
-        return bool(self.t.max_minutes) and any_rank(
-            self.world, time.perf_counter() - self.clock_start > 60 * self.t.max_minutes)
+        return bool(self.train_cfg.max_minutes) and any_rank(
+            self.world, time.perf_counter() - self.clock_start > 60 * self.train_cfg.max_minutes)
 
     def _out_of_updates(self) -> bool:  # the same on every rank: every rank applies every update
-        return bool(self.t.max_updates) and self.state.step >= self.t.max_updates
+        return bool(self.train_cfg.max_updates) and self.state.step >= self.train_cfg.max_updates
 
     # ---- an epoch
 
@@ -224,25 +224,25 @@ class Trainer:
             bar.close()
         if self.state.update_in_epoch == 0:
             raise AttnmtError(f"epoch {epoch} has fewer batches than one update takes ({self.world.size} rank(s) x "
-                              f"train.accum_steps={self.t.accum_steps}): lower train.batch_size or train.accum_steps")
+                              f"train.accum_steps={self.train_cfg.accum_steps}): lower train.batch_size or train.accum_steps")
         return self._end_epoch(epoch, progress) or self._out_of_time()
 
     def _after_update(self, epoch: int, progress: EpochProgress, total: int | None) -> bool:
         """What an update that does not end its epoch calls for; returns whether training stops."""
-        t, state = self.t, self.state
+        train_cfg, state = self.train_cfg, self.state
         out_of_time, out_of_updates = self._out_of_time(), self._out_of_updates()
         applied = progress.bad_steps == 0  # this update was applied: state.step just advanced
-        if out_of_updates or (applied and bool(t.validate_every) and state.step % t.validate_every == 0):
+        if out_of_updates or (applied and bool(train_cfg.validate_every) and state.step % train_cfg.validate_every == 0):
             stop = self._checkpoint(epoch, progress, end_of_epoch=False)
             if out_of_time and not (stop or out_of_updates):
-                log.info("train.max_minutes=%s reached in epoch %d after update %d", t.max_minutes, epoch,
+                log.info("train.max_minutes=%s reached in epoch %d after update %d", train_cfg.max_minutes, epoch,
                          state.update_in_epoch)
             return stop or out_of_updates or out_of_time
-        periodic = bool(t.save_every_steps) and state.step % t.save_every_steps == 0
+        periodic = bool(train_cfg.save_every_steps) and state.step % train_cfg.save_every_steps == 0
         if out_of_time or (periodic and applied):
             weights = self._save_mid_epoch(progress)
         if out_of_time:
-            log.info("train.max_minutes=%s reached in epoch %d after update %d%s", t.max_minutes, epoch,
+            log.info("train.max_minutes=%s reached in epoch %d after update %d%s", train_cfg.max_minutes, epoch,
                      state.update_in_epoch, "" if total is None else f" of {total}")
             self._stop_mid_epoch(epoch, weights, total)
         return out_of_time
@@ -260,16 +260,16 @@ class Trainer:
                         ", ".join(self.data.prepared.origin(i) for i in examples[:3].tolist()), progress.bad_steps)
             self.metrics.write(event="bad_step", epoch=epoch, batch=self.state.update_in_epoch, step=self.state.step,
                                examples=examples[:8].tolist())
-            if progress.bad_steps >= self.t.max_bad_steps:
+            if progress.bad_steps >= self.train_cfg.max_bad_steps:
                 raise AttnmtError(f"{progress.bad_steps} consecutive non-finite steps (train.max_bad_steps="
-                                  f"{self.t.max_bad_steps}); lower train.lr or check the data")
+                                  f"{self.train_cfg.max_bad_steps}); lower train.lr or check the data")
             return
         progress.bad_steps = 0
         self.state.step += 1
         progress.loss_sum += loss
         progress.tokens += update.global_tokens
         progress.window_tokens += update.global_tokens
-        if self.state.step % self.t.log_every == 0:
+        if self.state.step % self.train_cfg.log_every == 0:
             elapsed = time.perf_counter() - progress.window_start
             train_loss = progress.average_loss()
             rate = progress.window_tokens / max(elapsed, 1e-9)
@@ -286,7 +286,7 @@ class Trainer:
         self.state.seconds = time.perf_counter() - self.clock_start
         self.state.metrics_bytes = self.metrics.size()
         save_resume_state(self.run_dir, weights, self.trainable, self.state, self.device, self.world,
-                          self.t.accum_steps)
+                          self.train_cfg.accum_steps)
 
     def _save_weights(self, weights: Path, **metadata: str) -> dict:
         """Rank 0 saves the weights; returns what a pointer to them records (file and sha256)."""
@@ -318,7 +318,7 @@ class Trainer:
         """Validate (rank 0; every rank receives the scores), decide, save the weights (after an
         epoch, or after an update mid-epoch), the pointers and the resumable state. Returns
         whether to stop early."""
-        core, t, state = self.trainable.core, self.t, self.state
+        core, train_cfg, state = self.trainable.core, self.train_cfg, self.state
         train_loss = progress.average_loss()
         scores = broadcast_from_main(self.world, validate(core, self.data, self.cfg, self.device)
                                      if self.world.main else None)
@@ -345,21 +345,21 @@ class Trainer:
         self._publish(info, improved=improved, record={**record, "best": improved})
         self._save_progress(Path(weights["file"]))
         if self.world.main:
-            self.run_dir.prune(keep=t.keep_last)
+            self.run_dir.prune(keep=train_cfg.keep_last)
         return stop
 
     def _decide(self, scores: dict, epoch: int) -> tuple[bool, bool]:
         """Step the plateau schedule, track the best checkpoint; returns (improved, stop early)."""
-        t, state, plateau = self.t, self.state, self.trainable.plateau
-        score = selection_score(scores, t)
+        train_cfg, state, plateau = self.train_cfg, self.state, self.trainable.plateau
+        score = selection_score(scores, train_cfg)
         if plateau is not None:
-            plateau.step(scores["val_bleu"] if t.early_stopping_metric == "bleu" else scores["_val_loss"])
+            plateau.step(scores["val_bleu"] if train_cfg.early_stopping_metric == "bleu" else scores["_val_loss"])
         improved = state.best_score is None or score > state.best_score
         if improved:
             state.best_score, state.best_epoch, state.bad_epochs = score, epoch, 0
         else:
             state.bad_epochs += 1
-        stop = bool(t.early_stopping_patience) and state.bad_epochs >= t.early_stopping_patience
+        stop = bool(train_cfg.early_stopping_patience) and state.bad_epochs >= train_cfg.early_stopping_patience
         if stop:
             log.info("early stopping: no improvement in %d validations", state.bad_epochs)
         return improved, stop
@@ -372,7 +372,7 @@ class Trainer:
             return
         scores = validate(self.trainable.core, self.data, self.cfg, self.device)
         info = {**weights, "epoch": epoch, "complete": False, "step": self.state.step, **_public(scores)}
-        improved = self.state.best_score is None or selection_score(scores, self.t) > self.state.best_score
+        improved = self.state.best_score is None or selection_score(scores, self.train_cfg) > self.state.best_score
         self._publish(info, improved=improved, record=dict(
             event="stop", epoch=epoch, step=self.state.step, update_in_epoch=self.state.update_in_epoch,
             updates_in_epoch=updates_in_epoch, **_public(scores)))

@@ -56,12 +56,12 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
     """Open (or prepare) the training data; rank 0 saves the pipeline (a multilingual one with its
     language tokens' place, data.lang_token), config and the prepared data's key into a new run,
     and a resumed run goes on with the data it was trained on."""
-    t, d = cfg.train, cfg.data
-    if t.init_from:
+    train_cfg, data_cfg = cfg.train, cfg.data
+    if train_cfg.init_from:
         init_pipeline(cfg)  # the run it starts from: checked against its checksums before use
-    prepared = _resumed_data(run, cfg, world) if resume else prepare(d, world=world, init_from=t.init_from)
+    prepared = _resumed_data(run, cfg, world) if resume else prepare(data_cfg, world=world, init_from=train_cfg.init_from)
     if not resume and world.main:
-        prepared.pipeline.with_placement(d.lang_token).save(run.path)
+        prepared.pipeline.with_placement(data_cfg.lang_token).save(run.path)
         save_config(cfg, run.path / CONFIG)
         write_json(run.path / PREPARED, {"key": prepared.key, "folder": str(prepared.folder), "pairs": len(prepared)})
         run.record_checksums([CONFIG, PREPARED, *run.pipeline_files()])
@@ -74,49 +74,49 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
     inputs = prepared.manifest["inputs"]
     targets = [Direction.parse(i["pair"], f"{prepared.folder}: manifest inputs[{n}].pair", error=DataError).target
                if "pair" in i else None for n, i in enumerate(inputs)]
-    prefixes = [pipeline.language_ids(target) for target in targets] if d.multilingual else None
+    prefixes = [pipeline.language_ids(target) for target in targets] if data_cfg.multilingual else None
     vocab = pipeline.tgt_vocab
     ids = dict(pad_id=vocab.pad_id, bos_id=vocab.bos_id, eos_id=vocab.eos_id)
     extra = prefixes[0] if prefixes else ([], [])
-    batching = Batching(t.batch_size, t.batch_by, window=t.length_window, seed=t.seed, world_size=world.size,
-                        accum_steps=t.accum_steps, src_extra=len(extra[0]) + pipeline.source_eos,
+    batching = Batching(train_cfg.batch_size, train_cfg.batch_by, window=train_cfg.length_window, seed=train_cfg.seed, world_size=world.size,
+                        accum_steps=train_cfg.accum_steps, src_extra=len(extra[0]) + pipeline.source_eos,
                         tgt_extra=len(extra[1]), src_eos=pipeline.source_eos, **ids)
-    data = TrainData(prepared, pipeline, corpus_weights(d, inputs), batching, _val_sets(cfg, pipeline, ids), prefixes)
+    data = TrainData(prepared, pipeline, corpus_weights(data_cfg, inputs), batching, _val_sets(cfg, pipeline, ids), prefixes)
     pairs = [i["pairs"] for i in inputs]
     first = None
     if sum(w * n for w, n in zip(data.weights, pairs)) <= batching.window:  # a small corpus: an epoch is one
         first = data.epoch(1).total_batches                                # window, planned at once (where
     if first is not None and first < batching.group:                       # this can happen)
         raise AttnmtError(f"an epoch has {first} batches, fewer than one update takes ({world.size} ranks x "
-                          f"train.accum_steps={t.accum_steps}): lower train.batch_size or train.accum_steps")
+                          f"train.accum_steps={train_cfg.accum_steps}): lower train.batch_size or train.accum_steps")
     return data
 
 
-def corpus_weights(d, inputs: list[dict]) -> list[float]:
+def corpus_weights(data_cfg, inputs: list[dict]) -> list[float]:
     """Examples per epoch over pairs, per corpus of the prepared data (`inputs`: the manifest's):
     its data.train weight, times (multilingual) its direction's share at data.temperature."""
-    given = [c.weight for c in d.train_corpora()] or [1.0]
+    given = [c.weight for c in data_cfg.train_corpora()] or [1.0]
     weights = [given[i.get("corpus", 0)] for i in inputs]
-    if not d.multilingual:
+    if not data_cfg.multilingual:
         return weights
-    names = [str(direction) for direction in d.directions()]
+    names = [str(direction) for direction in data_cfg.directions()]
     sizes = [sum(i["pairs"] for i in inputs if i.get("pair") == name) for name in names]
-    factor = dict(zip(names, temperature_weights(sizes, d.temperature)))
+    factor = dict(zip(names, temperature_weights(sizes, data_cfg.temperature)))
     return [w * factor[i["pair"]] for w, i in zip(weights, inputs)]
 
 
 def _val_sets(cfg: Config, pipeline: TextPipeline, ids: dict) -> list[ValSet]:
     """The validation pairs of every direction, encoded (refused when one has no pairs)."""
-    t, d = cfg.train, cfg.data
+    train_cfg, data_cfg = cfg.train, cfg.data
     sets = []
-    for direction in d.directions():
-        corpus = load_corpus(corpus_spec(d), "val", direction if d.multilingual else None)
+    for direction in data_cfg.directions():
+        corpus = load_corpus(corpus_spec(data_cfg), "val", direction if data_cfg.multilingual else None)
         if len(corpus) == 0:  # refused before anything is trained
             raise DataError(f"{corpus.name}: the validation data has no sentence pairs")
-        target = direction.target if d.multilingual else None
-        batches = make_batches(pipeline.encode_corpus(corpus, target), batch_size=t.batch_size, batch_by=t.batch_by,
+        target = direction.target if data_cfg.multilingual else None
+        batches = make_batches(pipeline.encode_corpus(corpus, target), batch_size=train_cfg.batch_size, batch_by=train_cfg.batch_by,
                                shuffle=False, **ids)
-        sets.append(ValSet(direction, corpus, batches, min(len(corpus), t.eval_max_sentences or len(corpus)), target))
+        sets.append(ValSet(direction, corpus, batches, min(len(corpus), train_cfg.eval_max_sentences or len(corpus)), target))
     return sets
 
 

@@ -90,24 +90,24 @@ def build_trainable(cfg: Config, pipeline: TextPipeline, device: torch.device, w
                     resume: bool = False) -> Trainable:
     """The model (in DDP under torchrun), its optimizer and schedules, and whether bf16 autocast is on.
     A new run with `train.init_from` starts from that run's weights (a resumed one from its own state)."""
-    t = cfg.train
+    train_cfg = cfg.train
     core = model_for(cfg, pipeline)
-    if t.init_from and not resume:
+    if train_cfg.init_from and not resume:
         load_init_weights(core, cfg)
-        log.info("model: starting from the weights of %s", t.init_from)
+        log.info("model: starting from the weights of %s", train_cfg.init_from)
     core = core.to(device)
     model = wrap_model(world, core)
     if world.rank:  # the same initial weights everywhere (DDP broadcasts rank 0's), other dropout masks
-        torch.manual_seed(t.seed + world.rank)
-    optimizer = make_optimizer(core, t)
+        torch.manual_seed(train_cfg.seed + world.rank)
+    optimizer = make_optimizer(core, train_cfg)
     plateau = (torch.optim.lr_scheduler.ReduceLROnPlateau(
-        optimizer, mode="max" if t.early_stopping_metric == "bleu" else "min",
-        factor=t.plateau_factor, patience=t.plateau_patience, min_lr=t.min_lr)
-        if t.schedule == "plateau" else None)
+        optimizer, mode="max" if train_cfg.early_stopping_metric == "bleu" else "min",
+        factor=train_cfg.plateau_factor, patience=train_cfg.plateau_patience, min_lr=train_cfg.min_lr)
+        if train_cfg.schedule == "plateau" else None)
     use_amp = use_bf16(cfg, device)
     for note in advisories(cfg) if world.rank == 0 else ():
         log.warning(note)
     log.info("model: %s, %.1fM parameters, device %s%s%s", cfg.model.arch, count_parameters(core) / 1e6,
              device, ", bf16 autocast" if use_amp else "",
-             f", {world.size} ranks x {t.accum_steps} batches an update" if world.size * t.accum_steps > 1 else "")
-    return Trainable(model, core, optimizer, make_step_schedule(optimizer, t), plateau, use_amp)
+             f", {world.size} ranks x {train_cfg.accum_steps} batches an update" if world.size * train_cfg.accum_steps > 1 else "")
+    return Trainable(model, core, optimizer, make_step_schedule(optimizer, train_cfg), plateau, use_amp)

@@ -154,7 +154,7 @@ async def detect_sources(request: Request, models: ModelSet, texts: list[str], t
     into `target` from (400 naming the pairs when none does). One such language needs no guess."""
     candidates = models.sources_into(target)
     if not candidates:
-        raise ApiError(400, f"{target} is not supported: {models.describe_pairs()}")
+        raise ApiError(400, f"{target} is not supported: {models.describe_directions()}")
     if len(candidates) == 1:
         return [{"confidence": 100.0, "language": candidates[0]} for _ in texts]
     detector = get_detector(request)
