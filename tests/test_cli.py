@@ -262,7 +262,8 @@ def test_bad_values_give_one_error_line_and_exit_2(verb, argv, message, request,
 def test_argument_types():
     import argparse
 
-    from attnmt.cli import image_path, index_int, non_negative_float, non_negative_int, positive_float, positive_int
+    from attnmt.commands.arguments import (image_path, index_int, non_negative_float, non_negative_int, positive_float,
+                                          positive_int)
 
     assert (positive_int("3"), non_negative_int("0"), index_int("-1")) == (3, 0, -1)
     assert (positive_float("0.5"), non_negative_float("0"), image_path("a/b.PNG")) == (0.5, 0.0, "a/b.PNG")
