@@ -12,7 +12,7 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
-from attnmt.commands import sharded
+from attnmt.commands import file_jobs
 from attnmt.errors import AttnmtError
 from attnmt.files import write_json
 from attnmt.run_dir import RunDir
@@ -52,12 +52,12 @@ def _pairs(translator: Translator, pair: str | None) -> list[tuple[str, str] | N
 
 def run(args) -> int:
     runs = args.run_dir  # one run, or the members of an ensemble
-    sharded.check_workers(args.workers, args.engine)
+    file_jobs.check_workers(args.workers, args.engine)
     translator = Translator.load(runs if len(runs) > 1 else runs[0], checkpoint=args.checkpoint,
                                  device=args.device, engine=args.engine)  # perplexity; the decoding without --workers
     reports = {}
-    with sharded.open_translator(runs, checkpoint=args.checkpoint, device=args.device, engine=args.engine,
-                                 workers=args.workers) if args.workers > 1 else nullcontext(translator) as decoder:
+    with file_jobs.open_translator(runs, checkpoint=args.checkpoint, device=args.device, engine=args.engine,
+                                   workers=args.workers) if args.workers > 1 else nullcontext(translator) as decoder:
         for direction in _pairs(translator, args.pair):
             start = time.perf_counter()
             languages = {} if direction is None else dict(source_lang=direction[0], target_lang=direction[1])

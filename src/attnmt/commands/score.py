@@ -1,11 +1,11 @@
 """`attnmt score RUN_DIR [RUN_DIR ...] -i SOURCE -r TRANSLATION`: per line 'log_prob<TAB>normalized<TAB>tokens'
 (forced decoding; normalized = log_prob / tokens; tokens count <eos>). With -o FILE, and on every
 rank under torchrun, the pairs are scored in shards of --shard-lines lines that survive a kill
-(commands/sharded.py, sharding.py)."""
+(commands/file_jobs.py, sharding.py)."""
 
 from __future__ import annotations
 
-from attnmt.commands import sharded
+from attnmt.commands import file_jobs
 from attnmt.commands.text_io import open_output, read_file, read_lines
 from attnmt.errors import AttnmtError
 from attnmt.sharding import Work
@@ -13,18 +13,18 @@ from attnmt.translator import Translator
 
 
 def run(args) -> int:
-    sharded.refuse_overwriting_inputs(args.output, {"input (-i)": args.input, "reference": args.reference},
-                                      args.run_dir)
-    if sharded.wanted(args):
+    file_jobs.refuse_overwriting_inputs(args.output, {"input (-i)": args.input, "reference": args.reference},
+                                        args.run_dir)
+    if file_jobs.wanted(args):
         languages = dict(source_lang=args.source_lang, target_lang=args.target_lang)
-        return sharded.run(args, [args.input, args.reference], languages,
-                           lambda translator: _work(translator, args.batch_size, languages))
-    sharded.refuse_shard_lines(args)
+        return file_jobs.run(args, [args.input, args.reference], languages,
+                             lambda translator: _work(translator, args.batch_size, languages))
+    file_jobs.refuse_shard_lines(args)
     sources = read_file(args.input)
     targets = read_file(args.reference)
     if len(sources) != len(targets):
         raise AttnmtError(f"{args.input} has {len(sources)} lines, {args.reference} has {len(targets)}")
-    with sharded.torch_threads(args.threads):
+    with file_jobs.torch_threads(args.threads):
         translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine)
         with open_output(args.output) as target:
             target.writelines(_score(translator, sources, targets, args.batch_size,

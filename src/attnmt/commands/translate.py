@@ -5,14 +5,14 @@ source-output word indices) to each translation; --no-replace-unk keeps <unk> in
 --glossary TERMS.TSV ('source phrase<TAB>target phrase' lines) puts each target phrase whose
 source phrase occurs in a line into its translation exactly once (constrained beam search).
 From a file into a file (-i and -o), and on every rank under torchrun, the input is translated in
-shards of --shard-lines lines that survive a kill (commands/sharded.py, sharding.py). --workers N
+shards of --shard-lines lines that survive a kill (commands/file_jobs.py, sharding.py). --workers N
 decodes in N processes (workers.py), outputs in input order."""
 
 from __future__ import annotations
 
 import sys
 
-from attnmt.commands import sharded
+from attnmt.commands import file_jobs
 from attnmt.commands.text_io import open_input, open_output, output_line, read_lines
 from attnmt.decoding import pharaoh, read_glossary, unknown_target_words
 from attnmt.errors import AttnmtError
@@ -24,8 +24,8 @@ from attnmt.workers import WorkerPool
 
 
 def run(args) -> int:
-    sharded.refuse_overwriting_inputs(args.output, {"input (-i)": args.input, "glossary": args.glossary}, args.run_dir)
-    sharded.check_workers(args.workers, args.engine)
+    file_jobs.refuse_overwriting_inputs(args.output, {"input (-i)": args.input, "glossary": args.glossary}, args.run_dir)
+    file_jobs.check_workers(args.workers, args.engine)
     glossary = read_glossary(args.glossary) if args.glossary is not None else None
     if glossary:
         _say_unknown_terms(args.glossary, glossary, RunDir(args.run_dir[0]).pipeline())
@@ -36,15 +36,15 @@ def run(args) -> int:
                    replace_unk=args.replace_unk, alignments=args.alignments, glossary=glossary,
                    source_lang=args.source_lang, target_lang=args.target_lang)
     chunk_size = args.batch_size * 8
-    if sharded.wanted(args):
+    if file_jobs.wanted(args):
         settings = {k: v for k, v in options.items() if k not in ("batch_size", "glossary")}
         settings["glossary"] = sha256_file(args.glossary) if args.glossary is not None else None
         if args.sampling_topk != 1:  # a seed repeats a sample for one split among the workers only
             settings["workers"] = args.workers
-        return sharded.run(args, [args.input], settings, lambda translator: _work(translator, options, chunk_size),
-                           workers=args.workers)
-    sharded.refuse_shard_lines(args)
-    with sharded.torch_threads(args.threads):
+        return file_jobs.run(args, [args.input], settings, lambda translator: _work(translator, options, chunk_size),
+                             workers=args.workers)
+    file_jobs.refuse_shard_lines(args)
+    with file_jobs.torch_threads(args.threads):
         _stream(args, options, chunk_size)
     return 0
 
@@ -58,8 +58,8 @@ def _say_unknown_terms(path, glossary: list[tuple[str, str]], pipeline) -> None:
 
 def _stream(args, options: dict, chunk_size: int) -> None:
     """Translate stdin (or -i) to stdout (or -o) line by line, `chunk_size` lines per call."""
-    with sharded.open_translator(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine,
-                                 workers=args.workers, threads=args.threads) as translator, \
+    with file_jobs.open_translator(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine,
+                                   workers=args.workers, threads=args.threads) as translator, \
             open_input(args.input) as source, open_output(args.output) as target:
         chunk: list[str] = []
         for line in read_lines(source):
