@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from attnmt.errors import AttnmtError
 from attnmt.plotting import plot_attention
-from attnmt.translator import Translator
 
 
 def run(args) -> int:
+    from attnmt.translator import Translator
+
     translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, engine=args.engine)
     result = translator.translate([args.sentence], beam_size=args.beam, layer=args.layer, head=args.head)[0]
     if not result.source_tokens:

@@ -8,13 +8,14 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
-from attnmt.checkpoint import average_weights, save_tensors
 from attnmt.errors import AttnmtError
 from attnmt.files import refuse_overwrite, writer_lock
-from attnmt.run_dir import RunDir
 
 
 def run(args) -> int:
+    from attnmt.checkpoint import average_weights, save_tensors
+    from attnmt.run_dir import RunDir
+
     run_dir = RunDir(args.run_dir)
     found = run_dir.checkpoints()
     paths = found[-args.last:]

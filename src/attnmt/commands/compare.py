@@ -22,9 +22,7 @@ from attnmt.commands.text_io import read_file
 from attnmt.config import DataConfig
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
 from attnmt.errors import AttnmtError
-from attnmt.run_dir import RunDir
 from attnmt.significance import compare_systems
-from attnmt.translator import Translator
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +45,8 @@ def _test_set(systems: list[str], split: str, pair: str | None) -> ParallelCorpu
     Raises:
         AttnmtError: a multilingual first system without --pair.
     """
+    from attnmt.run_dir import RunDir
+
     data = RunDir(system_paths(systems[0])[0]).config().data if systems else DataConfig()
     if data.multilingual and pair is None:
         raise AttnmtError(f"{systems[0]} is multilingual: name the direction to compare with --pair SRC-TGT "
@@ -55,6 +55,8 @@ def _test_set(systems: list[str], split: str, pair: str | None) -> ParallelCorpu
 
 
 def _translate(system: str, sources: list[str], args) -> list[str]:
+    from attnmt.translator import Translator
+
     translator = Translator.load(system_paths(system), checkpoint=args.checkpoint, device=args.device,
                                  engine=args.engine)
     log.info("translating %d sentences with %s (beam %d)", len(sources), system, args.beam)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 
 from attnmt.config import DataConfig, config_from_dict, load_config
-from attnmt.data.stats import compute_stats, format_counts, format_table, own_data_spec
 from attnmt.errors import ConfigError, DataError
 
 
@@ -17,6 +16,8 @@ FLAGS = {"data.src_lang": "--src-lang", "data.tgt_lang": "--tgt-lang", "data.spm
 
 def data_config(args: argparse.Namespace) -> DataConfig:
     """The `DataConfig` that the options describe (or that `--config` holds), validated as in training."""
+    from attnmt.data.stats import own_data_spec
+
     options = {"--corpus": args.corpus, "--valid": args.valid, "--test": args.test, "--src-lang": args.src_lang,
                "--tgt-lang": args.tgt_lang, "--tokenizer": args.tokenizer, "--vocab-size": args.vocab_size,
                "--min-freq": args.min_freq}
@@ -49,6 +50,8 @@ def data_config(args: argparse.Namespace) -> DataConfig:
 
 def run(args: argparse.Namespace) -> int:
     """Print the statistics table of `attnmt data stats`; returns the exit code."""
+    from attnmt.data.stats import compute_stats, format_counts, format_table
+
     d = data_config(args)
     stats = compute_stats(d, args.splits)
     corpus = "multi30k" if d.corpus == "multi30k" else ", ".join(c.path for c in d.train_corpora())

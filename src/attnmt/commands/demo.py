@@ -11,8 +11,6 @@ import logging
 import shutil
 from pathlib import Path
 
-import torch
-
 from attnmt.errors import AttnmtError
 from attnmt.files import write_json
 
@@ -52,6 +50,8 @@ def prepare_run_dir(run_dir: Path) -> None:
 
 
 def run(args) -> int:
+    import torch
+
     from attnmt.allocator import keep_freed_memory
     from attnmt.config import find_config, load_config
     from attnmt.plotting import plot_attention

@@ -11,12 +11,13 @@ import logging
 import time
 from contextlib import nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from attnmt.commands import file_jobs
 from attnmt.errors import AttnmtError
 from attnmt.files import write_json
-from attnmt.run_dir import RunDir
-from attnmt.translator import Translator
+
+if TYPE_CHECKING:
+    from attnmt.translator import Translator
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,10 @@ def _pairs(translator: Translator, pair: str | None) -> list[tuple[str, str] | N
 
 
 def run(args) -> int:
+    from attnmt.commands import file_jobs
+    from attnmt.run_dir import RunDir
+    from attnmt.translator import Translator
+
     runs = args.run_dir  # one run, or the members of an ensemble
     file_jobs.check_workers(args.workers, args.engine)
     translator = Translator.load(runs if len(runs) > 1 else runs[0], checkpoint=args.checkpoint,

@@ -3,11 +3,12 @@ RUN_DIR-ct2-Q beside the run. `--format hf`: a Marian model folder for `transfor
 
 from __future__ import annotations
 
-from attnmt.engines.ctranslate2_export import export_run
 from attnmt.errors import AttnmtError
 
 
 def run(args) -> int:
+    from attnmt.engines.ctranslate2_export import export_run
+
     if args.format == "hf":
         from attnmt.interop.marian import export_marian
 

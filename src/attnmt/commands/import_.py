@@ -3,10 +3,10 @@ model folder in the Hugging Face layout -> an attnmt run directory (interop/mari
 
 from __future__ import annotations
 
-from attnmt.interop.marian import import_marian
-
 
 def run(args) -> int:
+    from attnmt.interop.marian import import_marian
+
     run_dir = import_marian(args.folder, args.output, src_lang=args.src_lang, tgt_lang=args.tgt_lang,
                             overwrite=args.overwrite)
     print(f"imported {args.folder} -> {run_dir.path} (translate, serve, evaluate, export it, or fine-tune it "

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import json
 
-import torch
-
 from attnmt.config import load_config
-from attnmt.data.prepare import prepare
-from attnmt.training.init_from import init_pipeline, resolve_init_from
-from attnmt.world import close_world, init_world
 
 PREPARE_TIMEOUT_S = 24 * 3600.0  # a rank waits this long for the others (a huge corpus encodes for hours)
 
 
 def run(args) -> int:
+    import torch
+
+    from attnmt.data.prepare import prepare
+    from attnmt.training.init_from import init_pipeline, resolve_init_from
+    from attnmt.world import close_world, init_world
+
     cfg = load_config(args.config, args.overrides)
     if cfg.train.init_from:  # a fine-tuning config: the ids are in its init run's vocabularies, as train's are
         cfg = resolve_init_from(cfg)

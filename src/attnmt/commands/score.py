@@ -5,14 +5,20 @@ rank under torchrun, the pairs are scored in shards of --shard-lines lines that 
 
 from __future__ import annotations
 
-from attnmt.commands import file_jobs
+from typing import TYPE_CHECKING
+
 from attnmt.commands.text_io import open_output, read_file, read_lines
 from attnmt.errors import AttnmtError
-from attnmt.sharding import Work
-from attnmt.translator import Translator
+
+if TYPE_CHECKING:
+    from attnmt.sharding import Work
+    from attnmt.translator import Translator
 
 
 def run(args) -> int:
+    from attnmt.commands import file_jobs
+    from attnmt.translator import Translator
+
     file_jobs.refuse_overwriting_inputs(args.output, {"input (-i)": args.input, "reference": args.reference},
                                         args.run_dir)
     if file_jobs.wanted(args):

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from attnmt.commands.compare import system_paths
 from attnmt.errors import AttnmtError
-from attnmt.run_dir import RunDir
 from attnmt.server.settings import ServeSettings
 
 log = logging.getLogger(__name__)
@@ -51,6 +50,7 @@ class ModelSpec:
 def model_specs(arguments: list[str], engine: str | None) -> list[ModelSpec]:
     """A ModelSpec per RUN_OR_EXPORT argument, checked before anything loads: each folder is what
     its engine reads (`engine`, or per model: ctranslate2 for an export, native for a run)."""
+    from attnmt.run_dir import RunDir
     from attnmt.translator import refuse_ensemble_engine
 
     specs, pairs = [], {}

@@ -9,15 +9,16 @@ import json
 
 from attnmt.commands.evaluate import keep_report
 from attnmt.errors import AttnmtError
-from attnmt.run_dir import RunDir
 from attnmt.significance import Spread, seed_spread
-from attnmt.translator import Translator
 
 KEYS = ("bleu", "chrf")
 
 
 def _report(path: str, args) -> tuple[dict, str]:
     """The run's report of the split at the beam, and where it came from."""
+    from attnmt.run_dir import RunDir
+    from attnmt.translator import Translator
+
     run = RunDir(path)
     run.require_run()
     report = run.eval_report(args.split, args.beam)

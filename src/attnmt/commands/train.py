@@ -14,9 +14,6 @@ from attnmt.allocator import keep_freed_memory
 from attnmt.config import Config, apply_overrides, config_from_dict, load_config, save_config
 from attnmt.errors import AttnmtError
 from attnmt.files import writer_lock
-from attnmt.run_dir import CONFIG, RunDir
-from attnmt.training import train
-from attnmt.world import env_rank
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +27,9 @@ EXTENDABLE_KEYS = ("train.epochs", "train.max_updates", "train.max_minutes", "tr
 
 def _extend_run(cfg: Config, run_dir: Path, overrides: list[str]) -> Config:
     """Apply `overrides` limited to EXTENDABLE_KEYS to a saved run's config and save it."""
+    from attnmt.run_dir import CONFIG, RunDir
+    from attnmt.world import env_rank
+
     for item in overrides:
         key = item.partition("=")[0].strip()
         if key not in EXTENDABLE_KEYS:
@@ -51,6 +51,8 @@ def seed_run_dir(run_dir: Path, seed: int) -> Path:
 
 def _train_seeds(args) -> list:
     """`--seeds`: one fresh run per seed, one after the other; their TrainResults."""
+    from attnmt.training import train
+
     if args.resume:
         raise AttnmtError("--seeds starts new runs and cannot be combined with --resume: resume each "
                           "RUN_DIR-seedS on its own")
@@ -73,6 +75,10 @@ def _summary(result) -> dict:
 
 
 def run(args) -> int:
+    from attnmt.run_dir import RunDir
+    from attnmt.training import train
+    from attnmt.world import env_rank
+
     if args.resume and args.overwrite:
         raise AttnmtError("--overwrite starts a run afresh and cannot be combined with --resume")
     keep_freed_memory()  # a process that trains: logits-sized blocks are reused, not remapped (allocator.py)

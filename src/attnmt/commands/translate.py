@@ -11,19 +11,23 @@ decodes in N processes (workers.py), outputs in input order."""
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from attnmt.commands import file_jobs
 from attnmt.commands.text_io import open_input, open_output, output_line, read_lines
 from attnmt.decoding import pharaoh, read_glossary, unknown_target_words
 from attnmt.errors import AttnmtError
 from attnmt.files import sha256_file
-from attnmt.run_dir import RunDir
-from attnmt.sharding import Work
-from attnmt.translator import Translator
-from attnmt.workers import WorkerPool
+
+if TYPE_CHECKING:
+    from attnmt.sharding import Work
+    from attnmt.translator import Translator
+    from attnmt.workers import WorkerPool
 
 
 def run(args) -> int:
+    from attnmt.commands import file_jobs
+    from attnmt.run_dir import RunDir
+
     file_jobs.refuse_overwriting_inputs(args.output, {"input (-i)": args.input, "glossary": args.glossary}, args.run_dir)
     file_jobs.check_workers(args.workers, args.engine)
     glossary = read_glossary(args.glossary) if args.glossary is not None else None
@@ -58,6 +62,8 @@ def _say_unknown_terms(path, glossary: list[tuple[str, str]], pipeline) -> None:
 
 def _stream(args, options: dict, chunk_size: int) -> None:
     """Translate stdin (or -i) to stdout (or -o) line by line, `chunk_size` lines per call."""
+    from attnmt.commands import file_jobs
+
     with file_jobs.open_translator(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine,
                                    workers=args.workers, threads=args.threads) as translator, \
             open_input(args.input) as source, open_output(args.output) as target:
