@@ -281,6 +281,13 @@ def test_every_verb_has_bad_value_rows():
     assert set(COMMANDS) <= set(BAD_VALUES), f"add rows for {sorted(set(COMMANDS) - set(BAD_VALUES))}"
 
 
+def test_the_parser_is_built_without_torch():
+    """`attnmt --help` imports every verb module to build the parser: none may load torch at its top."""
+    code = "import sys, attnmt.cli; attnmt.cli.build_parser(); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_bad_value_in_a_real_process_has_no_traceback(toy_run):
     out = subprocess.run([sys.executable, "-m", "attnmt", "translate", str(toy_run), "--beam", "0"],
                          capture_output=True, text=True, input="Hund .\n")

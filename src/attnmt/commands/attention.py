@@ -2,8 +2,25 @@
 
 from __future__ import annotations
 
+import argparse
+
+from attnmt.commands.arguments import IMAGE_FORMATS, _add_engine_arg, beam_size, image_path, index_int
 from attnmt.errors import AttnmtError
 from attnmt.plotting import plot_attention
+
+HELP = "draw the attention heatmap of one translation"
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir")
+    parser.add_argument("sentence")
+    parser.add_argument("-o", "--output", type=image_path, default="attention.png",
+                        help=f"image file ({', '.join(IMAGE_FORMATS)})")
+    parser.add_argument("--beam", type=beam_size, default=5)
+    parser.add_argument("--checkpoint", default="best")
+    parser.add_argument("--layer", type=index_int, default=None, help="Transformer: layer index (default: average)")
+    parser.add_argument("--head", type=index_int, default=None, help="Transformer: head index (default: average)")
+    _add_engine_arg(parser)
 
 
 def run(args) -> int:

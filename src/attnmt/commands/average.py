@@ -4,12 +4,24 @@ into the run, it takes the run's one-writer lock (files.writer_lock): never besi
 
 from __future__ import annotations
 
+import argparse
 import sys
 from contextlib import nullcontext
 from pathlib import Path
 
+from attnmt.commands.arguments import positive_int
 from attnmt.errors import AttnmtError
 from attnmt.files import refuse_overwrite, writer_lock
+
+HELP = "average the weights of several checkpoints of one run"
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir")
+    parser.add_argument("--last", type=positive_int, default=5,
+                        help="average the last N validated checkpoints by update: checkpoints/epoch_*, and "
+                             "step_* (every train.validate_every updates, or train.max_updates reached mid-epoch)")
+    parser.add_argument("-o", "--output", default=None)
 
 
 def run(args) -> int:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 
+from attnmt.commands.arguments import _add_data_args
 from attnmt.config import DataConfig, config_from_dict, load_config
 from attnmt.errors import ConfigError, DataError
+
+HELP = "corpus statistics per split"
 
 
 # config key -> the `attnmt data stats` option that sets it
@@ -46,6 +49,11 @@ def data_config(args: argparse.Namespace) -> DataConfig:
         for key, flag in FLAGS.items():
             message = message.replace(key, flag)
         raise DataError(message) from None
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    _add_data_args(parser)
+    parser.add_argument("--splits", nargs="+", default=None, help="splits to show (default: train val test)")
 
 
 def run(args: argparse.Namespace) -> int:

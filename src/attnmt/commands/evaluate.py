@@ -6,6 +6,7 @@ on the direction --pair names, or on all of them (one report each, and their mea
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import time
@@ -13,11 +14,15 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attnmt.commands.arguments import _add_engine_arg, _add_workers_arg, beam_size, length_penalty, pair, positive_int
+from attnmt.decoding import MAX_BEAM
 from attnmt.errors import AttnmtError
 from attnmt.files import write_json
 
 if TYPE_CHECKING:
     from attnmt.translator import Translator
+
+HELP = "score a trained run on a split"
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +54,20 @@ def _pairs(translator: Translator, pair: str | None) -> list[tuple[str, str] | N
     chosen = tuple(pair.split("-"))
     translator.target_language(*chosen)  # a LanguageError naming the directions
     return [chosen]
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
+    parser.add_argument("--split", default="test_2016_flickr")
+    parser.add_argument("--beam", type=beam_size, default=5, help=f"beam size (1 = greedy; at most {MAX_BEAM})")
+    parser.add_argument("--length-penalty", type=length_penalty, default=None)
+    parser.add_argument("--batch-size", type=positive_int, default=128)
+    parser.add_argument("--checkpoint", default="best", help="'best', 'last', 'average' (after attnmt average) or a checkpoint file")
+    parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    parser.add_argument("--pair", type=pair, default=None, metavar="SRC-TGT",
+                        help="a multilingual model's direction to evaluate, or 'all' (one report per direction)")
+    _add_engine_arg(parser)
+    _add_workers_arg(parser)
 
 
 def run(args) -> int:

@@ -4,11 +4,24 @@ torchrun every rank prepares a part (data.prepare); rank 0 prints what was prepa
 
 from __future__ import annotations
 
+import argparse
 import json
 
-from attnmt.config import load_config
+from attnmt.commands.arguments import MAX_PREPARE_WORKERS, bounded, positive_int
+from attnmt.config import load_config, packaged_configs
+
+HELP = "tokenize a config's training data once, into the cache (ATTNMT_CACHE)"
 
 PREPARE_TIMEOUT_S = 24 * 3600.0  # a rank waits this long for the others (a huge corpus encodes for hours)
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", help="YAML config file, or the name of a packaged config "
+                        f"({', '.join(packaged_configs())})")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config value, e.g. --set data.max_len=80 (repeatable)")
+    parser.add_argument("--workers", type=bounded(positive_int, high=MAX_PREPARE_WORKERS), default=None, metavar="N",
+                        help="tokenizing processes (default: data.workers, else one per CPU; under torchrun, per rank)")
 
 
 def run(args) -> int:

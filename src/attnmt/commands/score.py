@@ -5,14 +5,31 @@ rank under torchrun, the pairs are scored in shards of --shard-lines lines that 
 
 from __future__ import annotations
 
+import argparse
 from typing import TYPE_CHECKING
 
+from attnmt.commands.arguments import _add_engine_arg, _add_language_args, _add_shard_args, positive_int
 from attnmt.commands.text_io import open_output, read_file, read_lines
 from attnmt.errors import AttnmtError
 
 if TYPE_CHECKING:
     from attnmt.sharding import Work
     from attnmt.translator import Translator
+
+HELP = "score given translations: log-prob, normalized score, tokens per line"
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
+    parser.add_argument("-i", "--input", required=True, help="source sentences, one per line")
+    parser.add_argument("-r", "--reference", required=True, help="their translations, one per line")
+    parser.add_argument("-o", "--output", default=None)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--checkpoint", default="best")
+    parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    _add_language_args(parser)
+    _add_engine_arg(parser)
+    _add_shard_args(parser)
 
 
 def run(args) -> int:

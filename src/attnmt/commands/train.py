@@ -5,15 +5,19 @@ runs/<config name>); an interrupted one is resumed on its own with --resume DIR-
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 from contextlib import nullcontext
 from pathlib import Path
 
 from attnmt.allocator import keep_freed_memory
-from attnmt.config import Config, apply_overrides, config_from_dict, load_config, save_config
+from attnmt.commands.arguments import seed_list
+from attnmt.config import Config, apply_overrides, config_from_dict, load_config, packaged_configs, save_config
 from attnmt.errors import AttnmtError
 from attnmt.files import writer_lock
+
+HELP = "train a model from a YAML config"
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +76,19 @@ def _train_seeds(args) -> list:
 def _summary(result) -> dict:
     return {"run_dir": str(result.run_dir), "epochs": result.epochs, "seconds": round(result.seconds, 1),
             "best": result.best}
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", nargs="?", help="YAML config file, or the name of a packaged config "
+                        f"({', '.join(packaged_configs())}); not needed with --resume")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config value, e.g. --set train.lr=3e-4 (repeatable)")
+    parser.add_argument("--run-dir", default=None, help="where to write the run (default: runs/<config name>)")
+    parser.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue an interrupted run exactly")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="start afresh in a --run-dir that holds a run, deleting that run's files")
+    parser.add_argument("--seeds", type=seed_list, default=None, metavar="S1,S2,...",
+                        help="train one run per seed, one after the other, in RUN_DIR-seedS (train.seed=S)")
 
 
 def run(args) -> int:

@@ -10,11 +10,15 @@ decodes in N processes (workers.py), outputs in input order."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from attnmt.commands.arguments import (_add_engine_arg, _add_language_args, _add_shard_args, _add_workers_arg, beam_size,
+                                       bounded, length_penalty, non_negative_int, positive_float, positive_int)
 from attnmt.commands.text_io import open_input, open_output, output_line, read_lines
-from attnmt.decoding import pharaoh, read_glossary, unknown_target_words
+from attnmt.decoding import (MAX_BEAM, MAX_SAMPLING_TEMPERATURE, MAX_SAMPLING_TOPK, MAX_SEED, MIN_SAMPLING_TEMPERATURE,
+                             pharaoh, read_glossary, unknown_target_words)
 from attnmt.errors import AttnmtError
 from attnmt.files import sha256_file
 
@@ -22,6 +26,44 @@ if TYPE_CHECKING:
     from attnmt.sharding import Work
     from attnmt.translator import Translator
     from attnmt.workers import WorkerPool
+
+HELP = "translate lines from stdin (or -i) to stdout (or -o)"
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
+    parser.add_argument("-i", "--input", default=None)
+    parser.add_argument("-o", "--output", default=None)
+    parser.add_argument("--beam", type=beam_size, default=None,
+                        help=f"beam size (1 = greedy; at most {MAX_BEAM}; default 5, 1 when sampling)")
+    parser.add_argument("--length-penalty", type=length_penalty, default=None)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--checkpoint", default="best")
+    parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    _add_language_args(parser)
+    _add_engine_arg(parser)
+    parser.add_argument("--n-best", type=beam_size, default=1, metavar="K",
+                        help="print the K best: 'rank<TAB>score<TAB>text' lines, an empty line after each sentence")
+    _add_shard_args(parser)
+    _add_workers_arg(parser)
+    parser.add_argument("--sampling-topk", type=bounded(non_negative_int, high=MAX_SAMPLING_TOPK), default=1,
+                        metavar="K",
+                        help="sample from the K most probable tokens (0 = all; 1 = no sampling), e.g. for back-translation")
+    temperature = bounded(positive_float, low=MIN_SAMPLING_TEMPERATURE, high=MAX_SAMPLING_TEMPERATURE)
+    parser.add_argument("--sampling-temperature", type=temperature, default=1.0, metavar="T",
+                        help=f"sampling temperature, {MIN_SAMPLING_TEMPERATURE:g}..{MAX_SAMPLING_TEMPERATURE:g}")
+    parser.add_argument("--seed", type=bounded(non_negative_int, high=MAX_SEED), default=None,
+                        help=f"seed for sampling (repeatable output), 0..{MAX_SEED}")
+    parser.add_argument("--replace-unk", action=argparse.BooleanOptionalAction, default=None,
+                        help="replace each <unk> by the source word it attends to most (default: "
+                             "search.replace_unk; null = on for moses, off for sentencepiece)")
+    parser.add_argument("--alignments", action="store_true",
+                        help="append a tab and the word alignment in Pharaoh format ('0-0 1-2 ...': "
+                             "source-output word indices, from attention)")
+    parser.add_argument("--glossary", default=None, metavar="TERMS.TSV",
+                        help="terminology: 'source phrase<TAB>target phrase' lines; where the source phrase "
+                             "occurs in a sentence, the target phrase appears in its translation exactly once "
+                             "(constrained search: native engine; greedy or beam)")
 
 
 def run(args) -> int:
