@@ -262,7 +262,8 @@ def test_bad_values_give_one_error_line_and_exit_2(verb, argv, message, request,
 def test_argument_types():
     import argparse
 
-    from attnmt.cli import image_path, index_int, non_negative_float, non_negative_int, positive_float, positive_int
+    from attnmt.commands.arguments import (image_path, index_int, non_negative_float, non_negative_int, positive_float,
+                                          positive_int)
 
     assert (positive_int("3"), non_negative_int("0"), index_int("-1")) == (3, 0, -1)
     assert (positive_float("0.5"), non_negative_float("0"), image_path("a/b.PNG")) == (0.5, 0.0, "a/b.PNG")
@@ -278,6 +279,13 @@ def test_every_verb_has_bad_value_rows():
     from attnmt.cli import COMMANDS
 
     assert set(COMMANDS) <= set(BAD_VALUES), f"add rows for {sorted(set(COMMANDS) - set(BAD_VALUES))}"
+
+
+def test_the_parser_is_built_without_torch():
+    """`attnmt --help` imports every verb module to build the parser: none may load torch at its top."""
+    code = "import sys, attnmt.cli; attnmt.cli.build_parser(); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_bad_value_in_a_real_process_has_no_traceback(toy_run):

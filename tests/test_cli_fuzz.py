@@ -5,8 +5,8 @@ parser itself, so a new option is fuzzed without a change here) give exit 0 or e
 Numbers are huge, negative, nan, inf, hex, with underscores or in other scripts; strings are any
 text; paths are missing, folders, files of the wrong kind or a real run. Valid values run for
 real on a copy of the toy run, except the three jobs too long for a test, which are stubbed where
-the command hands over to the library: training (`commands.train.train`, `training.train` for the
-demo) and serving (uvicorn's `Server.run`).
+the command hands over to the library: training (`training.train`, which `attnmt train` and the
+demo call) and serving (uvicorn's `Server.run`).
 
     ATTNMT_FUZZ=deep pytest tests/test_cli_fuzz.py tests/test_text_fuzz.py   # the deeper profile
 """
@@ -114,7 +114,6 @@ def stubbed(monkeypatch, places):
     """Stubs for the jobs too long for a test: training and serving."""
     import uvicorn
 
-    import attnmt.commands.train
     import attnmt.training
 
     def train(cfg, run_dir, **_):
@@ -123,7 +122,6 @@ def stubbed(monkeypatch, places):
     def serve(self, *args, **kwargs):
         self.started = True
 
-    monkeypatch.setattr(attnmt.commands.train, "train", train)
     monkeypatch.setattr(attnmt.training, "train", train)
     monkeypatch.setattr(uvicorn.Server, "run", serve)
     places["tmp"].mkdir(exist_ok=True)

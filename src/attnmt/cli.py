@@ -1,23 +1,8 @@
-"""The `attnmt` command line: one sub-command per job.
+"""The `attnmt` command line: `attnmt VERB ...`, one module of attnmt.commands per verb (COMMANDS).
 
-    attnmt data stats      corpus statistics (sentences, tokens, vocab, OOV, lengths)
-    attnmt prepare         tokenize a config's training data once, into the cache training reads
-    attnmt train           train a model from a YAML config
-    attnmt evaluate        BLEU / chrF / perplexity of a run on a split
-    attnmt translate       translate stdin (or a file) line by line (n-best lists, sampling)
-    attnmt score           the model's log-probability of given translations (forced decoding)
-    attnmt export          write a CTranslate2 model folder for a Transformer run (or a Marian one: --format hf)
-    attnmt import          a Marian (OPUS-MT) model folder in the Hugging Face layout -> a run
-    attnmt attention       draw an attention heatmap for one sentence
-    attnmt average         average the weights of checkpoints
-    attnmt demo            the README's main job
-    attnmt serve           HTTP service (LibreTranslate API + /v1) and the attention page
-    attnmt compare         BLEU / chrF of several systems, paired significance tests against the first
-    attnmt summarize       mean and standard deviation of test scores over runs (seeds)
-
-Each verb is a module of attnmt.commands that turns the parsed arguments into typed library
-calls; this module only builds the parser, dispatches, and turns user errors into one clear line
-on stderr, `attnmt VERB: error: ...`, and exit code 2:
+Each verb's module holds its one-line HELP, `add_args(parser)` and `run(args) -> int`; this module
+only builds the parser from them, dispatches, and turns user errors into one clear line on
+stderr, `attnmt VERB: error: ...`, and exit code 2:
 
 - values argparse can check (positive counts, integers, choices, image formats) it checks;
 - `--device` is checked here against this machine (devices.py) before anything loads;
@@ -32,412 +17,47 @@ on stderr, `attnmt VERB: error: ...`, and exit code 2:
 from __future__ import annotations
 
 import argparse
-import importlib
 import linecache
 import logging
 import os
 import sys
 
-from attnmt.config import packaged_configs
-from attnmt.bounds import (BEAM, DECODING_SEED, DECODING_WORKERS, EXPIRE_MINUTES, FILE_KB, FILES, LENGTH_PENALTY,
-                           PREPARE_WORKERS, SAMPLING_TEMPERATURE, SAMPLING_TOPK, SENTENCES, SHARD_LINES, THREADS, VOCAB,
-                           WAIT_MS, Bound)
-from attnmt.direction import Direction, check_language
+from attnmt.commands import (attention, average, compare, data_stats, demo, evaluate, export, import_, prepare, score,
+                             serve, summarize, train, translate)
 from attnmt.errors import AttnmtError
 
-# sub-command -> "module:function" (commands/, one module per verb); the function takes the parsed
-# argparse.Namespace and returns an exit code. Imported lazily so that `attnmt --help` does not load torch.
-COMMANDS = {name: f"attnmt.commands.{module}:run" for name, module in (
-    ("data stats", "data_stats"), ("prepare", "prepare"), ("train", "train"), ("evaluate", "evaluate"), ("translate", "translate"),
-    ("score", "score"), ("export", "export"), ("attention", "attention"), ("average", "average"),
-    ("demo", "demo"), ("serve", "serve"), ("compare", "compare"), ("summarize", "summarize"),
-    ("import", "import_"))}
-
-
-# --------------------------------------------------------------------------- argument types
-# argparse turns a ValueError/ArgumentTypeError from these into `attnmt VERB: error: argument X: ...`.
-
-def _parse(text: str, cast: type, what: str):
-    """`cast(text)`, or the argparse error that says `text` is not `what`."""
-    try:
-        return cast(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-
-
-def positive_int(text: str) -> int:
-    """An integer >= 1 (beam sizes, batch sizes, counts)."""
-    value = _parse(text, int, "an integer")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be a positive integer (1 or more)")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    """An integer >= 0 (e.g. a top-k where 0 means all)."""
-    value = _parse(text, int, "an integer")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be 0 or more")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """A finite float > 0 (temperatures, waiting times)."""
-    value = _parse(text, float, "a number")
-    if not 0 < value < float("inf"):  # also refuses nan
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number > 0")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    """A finite float >= 0 (length penalties)."""
-    value = _parse(text, float, "a number")
-    if not value >= 0 or value == float("inf"):  # also refuses nan
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
-    return value
-
-
-def bounded(bound: Bound):
-    """The argument type of a value in `bound` (bounds.py: the same range as the config, the
-    library and the service take), so that no value reaches the library that hangs it or overflows."""
-    if bound.integer:
-        check = positive_int if bound.low == 1 else non_negative_int
-    else:
-        check = positive_float if bound.low_open or bound.low > 0 else non_negative_float
-
-    def parse(text: str):
-        value = check(text)
-        if value < bound.low:
-            raise argparse.ArgumentTypeError(f"{text} must be at least {bound.low:g}")
-        if value > bound.high:
-            raise argparse.ArgumentTypeError(f"{text} must be at most {bound.high:g}" if isinstance(bound.high, float)
-                                             else f"{text} must be at most {bound.high}")
-        return value
-    parse.__name__ = check.__name__
-    return parse
-
-
-beam_size = bounded(BEAM)
-length_penalty = bounded(LENGTH_PENALTY)
-
-
-def index_int(text: str) -> int:
-    """An integer index; negative ones count from the end (Transformer layers and heads)."""
-    return _parse(text, int, "an integer index")
-
-
-IMAGE_FORMATS = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps")
-
-
-def image_path(text: str) -> str:
-    """An output file whose suffix names an image format matplotlib writes."""
-    if os.path.splitext(text)[1].lower() not in IMAGE_FORMATS:
-        raise argparse.ArgumentTypeError(f"{text!r}: the file name must end in one of {', '.join(IMAGE_FORMATS)}")
-    return text
-
-
-def _add_data_args(p: argparse.ArgumentParser) -> None:
-    """The data settings of `attnmt data stats`; unset ones take the config defaults (config.DataConfig)."""
-    p.add_argument("--config", default=None, help="take every data setting from this config (file or packaged name)")
-    p.add_argument("--corpus", default=None, help="'multi30k' (default), or own data as data.train names it: a path "
-                   "prefix (data/train reads data/train.de, data/train.en), a folder holding train.<lang>, or a .tsv")
-    p.add_argument("--valid", default=None, help="own validation data, as data.valid (default: found next to train)")
-    p.add_argument("--test", default=None, help="own test data, as data.test (default: found next to train)")
-    p.add_argument("--src-lang", default=None, help="default: de")
-    p.add_argument("--tgt-lang", default=None, help="default: en")
-    p.add_argument("--tokenizer", choices=["moses", "sentencepiece"], default=None, help="default: moses")
-    p.add_argument("--lowercase", action="store_true", help="lowercase all text (as data.lowercase)")
-    p.add_argument("--vocab-size", type=bounded(VOCAB), default=None,
-                   help=f"sentencepiece pieces, at most {VOCAB.high} (default: 8000)")
-    p.add_argument("--min-freq", type=positive_int, default=None, help="minimum token frequency in the vocabulary "
-                   "(default: 1, as data.min_freq)")
-
-
-def _add_shard_args(p: argparse.ArgumentParser) -> None:
-    """translate / score from a file into a file, or under torchrun: in resumable shards (sharding.py)."""
-    p.add_argument("--shard-lines", type=bounded(SHARD_LINES), default=None, metavar="N",
-                   help="with -i FILE -o FILE (and under torchrun): work in shards of N lines (default 10000), kept "
-                        "in OUT.shards/ until OUT is written, so a killed job resumes where it stopped")
-    p.add_argument("--threads", type=bounded(THREADS), default=None, metavar="N",
-                   help="torch CPU threads (default: torch's choice; under torchrun, the CPUs shared among the "
-                        "ranks of a node)")
-
-
-def _add_workers_arg(p: argparse.ArgumentParser) -> None:
-    """translate / evaluate: native decoding in N processes (workers.py)."""
-    p.add_argument("--workers", type=bounded(DECODING_WORKERS), default=1, metavar="N",
-                   help=f"decode in N worker processes (1..{DECODING_WORKERS.high}, at most the CPUs usable), each with its own copy of the model and "
-                        "its torch threads (translate: --threads; default: the CPUs shared among them); native engine on a CPU, "
-                        "one process (not under torchrun). Default 1: on 2 cores, 2 workers decoded 1.09-1.17x faster "
-                        "but start ~2 s later, so they win only past a few thousand sentences (docs/performance.md)")
-
-
-def language(text: str) -> str:
-    """A language code as a multilingual model names its languages (de, fra, pt_BR)."""
-    return check_language(text, "", error=argparse.ArgumentTypeError)
-
-
-def direction(text: str) -> Direction:
-    """A direction SRC-TGT (de-en)."""
-    return Direction.parse(text, "", error=argparse.ArgumentTypeError)
-
-
-def direction_or_all(text: str) -> Direction | str:
-    """A direction SRC-TGT (de-en), or 'all'."""
-    return text if text == "all" else direction(text)
-
-
-def _add_language_args(p: argparse.ArgumentParser) -> None:
-    """A multilingual model's direction (translate, score)."""
-    p.add_argument("--source-lang", type=language, default=None,
-                   help="the input's language (a multilingual model: checked against its directions)")
-    p.add_argument("--target-lang", type=language, default=None,
-                   help="the language to write (a multilingual model that writes several needs it)")
-
-
-def _add_engine_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--engine", choices=["native", "ctranslate2"], default="native",
-                   help="native: RUN_DIR is a training run; ctranslate2: RUN_DIR is a folder from `attnmt export`")
+# verb -> its module, in the order of `attnmt --help`; a two-word verb is a sub-command of a group (GROUPS).
+COMMANDS = {
+    "data stats": data_stats,
+    "prepare": prepare,
+    "train": train,
+    "evaluate": evaluate,
+    "translate": translate,
+    "score": score,
+    "export": export,
+    "attention": attention,
+    "average": average,
+    "demo": demo,
+    "serve": serve,
+    "compare": compare,
+    "summarize": summarize,
+    "import": import_,
+}
+GROUPS = {"data": "inspect corpora"}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attnmt", description="Attention-based neural machine translation.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_data, _add_prepare, _add_train, _add_evaluate, _add_translate, _add_score, _add_export, _add_attention,
-                _add_average, _add_demo, _add_serve, _add_compare, _add_summarize, _add_import):
-        add(sub)
+    groups = {}
+    for name, module in COMMANDS.items():
+        group, _, verb = name.rpartition(" ")
+        if group and group not in groups:
+            groups[group] = sub.add_parser(group, help=GROUPS[group]).add_subparsers(dest=f"{group}_command",
+                                                                                     required=True)
+        module.add_args((groups[group] if group else sub).add_parser(verb, help=module.HELP))
     return parser
-
-
-def _add_data(sub) -> None:
-    data = sub.add_parser("data", help="inspect corpora").add_subparsers(dest="data_command", required=True)
-    stats = data.add_parser("stats", help="corpus statistics per split")
-    _add_data_args(stats)
-    stats.add_argument("--splits", nargs="+", default=None, help="splits to show (default: train val test)")
-
-
-def seed_list(text: str) -> list[int]:
-    """Distinct integers separated by commas: `--seeds 1,2,3`."""
-    seeds = [_parse(part.strip(), int, "an integer") for part in text.split(",")]
-    if len(set(seeds)) != len(seeds):
-        raise argparse.ArgumentTypeError(f"{text!r} repeats a seed")
-    return seeds
-
-
-def _add_prepare(sub) -> None:
-    prepare = sub.add_parser("prepare", help="tokenize a config's training data once, into the cache (ATTNMT_CACHE)")
-    prepare.add_argument("config", help="YAML config file, or the name of a packaged config "
-                         f"({', '.join(packaged_configs())})")
-    prepare.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                         help="override a config value, e.g. --set data.max_len=80 (repeatable)")
-    prepare.add_argument("--workers", type=bounded(PREPARE_WORKERS), default=None, metavar="N",
-                         help="tokenizing processes (default: data.workers, else one per CPU; under torchrun, per rank)")
-
-
-def _add_train(sub) -> None:
-    train = sub.add_parser("train", help="train a model from a YAML config")
-    train.add_argument("config", nargs="?", help="YAML config file, or the name of a packaged config "
-                       f"({', '.join(packaged_configs())}); not needed with --resume")
-    train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                       help="override a config value, e.g. --set train.lr=3e-4 (repeatable)")
-    train.add_argument("--run-dir", default=None, help="where to write the run (default: runs/<config name>)")
-    train.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue an interrupted run exactly")
-    train.add_argument("--overwrite", action="store_true",
-                       help="start afresh in a --run-dir that holds a run, deleting that run's files")
-    train.add_argument("--seeds", type=seed_list, default=None, metavar="S1,S2,...",
-                       help="train one run per seed, one after the other, in RUN_DIR-seedS (train.seed=S)")
-
-
-def _add_evaluate(sub) -> None:
-    evaluate = sub.add_parser("evaluate", help="score a trained run on a split")
-    evaluate.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
-    evaluate.add_argument("--split", default="test_2016_flickr")
-    evaluate.add_argument("--beam", type=beam_size, default=5, help=f"beam size (1 = greedy; at most {BEAM.high})")
-    evaluate.add_argument("--length-penalty", type=length_penalty, default=None)
-    evaluate.add_argument("--batch-size", type=positive_int, default=128)
-    evaluate.add_argument("--checkpoint", default="best", help="'best', 'last', 'average' (after attnmt average) or a checkpoint file")
-    evaluate.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
-    evaluate.add_argument("--pair", type=direction_or_all, default=None, metavar="SRC-TGT",
-                          help="a multilingual model's direction to evaluate, or 'all' (one report per direction)")
-    _add_engine_arg(evaluate)
-    _add_workers_arg(evaluate)
-
-
-def _add_translate(sub) -> None:
-    translate = sub.add_parser("translate", help="translate lines from stdin (or -i) to stdout (or -o)")
-    translate.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
-    translate.add_argument("-i", "--input", default=None)
-    translate.add_argument("-o", "--output", default=None)
-    translate.add_argument("--beam", type=beam_size, default=None,
-                           help=f"beam size (1 = greedy; at most {BEAM.high}; default 5, 1 when sampling)")
-    translate.add_argument("--length-penalty", type=length_penalty, default=None)
-    translate.add_argument("--batch-size", type=positive_int, default=64)
-    translate.add_argument("--checkpoint", default="best")
-    translate.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
-    _add_language_args(translate)
-    _add_engine_arg(translate)
-    translate.add_argument("--n-best", type=beam_size, default=1, metavar="K",
-                           help="print the K best: 'rank<TAB>score<TAB>text' lines, an empty line after each sentence")
-    _add_shard_args(translate)
-    _add_workers_arg(translate)
-    translate.add_argument("--sampling-topk", type=bounded(SAMPLING_TOPK), default=1,
-                           metavar="K",
-                           help="sample from the K most probable tokens (0 = all; 1 = no sampling), e.g. for back-translation")
-    temperature = bounded(SAMPLING_TEMPERATURE)
-    translate.add_argument("--sampling-temperature", type=temperature, default=1.0, metavar="T",
-                           help=f"sampling temperature, {SAMPLING_TEMPERATURE.range_text()}")
-    translate.add_argument("--seed", type=bounded(DECODING_SEED), default=None,
-                           help=f"seed for sampling (repeatable output), {DECODING_SEED.range_text()}")
-    translate.add_argument("--replace-unk", action=argparse.BooleanOptionalAction, default=None,
-                           help="replace each <unk> by the source word it attends to most (default: "
-                                "search.replace_unk; null = on for moses, off for sentencepiece)")
-    translate.add_argument("--alignments", action="store_true",
-                           help="append a tab and the word alignment in Pharaoh format ('0-0 1-2 ...': "
-                                "source-output word indices, from attention)")
-    translate.add_argument("--glossary", default=None, metavar="TERMS.TSV",
-                           help="terminology: 'source phrase<TAB>target phrase' lines; where the source phrase "
-                                "occurs in a sentence, the target phrase appears in its translation exactly once "
-                                "(constrained search: native engine; greedy or beam)")
-
-
-def _add_score(sub) -> None:
-    score = sub.add_parser("score", help="score given translations: log-prob, normalized score, tokens per line")
-    score.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
-    score.add_argument("-i", "--input", required=True, help="source sentences, one per line")
-    score.add_argument("-r", "--reference", required=True, help="their translations, one per line")
-    score.add_argument("-o", "--output", default=None)
-    score.add_argument("--batch-size", type=positive_int, default=64)
-    score.add_argument("--checkpoint", default="best")
-    score.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
-    _add_language_args(score)
-    _add_engine_arg(score)
-    _add_shard_args(score)
-
-
-def _add_export(sub) -> None:
-    export = sub.add_parser("export", help="write a CTranslate2 model folder for a Transformer run")
-    export.add_argument("run_dir")
-    export.add_argument("-o", "--output", default=None,
-                        help="output folder (default: RUN_DIR-ct2-QUANTIZATION, or RUN_DIR-hf)")
-    export.add_argument("--format", default="ctranslate2", choices=["ctranslate2", "hf"],
-                        help="ctranslate2, or hf: a Marian model folder that transformers loads")
-    export.add_argument("--quantization", default="float32",
-                        choices=["int8", "int8_float32", "int16", "float16", "float32"])
-    export.add_argument("--attention-layer", type=index_int, default=-1,
-                        help="decoder layer whose cross-attention (averaged over heads) the export reports")
-    export.add_argument("--checkpoint", default="best")
-    export.add_argument("--force", action="store_true", help="replace an existing output folder")
-
-
-def _add_attention(sub) -> None:
-    attention = sub.add_parser("attention", help="draw the attention heatmap of one translation")
-    attention.add_argument("run_dir")
-    attention.add_argument("sentence")
-    attention.add_argument("-o", "--output", type=image_path, default="attention.png",
-                           help=f"image file ({', '.join(IMAGE_FORMATS)})")
-    attention.add_argument("--beam", type=beam_size, default=5)
-    attention.add_argument("--checkpoint", default="best")
-    attention.add_argument("--layer", type=index_int, default=None, help="Transformer: layer index (default: average)")
-    attention.add_argument("--head", type=index_int, default=None, help="Transformer: head index (default: average)")
-    _add_engine_arg(attention)
-
-
-def _add_average(sub) -> None:
-    average = sub.add_parser("average", help="average the weights of several checkpoints of one run")
-    average.add_argument("run_dir")
-    average.add_argument("--last", type=positive_int, default=5,
-                         help="average the last N validated checkpoints by update: checkpoints/epoch_*, and "
-                              "step_* (every train.validate_every updates, or train.max_updates reached mid-epoch)")
-    average.add_argument("-o", "--output", default=None)
-
-
-def _add_demo(sub) -> None:
-    demo = sub.add_parser("demo", help="the README's main job: train, evaluate, translate, draw")
-    demo.add_argument("--config", default=None, help="config file or packaged name (default: multi30k_rnn on a GPU, "
-                      "quickstart_rnn on a CPU)")
-    demo.add_argument("--run-dir", default="runs/demo", help="a new folder, or one an earlier demo made (replaced)")
-
-
-def _add_serve(sub) -> None:
-    serve = sub.add_parser("serve", help="serve runs over HTTP: LibreTranslate API, /v1 API, attention page")
-    serve.add_argument("models", nargs="+", metavar="RUN_OR_EXPORT",
-                       help="a run or a CTranslate2 export per language pair (one model each; runs joined by '+', "
-                            "e.g. runs/a-seed1+runs/a-seed2, are one ensemble)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0: every interface)")
-    serve.add_argument("--port", type=non_negative_int, default=8000)
-    serve.add_argument("--max-wait-ms", type=bounded(WAIT_MS), default=5.0,
-                       help="how long a sentence waits for others to share its batch")
-    serve.add_argument("--max-batch-sentences", type=positive_int, default=32, help="most sentences per model call (1: no batching)")
-    serve.add_argument("--max-texts", type=positive_int, default=64, help="most texts per request (more: 413)")
-    serve.add_argument("--beam", type=beam_size, default=None, help="default beam size (default: the run's)")
-    serve.add_argument("--api-key", default=None, help="require this key (api_key field or X-API-Key header)")
-    serve.add_argument("--cors-origin", default=None, help="allow cross-origin requests from this origin")
-    serve.add_argument("--req-limit", type=positive_int, default=None, metavar="N",
-                       help="at most N requests a minute per client and per API key (more: 429)")
-    serve.add_argument("--suggestions", default=None, metavar="FILE",
-                       help="turn POST /suggest on: append each suggestion to FILE as one JSON line")
-    serve.add_argument("--max-sentences", type=bounded(SENTENCES), default=1000,
-                       help="most sentences in one request's HTML or in one file (more: 413)")
-    serve.add_argument("--files-dir", default=None, metavar="DIR",
-                       help="where /translate_file keeps translated files (default: a temporary folder, removed at exit)")
-    serve.add_argument("--file-limit-kb", type=bounded(FILE_KB), default=512,
-                       help="largest file /translate_file takes, in kB (more: 413)")
-    serve.add_argument("--files-expire-minutes", type=bounded(EXPIRE_MINUTES), default=60.0,
-                       help="how long a translated file can be downloaded")
-    serve.add_argument("--max-files", type=bounded(FILES), default=1000,
-                       help="most translated files kept at once (more, none expired: 429)")
-    serve.add_argument("--checkpoint", default="best")
-    serve.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
-    serve.add_argument("--engine", choices=["native", "ctranslate2"], default=None,
-                       help="for every model (default: per model, ctranslate2 for an `attnmt export` folder, "
-                            "native for a training run)")
-
-
-def _add_compare(sub) -> None:
-    compare = sub.add_parser("compare", help="BLEU / chrF of several systems and paired significance tests "
-                             "(bootstrap, approximate randomization) against the first")
-    compare.add_argument("systems", nargs="*", metavar="SYSTEM", help="a run directory, an export (with --engine "
-                         "ctranslate2) or runs joined by '+' (an ensemble); the first system is the baseline")
-    compare.add_argument("--hyp", action="append", default=[], metavar="FILE",
-                         help="a system given by its translations, one per line (repeatable; after the SYSTEMs)")
-    compare.add_argument("--ref", default=None, metavar="FILE", help="references (default: the target side of --split)")
-    compare.add_argument("--split", default="test_2016_flickr", help="the split the systems translate and are "
-                         "scored on (the first system's data; Multi30k de-en with --hyp files only)")
-    compare.add_argument("--beam", type=positive_int, default=5, help="beam size (1 = greedy)")
-    compare.add_argument("--length-penalty", type=non_negative_float, default=None)
-    compare.add_argument("--batch-size", type=positive_int, default=128)
-    compare.add_argument("--checkpoint", default="best")
-    compare.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
-    compare.add_argument("--pair", type=direction, default=None, metavar="SRC-TGT",
-                         help="compare on one direction (a multilingual system needs it): its test files, each "
-                              "system translating it")
-    _add_engine_arg(compare)
-    compare.add_argument("--paired-bs-n", type=positive_int, default=1000, metavar="N", help="bootstrap resamples")
-    compare.add_argument("--paired-ar-n", type=positive_int, default=10000, metavar="N",
-                         help="approximate randomization trials")
-    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
-
-
-def _add_summarize(sub) -> None:
-    summarize = sub.add_parser("summarize", help="mean and standard deviation of test BLEU / chrF over runs (seeds)")
-    summarize.add_argument("runs", nargs="+", metavar="RUN_DIR", help="runs of one config, e.g. runs/x-seed*")
-    summarize.add_argument("--split", default="test_2016_flickr")
-    summarize.add_argument("--beam", type=positive_int, default=5, help="the beam of the scores (1 = greedy)")
-    summarize.add_argument("--batch-size", type=positive_int, default=128)
-    summarize.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
-    summarize.add_argument("--json", action="store_true", help="print the summary as JSON")
-
-
-def _add_import(sub) -> None:
-    imp = sub.add_parser("import", help="a Marian (OPUS-MT) model folder in the Hugging Face layout -> a run")
-    imp.add_argument("folder", metavar="HF_FOLDER",
-                     help="config.json, model.safetensors, source.spm, target.spm, vocab.json (e.g. from "
-                          "`huggingface-cli download Helsinki-NLP/opus-mt-de-en --local-dir opus-mt-de-en`)")
-    imp.add_argument("-o", "--output", required=True, metavar="RUN_DIR", help="the run directory to write")
-    imp.add_argument("--src-lang", default=None, help="source language (default: tokenizer_config.json's)")
-    imp.add_argument("--tgt-lang", default=None, help="target language (default: tokenizer_config.json's)")
-    imp.add_argument("--overwrite", action="store_true", help="replace the run RUN_DIR holds")
 
 
 def _raised_by_attnmt(err: BaseException) -> bool:
@@ -493,7 +113,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     name = "data stats" if args.command == "data" else args.command
-    module_name, func_name = COMMANDS[name].split(":")
     try:
         _refuse_nul(parser, args)
         _refuse_ignored_options(args)
@@ -501,8 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             from attnmt.devices import resolve_device
 
             resolve_device(args.device, key="--device")
-        func = getattr(importlib.import_module(module_name), func_name)
-        return int(func(args) or 0)
+        return int(COMMANDS[name].run(args) or 0)
     except AttnmtError as err:
         print(f"attnmt {name}: error: {err}", file=sys.stderr)
         return 2

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import argparse
+
+from attnmt.commands.arguments import IMAGE_FORMATS, add_engine_arg, beam_size, image_path, index_int
 from attnmt.errors import AttnmtError
 from attnmt.plotting import plot_attention
-from attnmt.translator import Translator
+
+HELP = "draw the attention heatmap of one translation"
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir")
+    parser.add_argument("sentence")
+    parser.add_argument("-o", "--output", type=image_path, default="attention.png",
+                        help=f"image file ({', '.join(IMAGE_FORMATS)})")
+    parser.add_argument("--beam", type=beam_size, default=5)
+    parser.add_argument("--checkpoint", default="best")
+    parser.add_argument("--layer", type=index_int, default=None, help="Transformer: layer index (default: average)")
+    parser.add_argument("--head", type=index_int, default=None, help="Transformer: head index (default: average)")
+    add_engine_arg(parser)
 
 
 def run(args) -> int:
+    from attnmt.translator import Translator
+
     translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, engine=args.engine)
     result = translator.translate([args.sentence], beam_size=args.beam, layer=args.layer, head=args.head)[0]
     if not result.source_tokens:

@@ -4,17 +4,30 @@ into the run, it takes the run's one-writer lock (files.writer_lock): never besi
 
 from __future__ import annotations
 
+import argparse
 import sys
 from contextlib import nullcontext
 from pathlib import Path
 
-from attnmt.checkpoint import average_weights, save_tensors
+from attnmt.commands.arguments import positive_int
 from attnmt.errors import AttnmtError
 from attnmt.files import refuse_overwrite, writer_lock
-from attnmt.run_dir import RunDir
+
+HELP = "average the weights of several checkpoints of one run"
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir")
+    parser.add_argument("--last", type=positive_int, default=5,
+                        help="average the last N validated checkpoints by update: checkpoints/epoch_*, and "
+                             "step_* (every train.validate_every updates, or train.max_updates reached mid-epoch)")
+    parser.add_argument("-o", "--output", default=None)
 
 
 def run(args) -> int:
+    from attnmt.checkpoint import average_weights, save_tensors
+    from attnmt.run_dir import RunDir
+
     run_dir = RunDir(args.run_dir)
     found = run_dir.checkpoints()
     paths = found[-args.last:]

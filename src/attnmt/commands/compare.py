@@ -14,19 +14,21 @@ of that direction).
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 from pathlib import Path
 
+from attnmt.commands.arguments import add_engine_arg, direction, non_negative_float, positive_int
 from attnmt.commands.text_io import read_file
 from attnmt.config import DataConfig
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
 from attnmt.direction import Direction
 from attnmt.direction import names as direction_names
 from attnmt.errors import AttnmtError
-from attnmt.run_dir import RunDir
-from attnmt.significance import compare_systems
-from attnmt.translator import Translator
+
+HELP = ("BLEU / chrF of several systems and paired significance tests (bootstrap, approximate randomization) "
+        "against the first")
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,8 @@ def _test_set(systems: list[str], split: str, pair: Direction | None) -> Paralle
     Raises:
         AttnmtError: a multilingual first system without --pair.
     """
+    from attnmt.run_dir import RunDir
+
     data = RunDir(system_paths(systems[0])[0]).config().data if systems else DataConfig()
     if data.multilingual and pair is None:
         raise AttnmtError(f"{systems[0]} is multilingual: name the direction to compare with --pair SRC-TGT "
@@ -53,6 +57,8 @@ def _test_set(systems: list[str], split: str, pair: Direction | None) -> Paralle
 
 
 def _translate(system: str, sources: list[str], args) -> list[str]:
+    from attnmt.translator import Translator
+
     translator = Translator.load(system_paths(system), checkpoint=args.checkpoint, device=args.device,
                                  engine=args.engine)
     log.info("translating %d sentences with %s (beam %d)", len(sources), system, args.beam)
@@ -70,7 +76,32 @@ def _read_lines_of(path: str, expected: int, refs_name: str) -> list[str]:
     return lines
 
 
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("systems", nargs="*", metavar="SYSTEM", help="a run directory, an export (with --engine "
+                        "ctranslate2) or runs joined by '+' (an ensemble); the first system is the baseline")
+    parser.add_argument("--hyp", action="append", default=[], metavar="FILE",
+                        help="a system given by its translations, one per line (repeatable; after the SYSTEMs)")
+    parser.add_argument("--ref", default=None, metavar="FILE", help="references (default: the target side of --split)")
+    parser.add_argument("--split", default="test_2016_flickr", help="the split the systems translate and are "
+                        "scored on (the first system's data; Multi30k de-en with --hyp files only)")
+    parser.add_argument("--beam", type=positive_int, default=5, help="beam size (1 = greedy)")
+    parser.add_argument("--length-penalty", type=non_negative_float, default=None)
+    parser.add_argument("--batch-size", type=positive_int, default=128)
+    parser.add_argument("--checkpoint", default="best")
+    parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    parser.add_argument("--pair", type=direction, default=None, metavar="SRC-TGT",
+                        help="compare on one direction (a multilingual system needs it): its test files, each "
+                             "system translating it")
+    add_engine_arg(parser)
+    parser.add_argument("--paired-bs-n", type=positive_int, default=1000, metavar="N", help="bootstrap resamples")
+    parser.add_argument("--paired-ar-n", type=positive_int, default=10000, metavar="N",
+                        help="approximate randomization trials")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+
+
 def run(args) -> int:
+    from attnmt.significance import compare_systems
+
     hyp_files = args.hyp or []
     if len(args.systems) + len(hyp_files) < 2:
         raise AttnmtError("compare needs at least two systems: run directories (or exports, or RUN+RUN ensembles) "

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 
+from attnmt.commands.arguments import add_data_args
 from attnmt.config import DataConfig, config_from_dict, load_config
-from attnmt.data.stats import compute_stats, format_counts, format_table, own_data_spec
 from attnmt.errors import ConfigError, DataError
+
+HELP = "corpus statistics per split"
 
 
 # config key -> the `attnmt data stats` option that sets it
@@ -17,6 +19,8 @@ FLAGS = {"data.src_lang": "--src-lang", "data.tgt_lang": "--tgt-lang", "data.spm
 
 def data_config(args: argparse.Namespace) -> DataConfig:
     """The `DataConfig` that the options describe (or that `--config` holds), validated as in training."""
+    from attnmt.data.stats import own_data_spec
+
     options = {"--corpus": args.corpus, "--valid": args.valid, "--test": args.test, "--src-lang": args.src_lang,
                "--tgt-lang": args.tgt_lang, "--tokenizer": args.tokenizer, "--vocab-size": args.vocab_size,
                "--min-freq": args.min_freq}
@@ -47,8 +51,15 @@ def data_config(args: argparse.Namespace) -> DataConfig:
         raise DataError(message) from None
 
 
+def add_args(parser: argparse.ArgumentParser) -> None:
+    add_data_args(parser)
+    parser.add_argument("--splits", nargs="+", default=None, help="splits to show (default: train val test)")
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the statistics table of `attnmt data stats`; returns the exit code."""
+    from attnmt.data.stats import compute_stats, format_counts, format_table
+
     d = data_config(args)
     stats = compute_stats(d, args.splits)
     corpus = "multi30k" if d.corpus == "multi30k" else ", ".join(c.path for c in d.train_corpora())

@@ -7,14 +7,15 @@ folder on a later run only when that mark is there, and refuses any other folder
 
 from __future__ import annotations
 
+import argparse
 import logging
 import shutil
 from pathlib import Path
 
-import torch
-
 from attnmt.errors import AttnmtError
 from attnmt.files import write_json
+
+HELP = "the README's main job: train, evaluate, translate, draw"
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,15 @@ def prepare_run_dir(run_dir: Path) -> None:
     (run_dir / DEMO_MARKER).write_text("made by `attnmt demo`, which may replace this folder\n")
 
 
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default=None, help="config file or packaged name (default: multi30k_rnn on a GPU, "
+                        "quickstart_rnn on a CPU)")
+    parser.add_argument("--run-dir", default="runs/demo", help="a new folder, or one an earlier demo made (replaced)")
+
+
 def run(args) -> int:
+    import torch
+
     from attnmt.allocator import keep_freed_memory
     from attnmt.config import find_config, load_config
     from attnmt.plotting import plot_attention

@@ -6,18 +6,25 @@ on the direction --pair names, or on all of them (one report each, and their mea
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import time
 from contextlib import nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from attnmt.commands import sharded
+from attnmt.bounds import BEAM
+from attnmt.commands.arguments import (add_engine_arg, add_workers_arg, beam_size, direction_or_all, length_penalty,
+                                       positive_int)
 from attnmt.direction import Direction
 from attnmt.errors import AttnmtError
 from attnmt.files import write_json
-from attnmt.run_dir import RunDir
-from attnmt.translator import Translator
+
+if TYPE_CHECKING:
+    from attnmt.translator import Translator
+
+HELP = "score a trained run on a split"
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +57,32 @@ def _pairs(translator: Translator, pair: Direction | str | None) -> list[Directi
     return [pair]
 
 
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
+    parser.add_argument("--split", default="test_2016_flickr")
+    parser.add_argument("--beam", type=beam_size, default=5, help=f"beam size (1 = greedy; at most {BEAM.high})")
+    parser.add_argument("--length-penalty", type=length_penalty, default=None)
+    parser.add_argument("--batch-size", type=positive_int, default=128)
+    parser.add_argument("--checkpoint", default="best", help="'best', 'last', 'average' (after attnmt average) or a checkpoint file")
+    parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    parser.add_argument("--pair", type=direction_or_all, default=None, metavar="SRC-TGT",
+                        help="a multilingual model's direction to evaluate, or 'all' (one report per direction)")
+    add_engine_arg(parser)
+    add_workers_arg(parser)
+
+
 def run(args) -> int:
+    from attnmt.commands import file_jobs
+    from attnmt.run_dir import RunDir
+    from attnmt.translator import Translator
+
     runs = args.run_dir  # one run, or the members of an ensemble
-    sharded.check_workers(args.workers, args.engine)
+    file_jobs.check_workers(args.workers, args.engine)
     translator = Translator.load(runs if len(runs) > 1 else runs[0], checkpoint=args.checkpoint,
                                  device=args.device, engine=args.engine)  # perplexity; the decoding without --workers
     reports = {}
-    with sharded.open_translator(runs, checkpoint=args.checkpoint, device=args.device, engine=args.engine,
-                                 workers=args.workers) if args.workers > 1 else nullcontext(translator) as decoder:
+    with file_jobs.open_translator(runs, checkpoint=args.checkpoint, device=args.device, engine=args.engine,
+                                   workers=args.workers) if args.workers > 1 else nullcontext(translator) as decoder:
         for direction in _pairs(translator, args.pair):
             start = time.perf_counter()
             languages = {} if direction is None else dict(source_lang=direction.source, target_lang=direction.target)

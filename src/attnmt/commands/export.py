@@ -3,11 +3,31 @@ RUN_DIR-ct2-Q beside the run. `--format hf`: a Marian model folder for `transfor
 
 from __future__ import annotations
 
-from attnmt.engines.ctranslate2_export import export_run
+import argparse
+
+from attnmt.commands.arguments import index_int
 from attnmt.errors import AttnmtError
+
+HELP = "write a CTranslate2 model folder for a Transformer run"
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir")
+    parser.add_argument("-o", "--output", default=None,
+                        help="output folder (default: RUN_DIR-ct2-QUANTIZATION, or RUN_DIR-hf)")
+    parser.add_argument("--format", default="ctranslate2", choices=["ctranslate2", "hf"],
+                        help="ctranslate2, or hf: a Marian model folder that transformers loads")
+    parser.add_argument("--quantization", default="float32",
+                        choices=["int8", "int8_float32", "int16", "float16", "float32"])
+    parser.add_argument("--attention-layer", type=index_int, default=-1,
+                        help="decoder layer whose cross-attention (averaged over heads) the export reports")
+    parser.add_argument("--checkpoint", default="best")
+    parser.add_argument("--force", action="store_true", help="replace an existing output folder")
 
 
 def run(args) -> int:
+    from attnmt.engines.ctranslate2_export import export_run
+
     if args.format == "hf":
         from attnmt.interop.marian import export_marian
 

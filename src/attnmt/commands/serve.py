@@ -8,15 +8,19 @@ On either signal uvicorn stops accepting connections, lets the requests in fligh
 
 from __future__ import annotations
 
+import argparse
 import logging
 import signal
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnmt.bounds import EXPIRE_MINUTES, FILE_KB, FILES, SENTENCES, WAIT_MS
+from attnmt.commands.arguments import beam_size, bounded, non_negative_int, positive_int
 from attnmt.commands.compare import system_paths
 from attnmt.errors import AttnmtError
-from attnmt.run_dir import RunDir
 from attnmt.server.settings import ServeSettings
+
+HELP = "serve runs over HTTP: LibreTranslate API, /v1 API, attention page"
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +55,7 @@ class ModelSpec:
 def model_specs(arguments: list[str], engine: str | None) -> list[ModelSpec]:
     """A ModelSpec per RUN_OR_EXPORT argument, checked before anything loads: each folder is what
     its engine reads (`engine`, or per model: ctranslate2 for an export, native for a run)."""
+    from attnmt.run_dir import RunDir
     from attnmt.translator import refuse_ensemble_engine
 
     specs, pairs = [], {}
@@ -71,6 +76,40 @@ def model_specs(arguments: list[str], engine: str | None) -> list[ModelSpec]:
         pairs[pair] = argument
         specs.append(ModelSpec(paths, chosen))
     return specs
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("models", nargs="+", metavar="RUN_OR_EXPORT",
+                        help="a run or a CTranslate2 export per language pair (one model each; runs joined by '+', "
+                             "e.g. runs/a-seed1+runs/a-seed2, are one ensemble)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0: every interface)")
+    parser.add_argument("--port", type=non_negative_int, default=8000)
+    parser.add_argument("--max-wait-ms", type=bounded(WAIT_MS), default=5.0,
+                        help="how long a sentence waits for others to share its batch")
+    parser.add_argument("--max-batch-sentences", type=positive_int, default=32, help="most sentences per model call (1: no batching)")
+    parser.add_argument("--max-texts", type=positive_int, default=64, help="most texts per request (more: 413)")
+    parser.add_argument("--beam", type=beam_size, default=None, help="default beam size (default: the run's)")
+    parser.add_argument("--api-key", default=None, help="require this key (api_key field or X-API-Key header)")
+    parser.add_argument("--cors-origin", default=None, help="allow cross-origin requests from this origin")
+    parser.add_argument("--req-limit", type=positive_int, default=None, metavar="N",
+                        help="at most N requests a minute per client and per API key (more: 429)")
+    parser.add_argument("--suggestions", default=None, metavar="FILE",
+                        help="turn POST /suggest on: append each suggestion to FILE as one JSON line")
+    parser.add_argument("--max-sentences", type=bounded(SENTENCES), default=1000,
+                        help="most sentences in one request's HTML or in one file (more: 413)")
+    parser.add_argument("--files-dir", default=None, metavar="DIR",
+                        help="where /translate_file keeps translated files (default: a temporary folder, removed at exit)")
+    parser.add_argument("--file-limit-kb", type=bounded(FILE_KB), default=512,
+                        help="largest file /translate_file takes, in kB (more: 413)")
+    parser.add_argument("--files-expire-minutes", type=bounded(EXPIRE_MINUTES), default=60.0,
+                        help="how long a translated file can be downloaded")
+    parser.add_argument("--max-files", type=bounded(FILES), default=1000,
+                        help="most translated files kept at once (more, none expired: 429)")
+    parser.add_argument("--checkpoint", default="best")
+    parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    parser.add_argument("--engine", choices=["native", "ctranslate2"], default=None,
+                        help="for every model (default: per model, ctranslate2 for an `attnmt export` folder, "
+                             "native for a training run)")
 
 
 def run(args) -> int:

@@ -5,19 +5,27 @@ when there is one; otherwise the run is evaluated now and its report kept."""
 
 from __future__ import annotations
 
+import argparse
 import json
+from typing import TYPE_CHECKING
 
+from attnmt.commands.arguments import positive_int
 from attnmt.commands.evaluate import keep_report
 from attnmt.errors import AttnmtError
-from attnmt.run_dir import RunDir
-from attnmt.significance import Spread, seed_spread
-from attnmt.translator import Translator
+
+if TYPE_CHECKING:
+    from attnmt.significance import Spread
+
+HELP = "mean and standard deviation of test BLEU / chrF over runs (seeds)"
 
 KEYS = ("bleu", "chrf")
 
 
 def _report(path: str, args) -> tuple[dict, str]:
     """The run's report of the split at the beam, and where it came from."""
+    from attnmt.run_dir import RunDir
+    from attnmt.translator import Translator
+
     run = RunDir(path)
     run.require_run()
     report = run.eval_report(args.split, args.beam)
@@ -30,7 +38,18 @@ def _report(path: str, args) -> tuple[dict, str]:
     return report, "evaluated now"
 
 
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="runs of one config, e.g. runs/x-seed*")
+    parser.add_argument("--split", default="test_2016_flickr")
+    parser.add_argument("--beam", type=positive_int, default=5, help="the beam of the scores (1 = greedy)")
+    parser.add_argument("--batch-size", type=positive_int, default=128)
+    parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
 def run(args) -> int:
+    from attnmt.significance import seed_spread
+
     found = [(path, *_report(path, args)) for path in args.runs]
     try:
         spread = seed_spread([report for _, report, _ in found], KEYS)

@@ -5,18 +5,19 @@ runs/<config name>); an interrupted one is resumed on its own with --resume DIR-
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 from contextlib import nullcontext
 from pathlib import Path
 
 from attnmt.allocator import keep_freed_memory
-from attnmt.config import Config, apply_overrides, config_from_dict, load_config, save_config
+from attnmt.commands.arguments import seed_list
+from attnmt.config import Config, apply_overrides, config_from_dict, load_config, packaged_configs, save_config
 from attnmt.errors import AttnmtError
 from attnmt.files import writer_lock
-from attnmt.run_dir import CONFIG, RunDir
-from attnmt.training import train
-from attnmt.world import env_rank
+
+HELP = "train a model from a YAML config"
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,9 @@ EXTENDABLE_KEYS = ("train.epochs", "train.max_updates", "train.max_minutes", "tr
 
 def _extend_run(cfg: Config, run_dir: Path, overrides: list[str]) -> Config:
     """Apply `overrides` limited to EXTENDABLE_KEYS to a saved run's config and save it."""
+    from attnmt.run_dir import CONFIG, RunDir
+    from attnmt.world import env_rank
+
     for item in overrides:
         key = item.partition("=")[0].strip()
         if key not in EXTENDABLE_KEYS:
@@ -51,6 +55,8 @@ def seed_run_dir(run_dir: Path, seed: int) -> Path:
 
 def _train_seeds(args) -> list:
     """`--seeds`: one fresh run per seed, one after the other; their TrainResults."""
+    from attnmt.training import train
+
     if args.resume:
         raise AttnmtError("--seeds starts new runs and cannot be combined with --resume: resume each "
                           "RUN_DIR-seedS on its own")
@@ -72,7 +78,24 @@ def _summary(result) -> dict:
             "best": result.best}
 
 
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", nargs="?", help="YAML config file, or the name of a packaged config "
+                        f"({', '.join(packaged_configs())}); not needed with --resume")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config value, e.g. --set train.lr=3e-4 (repeatable)")
+    parser.add_argument("--run-dir", default=None, help="where to write the run (default: runs/<config name>)")
+    parser.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue an interrupted run exactly")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="start afresh in a --run-dir that holds a run, deleting that run's files")
+    parser.add_argument("--seeds", type=seed_list, default=None, metavar="S1,S2,...",
+                        help="train one run per seed, one after the other, in RUN_DIR-seedS (train.seed=S)")
+
+
 def run(args) -> int:
+    from attnmt.run_dir import RunDir
+    from attnmt.training import train
+    from attnmt.world import env_rank
+
     if args.resume and args.overwrite:
         raise AttnmtError("--overwrite starts a run afresh and cannot be combined with --resume")
     keep_freed_memory()  # a process that trains: logits-sized blocks are reused, not remapped (allocator.py)

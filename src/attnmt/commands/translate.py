@@ -5,28 +5,73 @@ source-output word indices) to each translation; --no-replace-unk keeps <unk> in
 --glossary TERMS.TSV ('source phrase<TAB>target phrase' lines) puts each target phrase whose
 source phrase occurs in a line into its translation exactly once (constrained beam search).
 From a file into a file (-i and -o), and on every rank under torchrun, the input is translated in
-shards of --shard-lines lines that survive a kill (commands/sharded.py, sharding.py). --workers N
+shards of --shard-lines lines that survive a kill (commands/file_jobs.py, sharding.py). --workers N
 decodes in N processes (workers.py), outputs in input order."""
 
 from __future__ import annotations
 
+import argparse
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from attnmt.commands import sharded
+from attnmt.bounds import BEAM, DECODING_SEED, SAMPLING_TEMPERATURE, SAMPLING_TOPK
+from attnmt.commands.arguments import (add_engine_arg, add_language_args, add_shard_args, add_workers_arg, beam_size,
+                                       bounded, length_penalty, positive_int)
 from attnmt.commands.text_io import open_input, open_output, output_line, read_lines
 from attnmt.decoding.inputs import unknown_target_words
 from attnmt.errors import AttnmtError, DataError
 from attnmt.files import sha256_file
-from attnmt.run_dir import RunDir
-from attnmt.sharding import Work
-from attnmt.translator import Translator
-from attnmt.workers import WorkerPool
+
+if TYPE_CHECKING:
+    from attnmt.sharding import Work
+    from attnmt.translator import Translator
+    from attnmt.workers import WorkerPool
+
+HELP = "translate lines from stdin (or -i) to stdout (or -o)"
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
+    parser.add_argument("-i", "--input", default=None)
+    parser.add_argument("-o", "--output", default=None)
+    parser.add_argument("--beam", type=beam_size, default=None,
+                        help=f"beam size (1 = greedy; at most {BEAM.high}; default 5, 1 when sampling)")
+    parser.add_argument("--length-penalty", type=length_penalty, default=None)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--checkpoint", default="best")
+    parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
+    add_language_args(parser)
+    add_engine_arg(parser)
+    parser.add_argument("--n-best", type=beam_size, default=1, metavar="K",
+                        help="print the K best: 'rank<TAB>score<TAB>text' lines, an empty line after each sentence")
+    add_shard_args(parser)
+    add_workers_arg(parser)
+    parser.add_argument("--sampling-topk", type=bounded(SAMPLING_TOPK), default=1,
+                        metavar="K",
+                        help="sample from the K most probable tokens (0 = all; 1 = no sampling), e.g. for back-translation")
+    temperature = bounded(SAMPLING_TEMPERATURE)
+    parser.add_argument("--sampling-temperature", type=temperature, default=1.0, metavar="T",
+                        help=f"sampling temperature, {SAMPLING_TEMPERATURE.range_text()}")
+    parser.add_argument("--seed", type=bounded(DECODING_SEED), default=None,
+                        help=f"seed for sampling (repeatable output), {DECODING_SEED.range_text()}")
+    parser.add_argument("--replace-unk", action=argparse.BooleanOptionalAction, default=None,
+                        help="replace each <unk> by the source word it attends to most (default: "
+                             "search.replace_unk; null = on for moses, off for sentencepiece)")
+    parser.add_argument("--alignments", action="store_true",
+                        help="append a tab and the word alignment in Pharaoh format ('0-0 1-2 ...': "
+                             "source-output word indices, from attention)")
+    parser.add_argument("--glossary", default=None, metavar="TERMS.TSV",
+                        help="terminology: 'source phrase<TAB>target phrase' lines; where the source phrase "
+                             "occurs in a sentence, the target phrase appears in its translation exactly once "
+                             "(constrained search: native engine; greedy or beam)")
 
 
 def run(args) -> int:
-    sharded.refuse_overwriting_inputs(args.output, {"input (-i)": args.input, "glossary": args.glossary}, args.run_dir)
-    sharded.check_workers(args.workers, args.engine)
+    from attnmt.commands import file_jobs
+    from attnmt.run_dir import RunDir
+
+    file_jobs.refuse_overwriting_inputs(args.output, {"input (-i)": args.input, "glossary": args.glossary}, args.run_dir)
+    file_jobs.check_workers(args.workers, args.engine)
     glossary = read_glossary(args.glossary) if args.glossary is not None else None
     if glossary:
         _say_unknown_terms(args.glossary, glossary, RunDir(args.run_dir[0]).pipeline())
@@ -37,15 +82,15 @@ def run(args) -> int:
                    replace_unk=args.replace_unk, alignments=args.alignments, glossary=glossary,
                    source_lang=args.source_lang, target_lang=args.target_lang)
     chunk_size = args.batch_size * 8
-    if sharded.wanted(args):
+    if file_jobs.wanted(args):
         settings = {k: v for k, v in options.items() if k not in ("batch_size", "glossary")}
         settings["glossary"] = sha256_file(args.glossary) if args.glossary is not None else None
         if args.sampling_topk != 1:  # a seed repeats a sample for one split among the workers only
             settings["workers"] = args.workers
-        return sharded.run(args, [args.input], settings, lambda translator: _work(translator, options, chunk_size),
-                           workers=args.workers)
-    sharded.refuse_shard_lines(args)
-    with sharded.torch_threads(args.threads):
+        return file_jobs.run(args, [args.input], settings, lambda translator: _work(translator, options, chunk_size),
+                             workers=args.workers)
+    file_jobs.refuse_shard_lines(args)
+    with file_jobs.torch_threads(args.threads):
         _stream(args, options, chunk_size)
     return 0
 
@@ -81,8 +126,10 @@ def _say_unknown_terms(path, glossary: list[tuple[str, str]], pipeline) -> None:
 
 def _stream(args, options: dict, chunk_size: int) -> None:
     """Translate stdin (or -i) to stdout (or -o) line by line, `chunk_size` lines per call."""
-    with sharded.open_translator(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine,
-                                 workers=args.workers, threads=args.threads) as translator, \
+    from attnmt.commands import file_jobs
+
+    with file_jobs.open_translator(args.run_dir, checkpoint=args.checkpoint, device=args.device, engine=args.engine,
+                                   workers=args.workers, threads=args.threads) as translator, \
             open_input(args.input) as source, open_output(args.output) as target:
         chunk: list[str] = []
         for line in read_lines(source):

@@ -8,7 +8,6 @@ Shapes:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from attnmt.config import Config, save_config
 from attnmt.data.batching import Batch, make_batches
