@@ -5,34 +5,8 @@ back around the output words that the model's attention aligns with the words th
     doc.sentences                                    # ["Ein roter Ball."]
     doc.render([aligned_translation(result, subword=False)])   # "<p>A <b>red</b> ball.</p>"
 
-Parsing is Beautiful Soup's over Python's html.parser, which keeps a fragment as written (no
-added <html>/<body>) and every attribute as its text. What becomes what:
-
-- **Sentences.** Each block (any element that is not one of INLINE, and the document itself)
-  contributes its maximal runs of inline content (text and inline elements, nested to any depth)
-  as one sentence each; a child block ends a run. A run with no text but whitespace is left as it is.
-- **Untouched.** `<script>`, `<style>`, `<code>`, `<pre>`, `<textarea>`, `<svg>`, `<math>`,
-  `<template>`, any element with `translate="no"` (HTML's own attribute), void elements (`<br>`,
-  `<img>`, ...), comments and declarations are *atoms*: kept whole, contents and all.
-- **Attributes** are never translated and never changed: the elements of the input are reused.
-  (Beautiful Soup writes whitespace-only text between tags as one newline or space.)
-
-Where an inline element goes (its *placement*), given the translation's word alignment (source
-word -> output word links, decoding.word_alignment: an output word links to the source word it
-attends to most):
-
-1. An element wrapping source words S wraps the output words min(T)..max(T), T being the output
-   words linked to S that lie within its parent's placement (clipped, so nesting is kept).
-2. An atom, or an element with no such output word, sits empty at the output boundary of the same
-   relative position: after round(k * m / n) output words when k of the n source words precede it
-   (m output words), clipped into its parent's placement.
-3. Siblings are laid out in the order of their first output word (a point before a word at the
-   same boundary, then source order on ties); a sibling starts no earlier than the end of the one
-   before it, and one left without words sits empty at that point. So siblings never overlap and
-   the output nests exactly as the input did: every element, attribute and atom comes out once.
-
-A "word" is what the alignment counts (decoding.token_words): a Moses token, or the
-sentencepiece pieces of one word joined; `locate` finds each in the text by its characters.
+Parsing is Beautiful Soup's over Python's html.parser. What becomes a sentence, what stays untouched,
+and where each inline element is placed from the word alignment: docs/decoding.md.
 """
 
 from __future__ import annotations

@@ -7,38 +7,8 @@ Shapes:
     cand: candidate extensions per sentence; banks: constraint tokens met + 1.
     src_len, vocab, t as in search.py.
 
-How it works, per step (search.py's conventions otherwise: budgets, prefix, attention, scores):
-    * Tracking is by suffix matching on each hypothesis' history: a constraint is met when the
-      history ends with its tokens; its progress is the longest prefix of it that ends the history.
-    * A hypothesis may not complete a constraint it already met (that token is banned), and may
-      not end (eos) before it met all its constraints; so each appears exactly once, unless the
-      budget (raised to at least the constraints' tokens + 1) runs out first. A forced prefix
-      wins over both rules.
-    * Candidates per sentence: the 2*beam best extensions (as in plain beam search), each row's
-      best token, and each row's next token of every unmet constraint.
-    * Each candidate's bank is the number of constraint tokens it has met (whole constraints met,
-      plus the best progress into an unmet one). The beam is shared across banks round robin:
-      the best of the highest bank, the best of the next, ..., then the second best of each
-      (fairseq's allocation), so hypotheses that placed the constraints early compete with
-      those that will place them later.
-    * eos candidates among the first ``beam`` of that order finish; the first ``beam`` others
-      stay live. A sentence is done at its budget, or with ``beam`` finished hypotheses the best
-      of which is at least its best live one, ended now (exact for length_penalty=0).
-    * Length-aware scores: with a length penalty (alpha > 0), the GNMT penalty of a hypothesis is
-      taken at min(its length, the rewarded length): the length (eos included) of the sentence's
-      plain beam search best (one more search of the batch, without constraints, at the same
-      beam) plus its constraint tokens. Past it, tokens cost their log-probability and earn no
-      length reward. Without the cap a strong penalty (alpha 3) made long hypotheses win: eos is
-      banned while constraints are unmet, so a hypothesis continues past its natural end, and the
-      longer it gets the larger the divisor; the plain search escapes this only because it stops
-      as soon as its beam has finished, while here the banks keep live hypotheses that have not
-      paid for the constraints yet, holding the sentence open to its budget.
-    * Finished hypotheses rank by constraints met, then score; sentences without constraints
-      should use search.beam_search (the engine does), though this search also decodes them.
-    * Greedy (beam_size 1): one hypothesis cannot both hold a constraint placed now and wait to
-      place it later, so the search runs with an internal beam of GREEDY_BEAM (the fewest that
-      keeps two banks: the hypothesis with most constraint tokens placed and the best with fewer)
-      and returns the best hypothesis alone.
+How it works, per step (suffix tracking, banks shared round robin, the length-aware scores, greedy
+with an internal beam): docs/decoding.md.
 """
 
 from __future__ import annotations

@@ -7,26 +7,8 @@ Shapes:
     src_len: source positions (padded); t: steps decoded so far.
     vocab: target vocabulary size.
 
-The model interface (docs/architecture.md): ``encode(src_ids, src_mask, src_lengths)``,
-``init_state(enc) -> dict`` (batch on dim 0), ``decode_step(prev_ids, state) -> (logits, state,
-attn)`` and ``reorder_state(state, index, *, within_sentences=False)`` (True: the index only
-moves rows among their own sentence's beams, so the source side may stay in place). Search
-never looks inside the state, and decodes each state once (a model may fill buffers in place).
-
-Conventions of both searches:
-    * A sentence may produce at most ``floor(max_len_ratio * src_len + max_len_offset)`` tokens
-      (eos included); a hypothesis that reaches this length ends there, without eos.
-    * ``tokens`` exclude bos and eos. ``attention`` has one row per produced token, eos included
-      when produced, and one column per real source token: (len(tokens) [+ 1], src_length);
-      ``token_log_probs`` one log-probability per such row.
-    * Search runs under ``torch.inference_mode`` with the model in eval mode (restored after).
-    * Padding does not change results: each sentence decodes as it would alone.
-    * ``prefix`` (batch, prefix_len) long, -1 = no forced token: a sentence's first tokens are
-      forced to its prefix and the search goes on from there; its budget is raised to at least its
-      prefix length + 1. Forced tokens add nothing to ``log_prob`` (it is the completion's, given
-      the prefix, as in CTranslate2); the length penalty counts them.
-    * ``suppress``: target ids never produced (an imported Marian model's pad token); their
-      log-probability is set to -inf after the softmax, the others' are left as they are.
+The model interface, and the conventions every search keeps (budgets, tokens, attention rows,
+prefixes, suppressed ids): docs/decoding.md.
 """
 
 from __future__ import annotations

@@ -1,2 +1,3 @@
-"""Inference engines other than the native PyTorch search (decoding.NativeEngine):
-ctranslate2.py exports a Transformer run to CTranslate2 and decodes with it."""
+"""Inference engines: native.py (attnmt's own search over the PyTorch model, the reference) and
+CTranslate2 (ctranslate2_export.py writes a Transformer run as a CTranslate2 model; ctranslate2.py
+decodes with it)."""

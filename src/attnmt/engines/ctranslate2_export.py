@@ -4,36 +4,9 @@ translate / score with the exported model.
 Shapes:
     batch: sentences; src_len, tgt_len: source / output tokens; hidden: d_model; vocab.
 
-Export (`export_run`, `attnmt export RUN_DIR -o DIR`) fills CTranslate2's spec in model order,
-one small ``set_*`` helper per layer, like CTranslate2's own fairseq converter. What differs
-from the spec's defaults, and how it is mapped:
-
-    * Q/K/V: attnmt keeps separate query/key/value projections; CTranslate2 fuses them
-      (self-attention: one [q; k; v] linear; cross-attention: q, then one [k; v] linear).
-    * pre- or post-norm: ``model.pre_norm`` picks the spec's layout; pre-norm also has the final
-      encoder / decoder LayerNorms. LayerNorm epsilon is torch's 1e-5 (CTranslate2's
-      default differs), written into the model's config.
-    * shared source/target embeddings and the tied output layer: the same arrays are written
-      (CTranslate2 stores aliased variables once); the output layer's bias is always written.
-    * embedding scale: ``sqrt(d_model)`` (1 with ``model.scale_embeddings: false``), written as a number.
-    * activation: ``model.activation`` (relu, gelu, swish) as the spec's activation.
-    * positions: attnmt's sinusoidal table interleaves sin/cos (even/odd dimensions) while
-      CTranslate2 generates [sin | cos] halves, so the table (or the learned one, or the halves
-      of an imported Marian model) is written out.
-    * special tokens: the vocabulary's unk, bos (decoder start: <pad> for an imported Marian
-      model) and eos; CTranslate2 adds nothing to the source (a Marian model's </s> is already
-      among the source tokens the engine passes). Tokens the vocabulary suppresses are passed
-      to every translate call as ``suppress_sequences`` (engines/ctranslate2.py).
-    * vocabularies: the run's source and target token lists, in id order.
-
-The exported folder also holds the run's config.json (as attnmt_config.json: CTranslate2's
-config.json is its own), tokenizers.json (+ sentencepiece models)
-and vocab.*.json, and attnmt_export.json (what was exported, how), so it translates raw text on
-its own: ``Translator.load(DIR, engine="ctranslate2")``.
-
-Attention: CTranslate2 returns the cross-attention of one decoder layer, averaged over its heads
-(the layer is chosen at export: ``--attention-layer``, default the last); the native engine
-can report any layer or head, or their mean.
+Export (`export_run`, `attnmt export RUN_DIR -o DIR`) fills CTranslate2's spec in model order, one
+small ``set_*`` helper per layer; what differs from the spec's defaults and how it is mapped, and what
+the exported folder holds: docs/decoding.md.
 """
 
 from __future__ import annotations
