@@ -558,30 +558,30 @@ def _check_model_size(cfg: Config) -> str | None:
 
 def _check_rules(cfg: Config) -> str | None:
     """Rules between keys: settings that cannot work together, or would be accepted and ignored."""
-    d, m, t = cfg.data, cfg.model, cfg.train
-    if m.arch == "transformer" and m.d_model % m.heads:
-        return f"model.heads={m.heads} must divide model.d_model={m.d_model}"
-    if t.compile == "cudagraphs" and (m.arch != "transformer" or t.device == "cpu"):
+    data_cfg, model_cfg, train_cfg = cfg.data, cfg.model, cfg.train
+    if model_cfg.arch == "transformer" and model_cfg.d_model % model_cfg.heads:
+        return f"model.heads={model_cfg.heads} must divide model.d_model={model_cfg.d_model}"
+    if train_cfg.compile == "cudagraphs" and (model_cfg.arch != "transformer" or train_cfg.device == "cpu"):
         return (f"train.compile='cudagraphs' needs model.arch='transformer' on a CUDA device; got model.arch="
-                f"{m.arch!r}, train.device={t.device!r} (the RNN packs sequences on the host: use 'none' or "
+                f"{model_cfg.arch!r}, train.device={train_cfg.device!r} (the RNN packs sequences on the host: use 'none' or "
                 "'default')")
-    if t.schedule == "inverse_sqrt" and t.warmup_steps == 0:
+    if train_cfg.schedule == "inverse_sqrt" and train_cfg.warmup_steps == 0:
         return "train.warmup_steps must be positive with train.schedule='inverse_sqrt'"
-    if t.schedule in BUDGET_SCHEDULES and (not t.max_updates or t.warmup_steps >= t.max_updates):
-        return (f"train.schedule={t.schedule!r} decays to zero at train.max_updates: set train.max_updates above "
-                f"train.warmup_steps={t.warmup_steps} (got train.max_updates={t.max_updates})")
+    if train_cfg.schedule in BUDGET_SCHEDULES and (not train_cfg.max_updates or train_cfg.warmup_steps >= train_cfg.max_updates):
+        return (f"train.schedule={train_cfg.schedule!r} decays to zero at train.max_updates: set train.max_updates above "
+                f"train.warmup_steps={train_cfg.warmup_steps} (got train.max_updates={train_cfg.max_updates})")
     try:  # the spelling only: whether the device exists is checked where it is used (devices.py)
-        check_device_name(t.device, key="train.device")
+        check_device_name(train_cfg.device, key="train.device")
     except AttnmtError as err:
         return str(err)
-    if m.arch == "rnn" and (m.activation, m.scale_embeddings, m.ff_dropout) != ("relu", True, None):
-        return (f"model.activation={m.activation!r}, model.scale_embeddings={m.scale_embeddings} and model.ff_dropout="
-                f"{m.ff_dropout} apply to model.arch='transformer' only: leave them at 'relu', true and null for the RNN")
-    if m.arch == "transformer" and t.teacher_forcing != 1.0:
-        return (f"train.teacher_forcing={t.teacher_forcing} applies to model.arch='rnn' only: the Transformer "
+    if model_cfg.arch == "rnn" and (model_cfg.activation, model_cfg.scale_embeddings, model_cfg.ff_dropout) != ("relu", True, None):
+        return (f"model.activation={model_cfg.activation!r}, model.scale_embeddings={model_cfg.scale_embeddings} and model.ff_dropout="
+                f"{model_cfg.ff_dropout} apply to model.arch='transformer' only: leave them at 'relu', true and null for the RNN")
+    if model_cfg.arch == "transformer" and train_cfg.teacher_forcing != 1.0:
+        return (f"train.teacher_forcing={train_cfg.teacher_forcing} applies to model.arch='rnn' only: the Transformer "
                 "is always trained on the gold previous tokens (set it to 1.0)")
-    if d.min_len > d.max_len:
-        return f"data.min_len={d.min_len} must not exceed data.max_len={d.max_len}"
+    if data_cfg.min_len > data_cfg.max_len:
+        return f"data.min_len={data_cfg.min_len} must not exceed data.max_len={data_cfg.max_len}"
     return None
 
 

@@ -142,33 +142,33 @@ class CorpusStats:
     inputs: list[dict]
 
 
-def compute_stats(d: DataConfig, splits: Sequence[str] | None = None) -> CorpusStats:
+def compute_stats(data_cfg: DataConfig, splits: Sequence[str] | None = None) -> CorpusStats:
     """Statistics for `splits` (default: train, val, test where they exist), both languages: the
     training split as prepared for training, the others tokenized by its pipeline."""
-    spec = corpus_spec(d)
-    if d.corpus == "multi30k":
+    spec = corpus_spec(data_cfg)
+    if data_cfg.corpus == "multi30k":
         splits = list(splits or DEFAULT_SPLITS)
     else:
         present = [s for s, files in zip(DEFAULT_SPLITS, (spec.train, spec.valid, spec.test)) if files]
         splits = list(splits or present)
     start = time.perf_counter()
-    directions = d.directions() if d.multilingual else [None]  # a multilingual config: each direction's sets
+    directions = data_cfg.directions() if data_cfg.multilingual else [None]  # a multilingual config: each direction's sets
     others = {(split, direction): load_corpus(spec, split, direction)  # before preparing: a missing split
               for split in splits if split != "train" for direction in directions}  # fails fast
-    prepared = prepare(d)
+    prepared = prepare(data_cfg)
     pipeline = prepared.pipeline
     tokenizers = (pipeline.src_tokenizer, pipeline.tgt_tokenizer)
     vocabs = (pipeline.src_vocab, pipeline.tgt_vocab)
     rows = []
     for split in splits:
         if split == "train":  # a multilingual model's: all its sources, all its targets
-            langs = ("src", "tgt") if d.multilingual else (d.src_lang, d.tgt_lang)
+            langs = ("src", "tgt") if data_cfg.multilingual else (data_cfg.src_lang, data_cfg.tgt_lang)
             rows += [prepared_side_stats(prepared, side, lang) for side, lang in zip(SIDES, langs)]
             continue
         for direction in directions:
             corpus = others[split, direction]
             name = split if direction is None else f"{split}:{direction}"
-            for lang, texts, tokenizer, vocab in zip(direction or (d.src_lang, d.tgt_lang), (corpus.src, corpus.tgt),
+            for lang, texts, tokenizer, vocab in zip(direction or (data_cfg.src_lang, data_cfg.tgt_lang), (corpus.src, corpus.tgt),
                                                      tokenizers, vocabs):
                 rows.append(side_stats(name, lang, _tokenize(tokenizer, texts), vocab))
     logger.debug("statistics computed in %.1f s", time.perf_counter() - start)
