@@ -1,11 +1,14 @@
 """`attnmt export RUN_DIR -o DIR [--quantization Q] [--attention-layer L]`; without -o the folder is
-RUN_DIR-ct2-Q beside the run. `--format hf`: a Marian model folder for `transformers` (RUN_DIR-hf)."""
+RUN_DIR-ct2-Q beside the run. `--format hf`: a Marian model folder for `transformers` (RUN_DIR-hf).
+`--vocab-map` adds vmap.txt, CTranslate2's vocabulary shortlist from the run's training data
+(engines/vocab_map.py: --vocab-map-top-k targets per source token by co-occurrence, plus the
+--vocab-map-frequent most frequent target tokens); the engine and `attnmt serve` use it."""
 
 from __future__ import annotations
 
 import argparse
 
-from attnmt.commands.arguments import index_int
+from attnmt.commands.arguments import index_int, non_negative_int, positive_int
 from attnmt.errors import AttnmtError
 
 HELP = "write a CTranslate2 model folder for a Transformer run"
@@ -23,6 +26,13 @@ def add_args(parser: argparse.ArgumentParser) -> None:
                         help="decoder layer whose cross-attention (averaged over heads) the export reports")
     parser.add_argument("--checkpoint", default="best")
     parser.add_argument("--force", action="store_true", help="replace an existing output folder")
+    parser.add_argument("--vocab-map", action="store_true",
+                        help="also write vmap.txt, a vocabulary shortlist from the run's training data (CTranslate2 "
+                             "decodes with it: use_vmap)")
+    parser.add_argument("--vocab-map-top-k", type=positive_int, default=50, metavar="K",
+                        help="target tokens per source token in the map (by co-occurrence; default 50)")
+    parser.add_argument("--vocab-map-frequent", type=non_negative_int, default=100, metavar="N",
+                        help="the N most frequent target tokens, always allowed (default 100)")
 
 
 def run(args) -> int:
@@ -31,8 +41,8 @@ def run(args) -> int:
     if args.format == "hf":
         from attnmt.interop.marian import export_marian
 
-        if args.quantization != "float32" or args.attention_layer != -1:
-            raise AttnmtError("--quantization and --attention-layer apply to --format ctranslate2 only")
+        if args.quantization != "float32" or args.attention_layer != -1 or args.vocab_map:
+            raise AttnmtError("--quantization, --attention-layer and --vocab-map apply to --format ctranslate2 only")
         out = export_marian(args.run_dir, args.output or str(args.run_dir).rstrip("/") + "-hf",
                             checkpoint=args.checkpoint, force=args.force)
         print(f"exported {args.run_dir} (Marian, transformers) -> {out}")
@@ -40,7 +50,12 @@ def run(args) -> int:
     if args.format != "ctranslate2":
         raise AttnmtError(f"--format {args.format!r}: expected 'ctranslate2' or 'hf'")
     output = args.output or str(args.run_dir).rstrip("/") + f"-ct2-{args.quantization}"
+    vocab_map = None
+    if args.vocab_map:
+        from attnmt.engines.vocab_map import VocabMapSettings
+
+        vocab_map = VocabMapSettings(top_k=args.vocab_map_top_k, frequent=args.vocab_map_frequent)
     out = export_run(args.run_dir, output, checkpoint=args.checkpoint, quantization=args.quantization,
-                     attention_layer=args.attention_layer, force=args.force)
+                     attention_layer=args.attention_layer, force=args.force, vocab_map=vocab_map)
     print(f"exported {args.run_dir} ({args.quantization}) -> {out}")
     return 0

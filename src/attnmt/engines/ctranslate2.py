@@ -36,8 +36,11 @@ log = logging.getLogger(__name__)
 # ----------------------------------------------------------------------------- the engine
 
 def load_export(path: str | Path, *, device: str = "cpu", inter_threads: int | None = None,
-                intra_threads: int | None = None) -> tuple[CTranslate2Engine, Config]:
+                intra_threads: int | None = None, use_vmap: bool | None = None) -> tuple[CTranslate2Engine, Config]:
     """Open a folder written by `export_run`: the engine and the run's config.
+
+    `use_vmap`: decode with the export's vocabulary map (vmap.txt, `attnmt export --vocab-map`;
+    engines/vocab_map.py); default: when the export has one. True without one is an AttnmtError.
 
     Threads on a CPU: by default `inter_threads` = torch.get_num_threads() (the threads of the
     rest of attnmt) translating sub-batches side by side, each with `intra_threads=1`; measured
@@ -72,8 +75,14 @@ def load_export(path: str | Path, *, device: str = "cpu", inter_threads: int | N
         translator = open_model()
     except (RuntimeError, ValueError) as err:
         raise AttnmtError(f"{path}: CTranslate2 cannot load this model: {err}") from None
+    has_vmap = (path / "vmap.txt").is_file()
+    if use_vmap and not has_vmap:
+        raise AttnmtError(f"{path}: has no vocabulary map (vmap.txt): export with --vocab-map, or decode without it")
     engine = CTranslate2Engine(translator, pipeline, cfg.search, info, reopen=open_model)
     engine.inter_threads, engine.intra_threads = inter, intra
+    engine.use_vmap = has_vmap if use_vmap is None else use_vmap
+    if engine.use_vmap:
+        log.info("%s: decoding with its vocabulary map (vmap.txt)", path)
     return engine, cfg
 
 
@@ -129,6 +138,7 @@ class CTranslate2Engine:
     name = "ctranslate2"
     inter_threads = 1  # sub-batches translated side by side (load_export: torch.get_num_threads() on a CPU)
     intra_threads = 0  # CPU threads per sub-batch (load_export: 1 on a CPU); 0 = CTranslate2's choice
+    use_vmap = False  # decode with the export's vocabulary map (load_export: when it has one)
 
     def __init__(self, translator, pipeline: TextPipeline, search_cfg: SearchConfig, info: dict, *,
                  reopen=None):
@@ -191,7 +201,7 @@ class CTranslate2Engine:
                        length_penalty=0.0, return_scores=True, return_attention=True, max_input_length=0,
                        min_decoding_length=0,
                        sampling_topk=sampling_topk, sampling_temperature=sampling_temperature,
-                       **self._suppressed())
+                       use_vmap=self.use_vmap, **self._suppressed())
         todo = [i for i, ids in enumerate(src_ids) if ids]  # an empty source gets an empty result
         found = dict(zip(todo, self._decode(translator, todo, src_ids, prefix_ids,
                                             max((budgets[i] for i in todo), default=1),

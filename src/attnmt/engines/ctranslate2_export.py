@@ -151,8 +151,11 @@ def build_spec(model, pipeline: TextPipeline, *, attention_layer: int = -1):
 
 
 def export_run(run_dir: str | Path, output_dir: str | Path, *, checkpoint: str = "best",
-               quantization: str = "float32", attention_layer: int = -1, force: bool = False) -> Path:
-    """Write a CTranslate2 model directory for a Transformer run, with its tokenizers and config.
+               quantization: str = "float32", attention_layer: int = -1, force: bool = False,
+               vocab_map=None) -> Path:
+    """Write a CTranslate2 model directory for a Transformer run, with its tokenizers and config;
+    with `vocab_map` (a vocab_map.VocabMapSettings) also vmap.txt, the vocabulary shortlist built
+    from the run's training data (engines/vocab_map.py), which the engine then uses.
 
     Raises:
         AttnmtError: not a Transformer run, unknown quantization, output exists without force.
@@ -171,11 +174,14 @@ def export_run(run_dir: str | Path, output_dir: str | Path, *, checkpoint: str =
     if output_dir.exists() and any(output_dir.iterdir()) and not force:
         raise AttnmtError(f"{output_dir}: exists and is not empty (use --force to replace it)")
     with writer_lock(output_dir.parent, name=f".{output_dir.name}.lock"):  # one export into it at a time
-        return _export(run, cfg, output_dir, ctranslate2, checkpoint, quantization, attention_layer)
+        return _export(run, cfg, output_dir, ctranslate2, checkpoint, quantization, attention_layer, vocab_map)
 
 
 def _export(run: RunDir, cfg, output_dir: Path, ctranslate2, checkpoint: str, quantization: str,
-            attention_layer: int) -> Path:
+            attention_layer: int, vocab_map=None) -> Path:
+    from attnmt.engines.vocab_map import VMAP_FILE, build_vocab_map, write_vocab_map
+
+    vmap_lines = build_vocab_map(run, vocab_map) if vocab_map is not None else None  # before any writing
     pipeline = run.pipeline()
     weights = run.weights(checkpoint)
     model = run.load_model(checkpoint, cfg, pipeline)
@@ -190,11 +196,15 @@ def _export(run: RunDir, cfg, output_dir: Path, ctranslate2, checkpoint: str, qu
             spec.save(str(staging))
             pipeline.save(staging)
             shutil.copyfile(run.config_path, staging / EXPORT_CONFIG)
+            if vmap_lines is not None:
+                write_vocab_map(staging / VMAP_FILE, vmap_lines)
             write_json(staging / EXPORT_INFO, {
                 "format": "ctranslate2", "ctranslate2_version": ctranslate2.__version__,
                 "quantization": quantization, "attention_layer": attention_layer % len(model.decoder_layers),
                 "decoder_layers": len(model.decoder_layers),
-                "run_dir": str(run.path), "checkpoint": str(weights)})
+                "run_dir": str(run.path), "checkpoint": str(weights),
+                **({"vocab_map": {"top_k": vocab_map.top_k, "frequent": vocab_map.frequent,
+                                  "source_tokens": len(vmap_lines) - 1}} if vmap_lines is not None else {})})
             RunDir(staging).record_checksums(sorted(p.name for p in staging.iterdir() if p.is_file()))
         if output_dir.exists():
             shutil.rmtree(output_dir)
