@@ -27,6 +27,7 @@ LAYERS = {
     "translator": 11, "sharding": 11, "plotting": 12,  # sharding: line files in resumable shards over ranks
     "workers": 12,  # decoding in several processes, each with its own Translator (translator.py)
     "markup": 12,  # HTML split into sentences and put back with tags placed by word alignment (decoding/alignment.py)
+    "distillation": 13,  # `attnmt distill`: teacher -> student in resumable stages (translator, sharding, training, workers)
     "server": 13, "commands": 14, "cli": 15, "__main__": 16, "__init__": 16,
 }
 

@@ -1,0 +1,265 @@
+"""The distillation directory: its layout, its settings and its state file, `distill.json`.
+
+Shapes: none; files and records.
+
+Every file a stage finishes is recorded in the state file with its line count and sha256 (written
+atomically through attnmt.files, after the file itself), and every stage checks the recorded files
+it reads before it uses them: a file changed, cut or removed since is refused, naming it, the
+stage that wrote it and how to make it again (`--redo STAGE`). A folder that is neither empty nor
+a distillation is refused: nothing of the user's is written over.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnmt.errors import AttnmtError, DataError
+from attnmt.files import LOCK_FILE, read_json, sha256_file, write_json
+
+log = logging.getLogger(__name__)
+
+STATE = "distill.json"
+FORMAT = "attnmt-distill"
+VERSION = 1
+STAGES = ("teacher", "filter", "corpus", "student", "export", "evaluate")
+STUDENT_CONFIG_GIVEN = "student_config.json"  # the student config as given (its --set applied)
+STUDENT_CONFIG = "student.json"  # ... and as trained: data.train on the distilled corpus
+STUDENT_RUN = "student"
+REPORT_JSON, REPORT_TEXT = "report.json", "report.txt"
+
+
+@dataclass(frozen=True)
+class DistillSettings:
+    """What a distillation makes; fixed when it starts (a resume keeps them).
+
+    Attributes:
+        teacher: the teacher's folders: one run, several runs (an ensemble) or one CTranslate2 export.
+        teacher_engine: "native" (runs) or "ctranslate2" (an export).
+        beam: the teacher's beam when it translates the training sources and the test set.
+        filter_share: the share of each corpus's pairs dropped by the teacher's cross-entropy (0: no filter).
+        original_weight: the weight of the original (reference) pairs beside the distilled ones (0: left out).
+        student_beam: the student's beam in the evaluation (1: greedy, as deployed students decode).
+        quantization: the student export's.
+        vocab_top_k, vocab_frequent: the student export's vocabulary map (engines/vocab_map.py).
+        shard_lines: lines per resumable shard of the teacher's translation and scoring.
+        batch_size: sentences per decoding batch.
+        checkpoint: the teacher's weights ("best", "last", "average" or a file).
+    """
+
+    teacher: tuple[str, ...]
+    teacher_engine: str = "native"
+    beam: int = 5
+    filter_share: float = 0.0
+    original_weight: float = 0.0
+    student_beam: int = 1
+    quantization: str = "int8"
+    vocab_top_k: int = 50
+    vocab_frequent: int = 100
+    shard_lines: int = 10_000
+    batch_size: int = 64
+    checkpoint: str = "best"
+
+    def __post_init__(self):
+        if not self.teacher:
+            raise AttnmtError("distill needs a teacher: a run, runs joined by '+' (an ensemble) or an export")
+        if not (0.0 <= self.filter_share < 1.0 and math.isfinite(self.filter_share)):
+            raise AttnmtError(f"--filter-share {self.filter_share}: must be in [0, 1) (the share of pairs dropped)")
+        if not (0.0 <= self.original_weight <= 1000.0 and math.isfinite(self.original_weight)):
+            raise AttnmtError(f"--original-weight {self.original_weight}: must be in [0, 1000] (0: left out)")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Any, where: str) -> DistillSettings:
+        if not isinstance(raw, dict):
+            raise DataError(f"{where}: settings must be an object")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(raw) - names)
+        if unknown:
+            raise DataError(f"{where}: settings.{unknown[0]}: unknown setting")
+        try:
+            return cls(**{**raw, "teacher": tuple(raw.get("teacher", ()))})
+        except TypeError as err:
+            raise DataError(f"{where}: settings: {err}") from None
+
+
+class OutOfTime(AttnmtError):
+    """The time budget (--max-minutes) ran out; the distillation resumes where it stopped."""
+
+
+@dataclass
+class Budget:
+    """The time this call may take (None: no limit), counted from its start."""
+
+    minutes: float | None = None
+    started: float = dataclasses.field(default_factory=time.monotonic)
+
+    def left(self) -> float:
+        """Seconds left (inf without a budget)."""
+        if self.minutes is None:
+            return math.inf
+        return self.minutes * 60 - (time.monotonic() - self.started)
+
+    def check(self, folder: Path, stage: str) -> None:
+        if self.left() <= 0:
+            raise OutOfTime(f"{folder}: the time budget (--max-minutes {self.minutes:g}) ran out in stage {stage!r}; "
+                            f"what is done is kept: continue with `attnmt distill --resume {folder} --max-minutes M`")
+
+
+class DistillDir:
+    """A distillation directory and its state file (one object for the whole run)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.state: dict = {}
+
+    @property
+    def state_path(self) -> Path:
+        return self.path / STATE
+
+    # ---- start or open
+
+    def create(self, settings: DistillSettings) -> None:
+        """Start a new distillation in an empty (or missing) folder.
+
+        Raises:
+            AttnmtError: the folder holds a distillation (resume it) or anything else.
+        """
+        self.refuse_unless_new()
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.state = {"format": FORMAT, "version": VERSION, "settings": settings.to_dict(), "stages": {}, "files": {}}
+        self.save()
+
+    def refuse_unless_new(self) -> None:
+        """Raises AttnmtError unless the folder is missing or empty (its lock file aside)."""
+        if self.state_path.is_file():
+            raise AttnmtError(f"{self.path}: holds a distillation already: continue it with "
+                              f"`attnmt distill --resume {self.path}`, or choose another -o")
+        if self.path.exists() and not self.path.is_dir():
+            raise AttnmtError(f"{self.path}: exists and is not a folder: choose another -o")
+        if self.path.is_dir() and any(p.name != LOCK_FILE for p in self.path.iterdir()):
+            raise AttnmtError(f"{self.path}: exists, is not empty and is not a distillation (no {STATE}): "
+                              f"choose an empty or new folder for -o")
+
+    def open(self) -> DistillSettings:
+        """Read the state of a distillation to resume.
+
+        Raises:
+            AttnmtError: not a distillation; DataError: a damaged state file (names the key).
+        """
+        if not self.state_path.is_file():
+            raise AttnmtError(f"{self.path}: not a distillation (no {STATE}); start one with "
+                              f"`attnmt distill TEACHER --student CONFIG -o {self.path}`")
+        state = read_json(self.state_path, DataError)
+        where = str(self.state_path)
+        if not isinstance(state, dict) or state.get("format") != FORMAT:
+            raise DataError(f"{where}: not an attnmt distillation state (format is not {FORMAT!r})")
+        if state.get("version") != VERSION:
+            raise DataError(f"{where}: version {state.get('version')!r}; this attnmt reads version {VERSION}")
+        for key in ("stages", "files"):
+            if not isinstance(state.get(key), dict):
+                raise DataError(f"{where}: {key} must be an object")
+        for name, record in state["files"].items():
+            if not (isinstance(record, dict) and isinstance(record.get("sha256"), str)
+                    and isinstance(record.get("lines"), int) and record.get("stage") in STAGES):
+                raise DataError(f"{where}: files.{name}: expected {{lines, sha256, stage}}")
+        for name in state["stages"]:
+            if name not in STAGES:
+                raise DataError(f"{where}: stages.{name}: unknown stage (expected one of {', '.join(STAGES)})")
+        settings = DistillSettings.from_dict(state.get("settings"), where)
+        self.state = state
+        return settings
+
+    def save(self) -> None:
+        write_json(self.state_path, self.state)
+
+    # ---- stages
+
+    def done(self, stage: str) -> bool:
+        return bool(self.state["stages"].get(stage, {}).get("done"))
+
+    def stage_info(self, stage: str) -> dict:
+        return self.state["stages"].setdefault(stage, {})
+
+    def finish(self, stage: str, seconds: float, **info) -> None:
+        record = self.stage_info(stage)
+        record.update(info, done=True, seconds=round(record.get("seconds", 0.0) + seconds, 3))
+        self.save()
+
+    def add_seconds(self, stage: str, seconds: float) -> None:
+        """Time spent in a stage that stopped before its end (a budget ran out, an error)."""
+        record = self.stage_info(stage)
+        record["seconds"] = round(record.get("seconds", 0.0) + seconds, 3)
+        self.save()
+
+    def redo(self, stage: str) -> list[str]:
+        """Forget `stage` and every later one (their files are made again); returns their names."""
+        later = list(STAGES[STAGES.index(stage):])
+        for name in later:
+            self.state["stages"].pop(name, None)
+        self.state["files"] = {k: v for k, v in self.state["files"].items() if v["stage"] not in later}
+        self.save()
+        return later
+
+    # ---- files
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.path).as_posix()
+
+    def record(self, path: Path, stage: str, lines: int | None = None, *, binary: bool = False) -> dict:
+        """Record a finished file's line count (counted here when not given; -1 for a `binary`
+        file, whose lines are not counted) and sha256."""
+        if binary:
+            lines = -1
+        elif lines is None:
+            lines = count_lines(path)
+        self.state["files"][self.rel(path)] = {"lines": lines, "sha256": sha256_file(path), "stage": stage}
+        self.save()
+        return self.state["files"][self.rel(path)]
+
+    def recorded(self, path: Path) -> dict | None:
+        """The record of `path` when it is recorded and the file still matches it; else None (to be made)."""
+        record = self.state["files"].get(self.rel(path))
+        if record is None:
+            return None
+        self.check(path)
+        return record
+
+    def check(self, path: Path) -> int:
+        """The line count of a recorded file, after checking it against its record.
+
+        Raises:
+            DataError: not recorded (its stage has not made it), missing or changed; names the file,
+                the stage that wrote it and the way to make it again.
+        """
+        record = self.state["files"].get(self.rel(path))
+        if record is None:
+            raise DataError(f"{path}: not recorded in {self.state_path}: the stage that makes it has not finished")
+        redo = f"make it again with `attnmt distill --resume {self.path} --redo {record['stage']}`"
+        if not path.is_file():
+            raise DataError(f"{path}: missing (stage {record['stage']!r} wrote it): {redo}")
+        lines = count_lines(path) if record["lines"] >= 0 else -1
+        if lines != record["lines"]:
+            raise DataError(f"{path}: has {lines} lines, stage {record['stage']!r} wrote {record['lines']}: "
+                            f"the file was cut or changed; {redo}")
+        if sha256_file(path) != record["sha256"]:
+            raise DataError(f"{path}: changed since stage {record['stage']!r} wrote it (its sha256 is not the one in "
+                            f"{self.state_path}); {redo}")
+        return lines
+
+
+def count_lines(path: Path) -> int:
+    """Lines of a text file as sharding.py counts them: "\\n"-terminated, and a last one without."""
+    count, last = 0, b"\n"
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            count += block.count(b"\n")
+            last = block[-1:]
+    return count + (last != b"\n")
