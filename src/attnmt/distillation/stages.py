@@ -417,7 +417,9 @@ def stage_student(d: DistillDir, settings: DistillSettings, cfg: Config, runtime
     from attnmt.run_dir import CONFIG
     from attnmt.training import train
 
-    d.check(d.path / STUDENT_CONFIG)
+    for name, record in sorted(d.state["files"].items()):  # the corpus it trains on, as the corpus stage wrote it
+        if record["stage"] == "corpus":
+            d.check(d.path / name)
     student = load_saved_config(d.path / STUDENT_CONFIG)
     run_path = d.path / STUDENT_RUN
     run = RunDir(run_path)

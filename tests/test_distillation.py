@@ -1,0 +1,337 @@
+"""`attnmt distill` on the toy tasks: the stages' outputs (checked against the teacher used
+directly), resumption after a stop between stages and in the middle of one (same outputs as a run
+never stopped), damaged outputs refused, the table printed, a multilingual teacher."""
+
+import hashlib
+import json
+import math
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("ctranslate2")
+
+import toy  # noqa: E402
+from attnmt.cli import main  # noqa: E402
+
+TRAIN_PAIRS = 200  # data.train_subset: the teacher translates this many training sources
+COMMON = ["--beam", "2", "--shard-lines", "50", "--filter-share", "0.1", "--original-weight", "0.5"]
+
+
+def _sha(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    return tmp_path_factory.mktemp("distill")
+
+
+@pytest.fixture(scope="module")
+def teacher(base):
+    """A tiny Transformer on the copy task (3 epochs: good enough to be distilled, seconds)."""
+    config = toy.write_config(base / "teacher.yaml", "copy", "transformer", epochs=3, batch_size=32, beam_size=5,
+                              train=dict(log_every=100, eval_max_sentences=8, num_threads=1))
+    assert main(["train", str(config), "--run-dir", str(base / "teacher")]) == 0
+    return base / "teacher"
+
+
+@pytest.fixture(scope="module")
+def student_config(base, teacher):
+    """A tiny student (2 encoder layers, 1 decoder layer) over the teacher's corpus."""
+    path = base / "student.yaml"
+    path.write_text(toy.config_text(base / "teacher", "transformer", epochs=2, batch_size=32, beam_size=1,
+                                    data=dict(train_subset=TRAIN_PAIRS),
+                                    model=dict(enc_layers=2, dec_layers=1),
+                                    train=dict(log_every=100, eval_max_sentences=8, num_threads=1,
+                                               save_every_steps=3)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference(base, teacher, student_config):
+    """One distillation never stopped, and what it printed."""
+    import io
+    from contextlib import redirect_stdout
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["distill", str(teacher), "--student", str(student_config), "-o", str(base / "ref"), *COMMON]) == 0
+    return base / "ref", out.getvalue()
+
+
+def _lines(path):
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def test_stage_outputs_are_the_teachers(reference, teacher):
+    from attnmt.translator import Translator
+
+    folder, _ = reference
+    sources = _lines(folder / "data" / "train0.de")
+    assert sources == _lines(teacher.parent / "teacher" / "train.de")[:TRAIN_PAIRS]
+    outputs = _lines(folder / "teacher" / "train0.en")
+    direct = Translator.load(teacher)
+    assert outputs == [r.text for r in direct.translate(sources, beam_size=2)]
+    # the filter: the 10% of pairs with the highest per-token cross-entropy under forced decoding
+    scored = direct.score(sources, outputs)
+    ce = [-r.log_prob / r.num_tokens for r in scored]
+    worst = sorted(range(len(ce)), key=lambda i: -ce[i])[:TRAIN_PAIRS // 10]
+    dropped = [int(x) for x in _lines(folder / "filter" / "train0.dropped")]
+    assert sorted(dropped) == sorted(i + 1 for i in worst)
+    kept = [i for i in range(len(sources)) if i not in set(worst)]
+    assert _lines(folder / "corpus" / "train0.de") == [sources[i] for i in kept]
+    assert _lines(folder / "corpus" / "train0.en") == [outputs[i] for i in kept]
+    student = json.loads((folder / "student.json").read_text())
+    assert student["data"]["train"] == [
+        {"path": str(folder / "corpus" / "train0"), "weight": 1.0, "pair": None},
+        {"path": str(folder / "data" / "train0"), "weight": 0.5, "pair": None}]
+    assert student["data"]["train_subset"] is None
+    state = json.loads((folder / "distill.json").read_text())
+    assert [s for s in state["stages"] if state["stages"][s]["done"]] == ["teacher", "filter", "corpus", "student",
+                                                                       "export", "evaluate"]
+    assert state["stages"]["corpus"]["prepared_pairs"] == len(kept) + len(sources)
+    for name, record in state["files"].items():  # every record matches its file
+        assert _sha(folder / name) == record["sha256"], name
+    assert (folder / "student-ct2-int8" / "vmap.txt").is_file()
+
+
+def test_the_table_is_printed(reference):
+    folder, printed = reference
+    report = json.loads((folder / "report.json").read_text())
+    systems = [row["system"] for row in report["rows"]]
+    assert systems == ["teacher teacher", "student int8", "student int8 + vmap"]
+    head = printed.splitlines()[0].split()
+    assert head[:5] == ["pair", "system", "engine", "beam", "BLEU"] and head[-2:] == ["sent/s", "MB"]
+    rows = [line for line in printed.splitlines() if line.startswith("de-en ")]
+    assert len(rows) == 3
+    # the scores are sacreBLEU's on the files the stages wrote
+    import sacrebleu
+
+    refs = _lines(folder / "data" / "test.en")
+    bleu = sacrebleu.corpus_bleu(_lines(folder / "teacher" / "test.en"), [refs]).score
+    assert report["rows"][0]["BLEU"] == pytest.approx(bleu, abs=0.01)
+    assert f"{bleu:.2f}" in rows[0]
+    for row in report["rows"][1:]:
+        assert row["dBLEU"] == pytest.approx(row["BLEU"] - report["rows"][0]["BLEU"], abs=0.02)
+        assert row["sentences_per_s"] > 0 and 0 <= row["p_ar"] <= 1
+    best = json.loads((folder.parent / "teacher" / "best.json").read_text())["file"]
+    assert report["rows"][0]["megabytes"] == pytest.approx((folder.parent / "teacher" / best).stat().st_size / 1e6,
+                                                           abs=0.01)
+
+
+def test_resume_after_stops_between_and_inside_stages_gives_the_same_outputs(base, teacher, student_config,
+                                                                               reference, monkeypatch):
+    """Stopped inside the teacher's shards, inside the filter's, between corpus and student, inside
+    the student's training (after its first epoch's state) and inside the export: each --resume
+    goes on, and the outputs are those of the run never stopped."""
+    import attnmt.distillation.stages as stages
+    import attnmt.training.loop as loop
+    from attnmt.sharding import run_shards
+
+    folder = base / "stopped"
+
+    class Stop(Exception):
+        pass
+
+    left = {"shards": 2}  # shards (teacher's and filter's, in order) done before the next one stops
+
+    def shards_then_stop(job, work):
+        def counted(columns):
+            if left["shards"] == 0:
+                raise Stop("inside the shards")
+            left["shards"] -= 1
+            return work(columns)
+        run_shards(job, counted)
+
+    monkeypatch.setattr(stages, "run_shards", shards_then_stop)
+    with pytest.raises(Stop):  # teacher: 2 of 4 shards of train0 done
+        main(["distill", str(teacher), "--student", str(student_config), "-o", str(folder), *COMMON])
+    assert len(list((folder / "teacher" / "train0.en.shards").glob("shard-*.txt"))) == 2
+    left["shards"] = 2 + 1  # the teacher's last 2 shards, the filter's first; its second stops
+    with pytest.raises(Stop):
+        main(["distill", "--resume", str(folder)])
+    state = json.loads((folder / "distill.json").read_text())
+    assert state["stages"]["teacher"]["done"] and not state["stages"]["filter"].get("done")
+    assert len(list((folder / "filter" / "train0.ce.shards").glob("shard-*.txt"))) == 1
+    monkeypatch.setattr(stages, "run_shards", run_shards)
+
+    def stop(*args, **kwargs):
+        raise Stop("between stages")
+    monkeypatch.setattr(stages, "stage_student", stop)
+    with pytest.raises(Stop):
+        main(["distill", "--resume", str(folder)])
+    monkeypatch.undo()
+    state = json.loads((folder / "distill.json").read_text())
+    assert state["stages"]["corpus"]["done"] and not state["stages"].get("student", {}).get("done")
+
+    real_epoch = loop.Trainer._run_epoch
+
+    def first_epoch_only(self, epoch):
+        if epoch == 2:
+            raise Stop("inside the student's training")
+        return real_epoch(self, epoch)
+    monkeypatch.setattr(loop.Trainer, "_run_epoch", first_epoch_only)
+    with pytest.raises(Stop):
+        main(["distill", "--resume", str(folder)])
+    monkeypatch.undo()
+    assert (folder / "student" / "train_state.json").is_file()
+
+    import attnmt.engines.ctranslate2_export as export
+
+    def broken_export(*args, **kwargs):
+        raise Stop("inside the export")
+    monkeypatch.setattr(export, "export_run", broken_export)
+    with pytest.raises(Stop):
+        main(["distill", "--resume", str(folder)])
+    monkeypatch.undo()
+    assert main(["distill", "--resume", str(folder)]) == 0
+
+    ref, _ = reference
+    for name in ("data/train0.de", "teacher/train0.en", "teacher/test.en", "filter/train0.ce", "filter/train0.dropped",
+                 "corpus/train0.de", "corpus/train0.en", "student-ct2-int8/vmap.txt"):
+        assert _sha(folder / name) == _sha(ref / name), name
+    best = json.loads((ref / "student" / "best.json").read_text())["file"]
+    from attnmt.checkpoint import recorded_digest
+
+    # the student trained exactly alike: the same tensors (the digest of them saved in the file's metadata)
+    assert recorded_digest(folder / "student" / best) == recorded_digest(ref / "student" / best)
+    rows = json.loads((folder / "report.json").read_text())["rows"]
+    ref_rows = json.loads((ref / "report.json").read_text())["rows"]
+    assert [(r["BLEU"], r["chrF"]) for r in rows] == [(r["BLEU"], r["chrF"]) for r in ref_rows]
+
+
+@pytest.fixture
+def damaged(base, reference, tmp_path):
+    folder = tmp_path / "copy"
+    shutil.copytree(reference[0], folder)
+    return folder
+
+
+def test_a_changed_stage_output_is_refused(damaged, capsys):
+    path = damaged / "teacher" / "train0.en"
+    lines = _lines(path)
+    lines[5] = "something else"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["distill", "--resume", str(damaged), "--redo", "corpus"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: changed since stage 'teacher' wrote it" in err
+    assert f"--resume {damaged} --redo teacher" in err
+    assert "Traceback" not in err
+
+
+def test_a_cut_or_missing_output_is_refused(damaged, capsys):
+    (damaged / "student-ct2-int8" / "vmap.txt").unlink()
+    assert main(["distill", "--resume", str(damaged), "--redo", "evaluate"]) == 2
+    assert "vmap.txt: missing (stage 'export' wrote it)" in capsys.readouterr().err
+    path = damaged / "corpus" / "train0.en"
+    path.write_text("".join(line + "\n" for line in _lines(path)[:-3]), encoding="utf-8")
+    assert main(["distill", "--resume", str(damaged), "--redo", "student"]) == 2
+    assert "has 177 lines, stage 'corpus' wrote 180" in capsys.readouterr().err
+
+
+def test_a_damaged_state_file_is_refused(damaged, capsys):
+    state = json.loads((damaged / "distill.json").read_text())
+    state["settings"]["beam"] = "five"
+    state["settings"]["colour"] = 1
+    (damaged / "distill.json").write_text(json.dumps(state))
+    assert main(["distill", "--resume", str(damaged)]) == 2
+    assert "distill.json: settings.colour: unknown setting" in capsys.readouterr().err
+    (damaged / "distill.json").write_text("{")
+    assert main(["distill", "--resume", str(damaged)]) == 2
+    assert "distill.json: corrupted JSON" in capsys.readouterr().err
+
+
+def test_folders_that_are_not_distillations_are_left_alone(tmp_path, teacher, student_config, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    assert main(["distill", str(teacher), "--student", str(student_config), "-o", str(mine)]) == 2
+    assert "is not empty and is not a distillation" in capsys.readouterr().err
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+    assert main(["distill", "--resume", str(mine)]) == 2
+    assert "not a distillation (no distill.json)" in capsys.readouterr().err
+    assert main(["distill", "--resume", str(tmp_path / "nowhere")]) == 2
+    assert not (tmp_path / "nowhere").exists()
+    assert main(["distill", str(teacher), "--resume", str(mine)]) == 2
+    assert "drop TEACHER" in capsys.readouterr().err
+
+
+def test_a_direction_the_teacher_lacks_is_refused(tmp_path, teacher, student_config, capsys):
+    assert main(["distill", str(teacher), "--student", str(student_config), "-o", str(tmp_path / "d"),
+                 "--set", "data.tgt_lang=fr"]) == 2
+    err = capsys.readouterr().err
+    assert "data.src_lang / data.tgt_lang names de-fr, which the teacher" in err and "it has de-en" in err
+    assert not (tmp_path / "d").exists()
+
+
+def test_out_of_time_stops_and_says_how_to_go_on(tmp_path, teacher, student_config, capsys):
+    assert main(["distill", str(teacher), "--student", str(student_config), "-o", str(tmp_path / "d"),
+                 "--max-minutes", "1e-9"]) == 2
+    err = capsys.readouterr().err
+    assert "the time budget (--max-minutes 1e-09) ran out in stage 'teacher'" in err
+    assert f"attnmt distill --resume {tmp_path / 'd'} --max-minutes M" in err
+
+
+def test_the_commands_stage_names_are_the_librarys():
+    from attnmt.commands.distill import STAGE_NAMES
+    from attnmt.distillation import STAGES
+
+    assert STAGE_NAMES == STAGES
+
+
+def test_a_multilingual_teacher_gives_one_student_of_its_directions(tmp_path, capsys):
+    pairs = ["de-en", "de-fr"]
+    config = toy.write_multilingual_config(tmp_path / "multi.yaml", epochs=2, pairs=pairs, train_size=60)
+    assert main(["train", str(config), "--run-dir", str(tmp_path / "teacher")]) == 0
+    import yaml
+
+    student = yaml.safe_load(config.read_text())
+    student["model"].update(enc_layers=1, dec_layers=1)
+    student["train"].update(epochs=1)
+    (tmp_path / "student.yaml").write_text(yaml.safe_dump(student))
+    capsys.readouterr()
+    assert main(["distill", str(tmp_path / "teacher"), "--student", str(tmp_path / "student.yaml"),
+                 "-o", str(tmp_path / "d"), "--beam", "2"]) == 0
+    printed = capsys.readouterr().out
+    folder = tmp_path / "d"
+    report = json.loads((folder / "report.json").read_text())
+    assert [(r["pair"], r["system"].split()[0]) for r in report["rows"]] == [
+        (p, s) for p in pairs for s in ("teacher", "student", "student")]
+    assert sum(line.startswith(("de-en ", "de-fr ")) for line in printed.splitlines()) == 6
+    trained = json.loads((folder / "student.json").read_text())["data"]
+    assert [(c["path"].rsplit("/", 1)[1], c["pair"]) for c in trained["train"]] == [
+        ("train0-de-en", "de-en"), ("train1-de-fr", "de-fr")]
+    from attnmt.translator import Translator
+
+    multi = Translator.load(tmp_path / "teacher")
+    sources = _lines(folder / "data" / "train1-de-fr.de")
+    assert _lines(folder / "teacher" / "train1-de-fr.fr") == [
+        r.text for r in multi.translate(sources, beam_size=2, source_lang="de", target_lang="fr")]
+    student_run = Translator.load(folder / "student")
+    assert [str(d) for d in student_run.directions] == pairs
+
+
+@pytest.mark.slow
+def test_a_killed_process_resumes_to_the_same_outputs(base, teacher, student_config, reference, tmp_path):
+    """SIGKILL (a subprocess past its timeout) in the middle of the teacher's translation."""
+    folder = tmp_path / "killed"
+    command = [sys.executable, "-m", "attnmt", "distill", str(teacher), "--student", str(student_config),
+               "-o", str(folder), *COMMON]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list((folder / "teacher" / "train0.en.shards").glob("shard-*.txt")):
+        time.sleep(0.05)
+    process.kill()
+    process.wait()
+    assert not (folder / "distill.json").is_file() or not json.loads(
+        (folder / "distill.json").read_text())["stages"].get("teacher", {}).get("done")
+    assert subprocess.run([sys.executable, "-m", "attnmt", "distill", "--resume", str(folder)],
+                          capture_output=True).returncode == 0
+    ref, _ = reference
+    for name in ("teacher/train0.en", "corpus/train0.en", "student-ct2-int8/vmap.txt"):
+        assert _sha(folder / name) == _sha(ref / name), name
+    assert not math.isnan(json.loads((folder / "report.json").read_text())["rows"][1]["BLEU"])
