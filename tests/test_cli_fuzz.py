@@ -6,7 +6,8 @@ Numbers are huge, negative, nan, inf, hex, with underscores or in other scripts;
 text; paths are missing, folders, files of the wrong kind or a real run. Valid values run for
 real on a copy of the toy run, except the three jobs too long for a test, which are stubbed where
 the command hands over to the library: training (`training.train`, which `attnmt train` and the
-demo call) and serving (uvicorn's `Server.run`).
+demo call), serving (uvicorn's `Server.run`) and a distillation's stages (`distillation.stages._run`,
+after its refusals).
 
     ATTNMT_FUZZ=deep pytest tests/test_cli_fuzz.py tests/test_text_fuzz.py   # the deeper profile
 """
@@ -122,8 +123,11 @@ def stubbed(monkeypatch, places):
     def serve(self, *args, **kwargs):
         self.started = True
 
+    import attnmt.distillation.stages
+
     monkeypatch.setattr(attnmt.training, "train", train)
     monkeypatch.setattr(uvicorn.Server, "run", serve)
+    monkeypatch.setattr(attnmt.distillation.stages, "_run", lambda *args, **kwargs: {"rows": [], "signature": {}})
     places["tmp"].mkdir(exist_ok=True)
     monkeypatch.chdir(places["tmp"])  # relative paths the fuzzer invents land here
 

@@ -96,7 +96,7 @@ def format_report(report: dict) -> str:
               "" if row["p_ar"] is None else f"{row['p_ar']:.4f}",
               "-" if row["sentences_per_s"] is None else f"{row['sentences_per_s']:.1f}",
               f"{row['megabytes']:.2f}"] for row in report["rows"]]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(COLUMNS)]
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(COLUMNS)]
     line = "  ".join(h.ljust(w) if i < 3 else h.rjust(w) for i, (h, w) in enumerate(zip(COLUMNS, widths)))
     out = [line, "-" * len(line)]
     out += ["  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))) for row in cells]
