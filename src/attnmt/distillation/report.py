@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from attnmt.config import Config
-from attnmt.distillation.state import REPORT_JSON, REPORT_TEXT, DistillDir, DistillSettings
+from attnmt.distillation.state import (REPORT_JSON, REPORT_TEXT, DistillDir, DistillSettings, check_export,
+                                       iter_tests, language_options)
 from attnmt.files import atomic_write_text, write_json
 from attnmt.run_dir import RunDir
 
@@ -35,7 +36,6 @@ def model_megabytes(settings: DistillSettings) -> float:
 
 
 def stage_evaluate(d: DistillDir, settings: DistillSettings, cfg: Config, runtime) -> dict:
-    from attnmt.distillation.stages import _languages, check_export, iter_tests
     from attnmt.significance import compare_systems
     from attnmt.translator import Translator
 
@@ -51,7 +51,7 @@ def stage_evaluate(d: DistillDir, settings: DistillSettings, cfg: Config, runtim
         sources = src_path.read_text(encoding="utf-8").splitlines()
         refs = ref_path.read_text(encoding="utf-8").splitlines()
         teacher_hyps = out_path.read_text(encoding="utf-8").splitlines()
-        languages = _languages(cfg.data.multilingual, direction)
+        languages = language_options(cfg.data.multilingual, direction)
         systems, timings = [(f"teacher {teacher_name}", teacher_hyps)], []
         timed = speed.get(str(direction), {})
         timings.append(timed.get("sentences", 0) / timed["seconds"] if timed.get("seconds") else None)

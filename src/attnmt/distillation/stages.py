@@ -25,13 +25,14 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from attnmt.config import Config, TrainCorpus, config_from_dict, load_saved_config, save_config
 from attnmt.data.corpus import CorpusFiles, corpus_spec, load_corpus, multi30k_path, read_chunks, train_files
 from attnmt.direction import Direction
+from attnmt.distillation.report import stage_evaluate
 from attnmt.distillation.state import (STAGES, STUDENT_CONFIG, STUDENT_CONFIG_GIVEN, STUDENT_RUN, Budget,
-                                       DistillDir, DistillSettings, OutOfTime)
+                                       DistillDir, DistillSettings, OutOfTime, export_folder, language_options,
+                                       source_paths, test_name)
 from attnmt.errors import AttnmtError, ConfigError, DataError
 from attnmt.files import atomic_write, read_json, writer_lock
 from attnmt.run_dir import RunDir
@@ -98,7 +99,6 @@ def resume(folder: str | Path, runtime: Runtime = Runtime(), *, redo: str | None
 def _run(d: DistillDir, settings: DistillSettings, runtime: Runtime) -> dict:
     d.check(d.path / STUDENT_CONFIG_GIVEN)
     student_cfg = load_saved_config(d.path / STUDENT_CONFIG_GIVEN)
-    from attnmt.distillation.report import stage_evaluate
 
     work = {"teacher": stage_teacher, "filter": stage_filter, "corpus": stage_corpus, "student": stage_student,
             "export": stage_export, "evaluate": stage_evaluate}
@@ -142,10 +142,6 @@ def teacher_directions(settings: DistillSettings, student_cfg: Config) -> tuple[
     return data.multilingual, wanted
 
 
-def _languages(multilingual: bool, direction: Direction) -> dict:
-    return dict(source_lang=direction.source, target_lang=direction.target) if multilingual else {}
-
-
 @contextmanager
 def open_teacher(settings: DistillSettings, runtime: Runtime, *, workers: int = 1):
     """The teacher: a Translator (an ensemble for several runs), or a pool of `workers` processes."""
@@ -176,14 +172,6 @@ def entries(cfg: Config) -> list[Entry]:
         suffix = f"-{direction}" if data.multilingual else ""
         found.append(Entry(f"train{index}{suffix}", files, direction))
     return found
-
-
-def source_paths(d: DistillDir, entry_name: str, direction: Direction, folder: str = "data") -> tuple[Path, Path]:
-    return (d.path / folder / f"{entry_name}.{direction.source}", d.path / folder / f"{entry_name}.{direction.target}")
-
-
-def test_name(cfg: Config, direction: Direction) -> str:
-    return f"test-{direction}" if cfg.data.multilingual else "test"
 
 
 def _write_lines(path: Path, lines) -> int:
@@ -251,7 +239,7 @@ def stage_teacher(d: DistillDir, settings: DistillSettings, cfg: Config, runtime
             sources = src_path.read_text(encoding="utf-8").splitlines()
             began = time.perf_counter()
             results = teacher.translate(sources, beam_size=settings.beam, batch_size=settings.batch_size,
-                                        **_languages(multilingual, direction))
+                                        **language_options(multilingual, direction))
             seconds = time.perf_counter() - began
             _write_lines(out, (r.text for r in results))
             speed[str(direction)] = {"sentences": len(sources), "seconds": round(seconds, 3),
@@ -265,7 +253,7 @@ def stage_teacher(d: DistillDir, settings: DistillSettings, cfg: Config, runtime
                 continue
             lines = d.check(src_path)
             options = dict(beam_size=settings.beam, batch_size=settings.batch_size,
-                           **_languages(multilingual, entry.direction))
+                           **language_options(multilingual, entry.direction))
 
             def translate(columns, options=options):
                 runtime.budget.check(d.path, "teacher")
@@ -310,7 +298,7 @@ def stage_filter(d: DistillDir, settings: DistillSettings, cfg: Config, runtime:
                 lines = d.check(src_path)
                 if d.check(out_path) != lines:
                     raise DataError(f"{out_path}: {d.check(out_path)} lines, its sources {src_path} {lines}")
-                languages = _languages(multilingual, entry.direction)
+                languages = language_options(multilingual, entry.direction)
 
                 def score(columns, languages=languages):
                     runtime.budget.check(d.path, "filter")
@@ -444,10 +432,6 @@ def stage_student(d: DistillDir, settings: DistillSettings, cfg: Config, runtime
 
 # ----------------------------------------------------------------------------- the export
 
-def export_folder(d: DistillDir, settings: DistillSettings) -> Path:
-    return d.path / f"student-ct2-{settings.quantization}"
-
-
 def stage_export(d: DistillDir, settings: DistillSettings, cfg: Config, runtime: Runtime) -> dict:
     from attnmt.engines.ctranslate2_export import export_run
     from attnmt.engines.vocab_map import VMAP_FILE, VocabMapSettings
@@ -460,24 +444,3 @@ def stage_export(d: DistillDir, settings: DistillSettings, cfg: Config, runtime:
     d.record(out / "model.bin", "export", binary=True)
     d.record(out / VMAP_FILE, "export")
     return {"folder": d.rel(out)}
-
-
-def check_export(d: DistillDir, settings: DistillSettings) -> Path:
-    out = export_folder(d, settings)
-    d.check(out / "model.bin")
-    d.check(out / "vmap.txt")
-    return out
-
-
-def stage_names() -> tuple[str, ...]:
-    return STAGES
-
-
-def iter_tests(d: DistillDir, cfg: Config) -> Iterator[tuple[Direction, Path, Path, Path]]:
-    """Each student direction's test sources, references and the teacher's translations (checked)."""
-    for direction in cfg.data.directions():
-        src_path, ref_path = source_paths(d, test_name(cfg, direction), direction)
-        out_path = source_paths(d, test_name(cfg, direction), direction, "teacher")[1]
-        for path in (src_path, ref_path, out_path):
-            d.check(path)
-        yield direction, src_path, ref_path, out_path

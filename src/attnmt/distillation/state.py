@@ -17,8 +17,10 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
+from attnmt.config import Config
+from attnmt.direction import Direction
 from attnmt.errors import AttnmtError, DataError
 from attnmt.files import LOCK_FILE, read_json, sha256_file, write_json
 
@@ -263,3 +265,41 @@ def count_lines(path: Path) -> int:
             count += block.count(b"\n")
             last = block[-1:]
     return count + (last != b"\n")
+
+
+# ----------------------------------------------------------------------------- the layout
+
+def source_paths(d: DistillDir, name: str, direction: Direction, folder: str = "data") -> tuple[Path, Path]:
+    """FOLDER/NAME.SRC and FOLDER/NAME.TGT: a corpus's two sides (data/, corpus/; teacher/ holds the target side)."""
+    return (d.path / folder / f"{name}.{direction.source}", d.path / folder / f"{name}.{direction.target}")
+
+
+def test_name(cfg: Config, direction: Direction) -> str:
+    return f"test-{direction}" if cfg.data.multilingual else "test"
+
+
+def export_folder(d: DistillDir, settings: DistillSettings) -> Path:
+    return d.path / f"student-ct2-{settings.quantization}"
+
+
+def language_options(multilingual: bool, direction: Direction) -> dict:
+    """Translator.translate's languages for `direction` (a one-direction model takes none)."""
+    return dict(source_lang=direction.source, target_lang=direction.target) if multilingual else {}
+
+
+def check_export(d: DistillDir, settings: DistillSettings) -> Path:
+    """The student's export, its model and vocabulary map checked against their records."""
+    out = export_folder(d, settings)
+    d.check(out / "model.bin")
+    d.check(out / "vmap.txt")
+    return out
+
+
+def iter_tests(d: DistillDir, cfg: Config) -> Iterator[tuple[Direction, Path, Path, Path]]:
+    """Each student direction's test sources, references and the teacher's translations (checked)."""
+    for direction in cfg.data.directions():
+        src_path, ref_path = source_paths(d, test_name(cfg, direction), direction)
+        out_path = source_paths(d, test_name(cfg, direction), direction, "teacher")[1]
+        for path in (src_path, ref_path, out_path):
+            d.check(path)
+        yield direction, src_path, ref_path, out_path
