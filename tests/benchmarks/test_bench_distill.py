@@ -1,0 +1,56 @@
+"""Smoke test of benchmarks/speed/bench_distill.py on toy exports: it runs, prints its columns
+(teacher, student, student + vmap) and its BLEU is sacreBLEU's on the systems' own translations."""
+
+import json
+
+import pytest
+
+pytest.importorskip("ctranslate2")
+
+import toy  # noqa: E402
+from attnmt.cli import main as attnmt  # noqa: E402
+from benchmarks.speed import bench_distill  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    """A toy Transformer trained one epoch, exported twice: as the teacher (int8) and as the
+    student (int8 with its vocabulary map)."""
+    base = tmp_path_factory.mktemp("bench_distill")
+    config = toy.write_config(base / "toy.yaml", "copy", "transformer", epochs=1, batch_size=32,
+                              train=dict(eval_max_sentences=4, num_threads=1))
+    assert attnmt(["train", str(config), "--run-dir", str(base / "run")]) == 0
+    assert attnmt(["export", str(base / "run"), "-o", str(base / "teacher"), "--quantization", "int8"]) == 0
+    assert attnmt(["export", str(base / "run"), "-o", str(base / "student"), "--quantization", "int8",
+                   "--vocab-map"]) == 0
+    return base
+
+
+def test_prints_the_speed_columns_and_bleu(exports, capsys):
+    import sacrebleu
+
+    from attnmt import Translator
+
+    src, ref = exports / "toy" / "test.de", exports / "toy" / "test.en"
+    report_path = exports / "bench.json"
+    assert bench_distill.main(["--teacher", str(exports / "teacher"), "--student", str(exports / "student"),
+                               "--src", str(src), "--ref", str(ref), "--rounds", "1",
+                               "--json", str(report_path)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].split() == ["system", "engine", "beam", "vmap", "sentences", "median_s", "sent/s", "tok/s",
+                                  "x", "teacher", "BLEU", "chrF"]
+    assert [line.split()[:2] for line in printed[2:5]] == [["teacher", "ctranslate2"], ["student", "ctranslate2"],
+                                                          ["student", "+"]]
+    rows = json.loads(report_path.read_text())["results"]
+    assert [(r["system"], r["beam"], r["vmap"], r["sentences"]) for r in rows] == [
+        ("teacher", 5, False, 40), ("student", 1, False, 40), ("student + vmap", 1, True, 40)]
+    assert rows[0]["vs_teacher"] == 1.0 and all(r["sentences_per_s"] > 0 for r in rows)
+    sources, refs = src.read_text().splitlines(), ref.read_text().splitlines()
+    teacher = [r.text for r in Translator.load(exports / "teacher", engine="ctranslate2").translate(sources, beam_size=5)]
+    assert rows[0]["bleu"] == pytest.approx(sacrebleu.corpus_bleu(teacher, [refs]).score, abs=0.01)
+
+
+def test_a_student_without_a_map_is_refused(exports, capsys):
+    assert bench_distill.main(["--teacher", str(exports / "teacher"), "--student", str(exports / "teacher"),
+                               "--src", "x", "--ref", "y", "--json", ""]) == 2
+    assert "has no vmap.txt: export the student with --vocab-map" in capsys.readouterr().err
