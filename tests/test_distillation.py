@@ -179,6 +179,8 @@ def test_resume_after_stops_between_and_inside_stages_gives_the_same_outputs(bas
         main(["distill", "--resume", str(folder)])
     monkeypatch.undo()
     assert (folder / "student" / "train_state.json").is_file()
+    first_epoch = folder / "student" / "checkpoints" / "epoch_001.safetensors"
+    written = (first_epoch.stat().st_ino, first_epoch.stat().st_mtime_ns)  # resumed, not trained again
 
     import attnmt.engines.ctranslate2_export as export
 
@@ -189,6 +191,7 @@ def test_resume_after_stops_between_and_inside_stages_gives_the_same_outputs(bas
         main(["distill", "--resume", str(folder)])
     monkeypatch.undo()
     assert main(["distill", "--resume", str(folder)]) == 0
+    assert (first_epoch.stat().st_ino, first_epoch.stat().st_mtime_ns) == written
 
     ref, _ = reference
     for name in ("data/train0.de", "teacher/train0.en", "teacher/test.en", "filter/train0.ce", "filter/train0.dropped",

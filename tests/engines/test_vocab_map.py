@@ -42,9 +42,10 @@ def _brute_force(pairs, top_k, frequent):
 
 
 def test_lines_follow_dice_and_frequency():
-    src_vocab = Vocab([*Vocab.SPECIALS, "a", "b", "c", "d"])
+    src_vocab = Vocab([*Vocab.SPECIALS, "a", "b", "c", "d", "e"])
     tgt_vocab = Vocab([*Vocab.SPECIALS, "x", "y", "z", "w", "v"])
-    pairs = [("a b", "x y"), ("a", "x"), ("b c", "y z z"), ("c", "z w"), ("a c", "x z"), ("b", "v v v y")]
+    pairs = [("a b", "x y"), ("a", "x"), ("b c", "y z z"), ("c", "z"), ("a c", "x z"), ("b", "v v v y"),
+             ("d", "w z"), ("d", "w z"), ("d", "z")]
     token_pairs = [(s.split(), t.split()) for s, t in pairs]
     counts = count_cooccurrence([(src_vocab.encode(s), tgt_vocab.encode(t)) for s, t in token_pairs],
                                 len(src_vocab), len(tgt_vocab))
@@ -55,11 +56,12 @@ def test_lines_follow_dice_and_frequency():
     assert lines[0] == "\t" + " ".join(frequent)
     assert frequent == ["z", "x", "y"]
     got = {line.split("\t")[0]: line.split("\t")[1].split() for line in lines[1:]}
-    assert set(got) == {"a", "b", "c"}  # "d" never occurs
+    assert set(got) == {"a", "b", "c", "d"}  # "e" never occurs
     for s, cands in table.items():
         best = [t for _, _, t in sorted(cands, key=lambda c: (-c[0], -c[1], tgt_vocab.stoi[c[2]]))[:2]]
         assert got[s] == best, s
     assert got["a"] == ["x", "y"]  # x: 2*3/(3+3) = 1; y: 2*1/(3+3)
+    assert got["d"] == ["w", "z"]  # Dice, not counts: w 2*2/(3+2) = 0.8 (2 together), z 2*3/(3+6) = 0.67 (3)
 
 
 def test_chunks_merge_like_one_count(monkeypatch):
