@@ -212,6 +212,33 @@ def test_a_file_size_limit_during_preparation_is_one_line_and_leaves_no_partial_
     assert not [p for p in prepared.iterdir() if p.is_dir()], list(prepared.iterdir())  # no partial, no folder
 
 
+def test_a_run_killed_before_its_first_state_says_what_to_do_and_does_not_loop(tmp_path, capsys):
+    """Issue 50: a training SIGKILLed at its 3rd update (before any state was saved): `--resume` said
+    only "training state not found", and a fresh `train` sent the user back to `--resume`. Now
+    both say to start afresh with --overwrite, and that works."""
+    config = toy.write_config(tmp_path / "toy.yaml", epochs=1)
+    run = tmp_path / "run"
+    script = ("import os, signal, sys\nfrom attnmt.training.loop import Trainer\nupdate = Trainer._update\n"
+              "calls = [0]\ndef killed(self, *args, **kwargs):\n    calls[0] += 1\n"
+              "    if calls[0] == 3:\n        os.kill(os.getpid(), signal.SIGKILL)\n"
+              "    return update(self, *args, **kwargs)\nTrainer._update = killed\n"
+              "from attnmt.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    done = subprocess.run([sys.executable, "-c", script, "train", str(config), "--run-dir", str(run)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert (run / "config.json").is_file() and not list(run.glob("train_state*"))
+    assert main(["train", "--resume", str(run)]) == 2
+    line = one_error_line(capsys.readouterr().err, "train")
+    assert "training state not found (cannot resume): the run stopped before it saved its first one" in line, line
+    assert f"--run-dir {run} --overwrite" in line, line
+    assert main(["train", str(config), "--run-dir", str(run)]) == 2
+    line = one_error_line(capsys.readouterr().err, "train")
+    assert "stopped before it saved its first training state, so it cannot be resumed" in line, line
+    assert "--overwrite" in line and "--resume" not in line, line  # no loop back to --resume
+    assert main(["train", str(config), "--run-dir", str(run), "--overwrite"]) == 0
+    assert epochs_logged(run) == [1]
+
+
 # ----------------------------------------------------------------------------- never overwrite an input
 
 def test_an_output_over_an_input_is_refused_before_any_work(toy_run, tmp_path, capsys, monkeypatch):
