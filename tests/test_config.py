@@ -1,6 +1,9 @@
 """Config loading: types, choices, cross-field rules and overrides, each error naming file and key."""
 
 import json
+import re
+
+import yaml
 
 import pytest
 
@@ -92,9 +95,43 @@ def test_rnn_teacher_forcing_and_moses_lowercase_still_accepted(tmp_path):
     assert cfg.train.teacher_forcing == 0.5 and cfg.data.lowercase
 
 
-def test_lowercase_with_sentencepiece_is_accepted(tmp_path):
-    cfg = load_config(write(tmp_path, "data:\n  tokenizer: sentencepiece\n  lowercase: true\n"))
-    assert cfg.data.tokenizer == "sentencepiece" and cfg.data.lowercase
+def test_lowercase_with_sentencepiece_is_accepted_and_lowercases(tmp_path, toy_corpus):
+    """Accepted, and it reaches what the data are prepared with: another cache key, and target and
+    source tokenizers that lowercase (before: it only read back the value it wrote)."""
+    import toy
+    from attnmt.data.cache import make_plan
+    from attnmt.data.tokenizer_training import train_tokenizers
+    from attnmt.data.tokenizers import tokenizer_from_dict
+
+    plans = {}
+    for lowercase in (False, True):
+        text = toy.config_text(toy_corpus, data=dict(tokenizer="sentencepiece", lowercase=lowercase, spm_vocab_size=60))
+        cfg = load_config(write(tmp_path, text))
+        assert cfg.data.tokenizer == "sentencepiece" and cfg.data.lowercase is lowercase
+        plans[lowercase] = make_plan(cfg.data)
+    assert plans[True].key != plans[False].key
+    folder = tmp_path / "tokenizers"
+    folder.mkdir()
+    for settings in train_tokenizers(plans[True], folder):
+        tokenizer = tokenizer_from_dict(settings, folder)
+        assert tokenizer.lowercase and tokenizer.tokenize("HUND ROT .") == tokenizer.tokenize("hund rot .")
+
+
+@pytest.mark.parametrize("corpus", ["files", "none", "multi30k"])
+@pytest.mark.parametrize("key, value", [("src_lang", "../../etc"), ("tgt_lang", "en/../../x"), ("src_lang", "DE"),
+                                        ("tgt_lang", "")])
+def test_src_and_tgt_lang_pass_the_one_language_code_rule(tmp_path, toy_corpus, corpus, key, value):
+    """Issue 50: data.src_lang: ../../etc was accepted and used in a path (train.../../etc). Every
+    corpus kind (an imported model's 'none' too) refuses it, naming the key."""
+    import toy
+
+    sections = yaml.safe_load(toy.config_text(toy_corpus))
+    sections["data"].update({key: value, "corpus": corpus})
+    if corpus != "files":
+        for split in ("train", "valid", "test"):
+            del sections["data"][split]
+    with pytest.raises(ConfigError, match=rf"cfg.yaml: data.{key}={re.escape(repr(value))} must be a language code"):
+        load_config(write(tmp_path, yaml.safe_dump(sections)))
 
 
 def test_shipped_configs_are_valid_and_found_by_name(tmp_path, monkeypatch):

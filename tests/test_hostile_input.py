@@ -91,6 +91,17 @@ def test_missing_training_file_is_named(tmp_path, toy_config):
         train(cfg, tmp_path / "run")
 
 
+def test_a_folder_given_as_the_training_corpus_is_said_to_be_one(tmp_path, toy_config, toy_corpus, capsys):
+    """Issue 50: `data.train: FOLDER` was "FOLDER.de: file not found"; `attnmt train` says it is a folder."""
+    from attnmt.cli import main
+
+    assert main(["train", str(toy_config), "--run-dir", str(tmp_path / "run"), "--set",
+                 f"data.train={toy_corpus}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{toy_corpus}: is a folder; name a corpus by the prefix of its files" in err[0], err
+    assert "Traceback" not in err[0] and not (tmp_path / "run" / "checkpoints").exists()
+
+
 def test_megabyte_line_in_training_data_is_dropped_and_counted(tmp_path, toy_corpus, toy_config, caplog):
     src = (toy_corpus / "train.de").read_text().splitlines()
     tgt = (toy_corpus / "train.en").read_text().splitlines()

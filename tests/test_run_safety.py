@@ -61,7 +61,7 @@ def training(tmp_path):
 
 def test_a_second_writer_of_a_run_is_refused_naming_the_first(training, tmp_path, capsys):
     process, run = training
-    before = (run / "metrics.jsonl").stat().st_size
+    before = len(epochs_logged(run))
     for argv in (["train", "--resume", str(run), "--set", "train.epochs=600"],  # what the issue found: two trainings
                  ["train", "--resume", str(run)],
                  ["average", str(run), "--last", "2"],
@@ -76,7 +76,10 @@ def test_a_second_writer_of_a_run_is_refused_naming_the_first(training, tmp_path
     (tmp_path / "in.txt").write_text("Hund katze .\n")
     assert main(["translate", str(run), "-i", str(tmp_path / "in.txt"), "--beam", "1"]) == 0
     assert capsys.readouterr().out.strip()
-    assert (run / "metrics.jsonl").stat().st_size >= before  # the training went on meanwhile
+    deadline = time.monotonic() + 120  # the training goes on meanwhile: it logs another epoch
+    while len(epochs_logged(run)) <= before:
+        assert process.poll() is None and time.monotonic() < deadline, "the training stopped"
+        time.sleep(0.2)
     assert process.poll() is None
 
 
@@ -138,42 +141,116 @@ def test_a_lock_file_of_any_content_is_taken_when_free_and_named_when_held(tmp_p
 
 # ----------------------------------------------------------------------------- disk full
 
-def _fail_writes_of(monkeypatch, pattern: str, skip: int = 0) -> list[str]:
-    """Make the atomic write of a file whose name contains `pattern` fail as on a full disk
-    (ENOSPC at its fsync, after the bytes went to a temporary file), after `skip` such writes
-    went through; returns the names it failed."""
+class _FullDisk:
+    """A file whose write() stores half of what it is given and then fails with ENOSPC (at="write"),
+    or whose close() fails with ENOSPC once its bytes are flushed (at="close": as NFS and quota
+    file systems report a full disk)."""
+
+    def __init__(self, handle, at: str):
+        self._handle, self._at = handle, at
+
+    def write(self, data):
+        if self._at == "write":
+            self._handle.write(data[:len(data) // 2])
+            self._handle.flush()
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return self._handle.write(data)
+
+    def close(self):
+        self._handle.close()
+        if self._at == "close":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            self.close()
+        else:
+            self._handle.close()
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+
+def _fail_writes_of(monkeypatch, pattern: str, skip: int = 0, at: str = "fsync", run: Path | None = None) -> list[str]:
+    """Make the write of a file whose name contains `pattern` fail as on a full disk: ENOSPC at
+    its fsync (after the bytes went to a temporary file), at its write() (half written) or at its
+    close(), after `skip` such writes went through; returns the names it failed. With `run`, the
+    training state files there are read at the moment of the failure (failed[1:]: {name: bytes})."""
+    import builtins
+    import io
+
     import attnmt.files as files_module
 
-    failed: list[str] = []
+    failed: list = []
     seen = [0]
-    real_fsync = os.fsync
 
-    def fsync(fd):
-        name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
-        if pattern in name and not failed:
-            seen[0] += 1
-            if seen[0] <= skip:
-                return real_fsync(fd)
-            failed.append(name)
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real_fsync(fd)
-    monkeypatch.setattr(files_module.os, "fsync", fsync)
+    def fails(name: str) -> bool:
+        if pattern not in name or failed:
+            return False
+        seen[0] += 1
+        if seen[0] <= skip:
+            return False
+        failed.append(name)
+        if run is not None:
+            failed.append(_state_files(run))
+        return True
+
+    if at == "fsync":
+        real_fsync = os.fsync
+
+        def fsync(fd):
+            if fails(os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real_fsync(fd)
+        monkeypatch.setattr(files_module.os, "fsync", fsync)
+        return failed
+    real_open = builtins.open
+
+    def open_(file, mode="r", *args, **kwargs):
+        handle = real_open(file, mode, *args, **kwargs)
+        if isinstance(file, (str, os.PathLike)) and ("w" in mode or "a" in mode) and fails(os.path.basename(file)):
+            return _FullDisk(handle, at)
+        return handle
+    monkeypatch.setattr(builtins, "open", open_)
+    monkeypatch.setattr(io, "open", open_)  # pathlib's write_bytes / write_text open through io.open
     return failed
 
 
-@pytest.mark.parametrize("pattern,skip", [("epoch_002", 0), ("train_state.json", 1), ("train_state_000002", 0),
-                                          ("last.json", 1), ("best.json", 1)])
-def test_disk_full_at_a_write_is_one_line_and_the_run_resumes(tmp_path, monkeypatch, capsys, caplog, pattern, skip):
-    """Epoch 2's writes, each in turn, fail: the run resumes from epoch 1's state and ends as asked."""
+def _state_files(run: Path) -> dict[str, bytes]:
+    """The bytes of the training states (train_state.json, train_state.prev.json) and of the tensor files they name."""
+    files = {}
+    for name in ("train_state.json", "train_state.prev.json"):
+        if (run / name).is_file():
+            files[name] = (run / name).read_bytes()
+            tensors = json.loads(files[name])["tensors"]
+            files[tensors] = (run / tensors).read_bytes()
+    return files
+
+
+@pytest.mark.parametrize("pattern,skip,at", [
+    ("epoch_002", 0, "fsync"), ("train_state.json", 1, "fsync"), ("train_state_000002", 0, "fsync"),
+    ("last.json", 1, "fsync"), ("best.json", 1, "fsync"),
+    ("epoch_002", 0, "write"), ("train_state.json", 1, "write"), ("train_state_000002", 0, "close"),
+    ("last.json", 1, "close"), ("metrics.jsonl", 6, "write")])  # metrics: a row of epoch 2
+def test_disk_full_at_a_write_is_one_line_and_the_run_resumes(tmp_path, monkeypatch, capsys, caplog, pattern, skip,
+                                                              at):
+    """Epoch 2's writes, each in turn, fail (at fsync, at write() or at close()): the last training
+    state is byte for byte what it was when the write failed, and the run resumes from it and ends as asked."""
     config = toy.write_config(tmp_path / "toy.yaml", epochs=3)
     run = tmp_path / "run"
-    failed = _fail_writes_of(monkeypatch, pattern, skip)
+    failed = _fail_writes_of(monkeypatch, pattern, skip, at, run)
     assert main(["train", str(config), "--run-dir", str(run)]) == 2
     assert failed, f"no write of {pattern} happened"
     line = one_error_line(capsys.readouterr().err, "train")
     assert "could not be written: No space left on device" in line and pattern in line, line
     assert not list(run.rglob("*.tmp"))  # no temporary file left behind
     monkeypatch.undo()  # space freed
+    state = failed[1]
+    assert json.loads(state["train_state.json"])["state"]["counters"]["epoch"] == 1  # epoch 1's, complete
+    assert _state_files(run) == state  # the training state is what it was when the write failed
     caplog.clear()
     with caplog.at_level("INFO"):
         assert main(["train", "--resume", str(run)]) == 0
@@ -212,9 +289,41 @@ def test_a_file_size_limit_during_preparation_is_one_line_and_leaves_no_partial_
     assert not [p for p in prepared.iterdir() if p.is_dir()], list(prepared.iterdir())  # no partial, no folder
 
 
+def test_a_run_killed_before_its_first_state_says_what_to_do_and_does_not_loop(tmp_path, capsys):
+    """Issue 50: a training SIGKILLed at its 3rd update (before any state was saved): `--resume` said
+    only "training state not found", and a fresh `train` sent the user back to `--resume`. Now
+    both say to start afresh with --overwrite, and that works."""
+    config = toy.write_config(tmp_path / "toy.yaml", epochs=1)
+    run = tmp_path / "run"
+    script = ("import os, signal, sys\nfrom attnmt.training.loop import Trainer\nupdate = Trainer._update\n"
+              "calls = [0]\ndef killed(self, *args, **kwargs):\n    calls[0] += 1\n"
+              "    if calls[0] == 3:\n        os.kill(os.getpid(), signal.SIGKILL)\n"
+              "    return update(self, *args, **kwargs)\nTrainer._update = killed\n"
+              "from attnmt.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    done = subprocess.run([sys.executable, "-c", script, "train", str(config), "--run-dir", str(run)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert (run / "config.json").is_file() and not list(run.glob("train_state*"))
+    assert main(["train", "--resume", str(run)]) == 2
+    line = one_error_line(capsys.readouterr().err, "train")
+    assert "training state not found (cannot resume): the run stopped before it saved its first one" in line, line
+    assert f"--run-dir {run} --overwrite" in line, line
+    assert main(["train", str(config), "--run-dir", str(run)]) == 2
+    line = one_error_line(capsys.readouterr().err, "train")
+    assert "stopped before it saved its first training state, so it cannot be resumed" in line, line
+    assert "--overwrite" in line and "--resume" not in line, line  # no loop back to --resume
+    assert main(["train", str(config), "--run-dir", str(run), "--overwrite"]) == 0
+    assert epochs_logged(run) == [1]
+
+
 # ----------------------------------------------------------------------------- never overwrite an input
 
 def test_an_output_over_an_input_is_refused_before_any_work(toy_run, tmp_path, capsys, monkeypatch):
+    from attnmt.run_dir import RunDir
+
+    loaded = []  # "before any work": no model is loaded (translate and score load it through RunDir.load_model)
+    load_model = RunDir.load_model
+    monkeypatch.setattr(RunDir, "load_model", lambda self, *a, **k: loaded.append(self.path) or load_model(self, *a, **k))
     text = "Hund katze .\nBaum .\n"
     source = tmp_path / "in.txt"
     source.write_text(text)
@@ -228,8 +337,11 @@ def test_an_output_over_an_input_is_refused_before_any_work(toy_run, tmp_path, c
         assert source.read_text() == text
     monkeypatch.chdir(tmp_path)  # ./x against x
     assert main(["translate", str(toy_run), "-i", "in.txt", "-o", "./in.txt"]) == 2
+    assert "./in.txt: is the input (-i) in.txt" in one_error_line(capsys.readouterr().err, "translate")
     assert main(["score", str(toy_run), "-i", "in.txt", "-r", "in.txt", "-o", "in.txt"]) == 2
-    assert source.read_text() == text and "is the input (-i)" in capsys.readouterr().err
+    line = one_error_line(capsys.readouterr().err, "score")  # its own message, not the one before
+    assert line.startswith("attnmt score: error: in.txt: is the input (-i)"), line
+    assert source.read_text() == text
     config_text = (toy_run / "config.json").read_bytes()
     assert main(["translate", str(toy_run), "-i", "in.txt", "-o", str(toy_run / "config.json")]) == 2
     assert "is inside the model folder" in one_error_line(capsys.readouterr().err, "translate")
@@ -239,6 +351,11 @@ def test_an_output_over_an_input_is_refused_before_any_work(toy_run, tmp_path, c
     assert main(["average", str(toy_run), "--last", "2", "-o", str(checkpoints[-1])]) == 2
     assert "writing it would destroy the input" in one_error_line(capsys.readouterr().err, "average")
     assert checkpoints[-1].read_bytes() == data
+    assert loaded == []  # refused before any model was loaded
+    monkeypatch.undo()
+    monkeypatch.setattr(RunDir, "load_model", lambda self, *a, **k: loaded.append(self.path) or load_model(self, *a, **k))
+    assert main(["translate", str(toy_run), "-i", str(source), "-o", str(tmp_path / "out.txt")]) == 0
+    assert loaded  # the same command with another output loads it: the check above can see a load
 
 
 def test_export_into_the_run_it_reads_is_refused(tmp_path, capsys):

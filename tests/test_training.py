@@ -9,6 +9,7 @@ import torch
 
 from attnmt.cli import main
 from attnmt.config import TrainConfig, load_config
+from attnmt.data.vocab import Vocab
 from attnmt.errors import AttnmtError
 from attnmt.models.rnn import RNNSeq2Seq
 from attnmt.models.loss import sequence_loss
@@ -122,6 +123,7 @@ TINY_TRANSFORMER = ["model.arch=transformer", "model.d_model=16", "model.heads=2
                     "model.enc_layers=1", "model.dec_layers=1"]
 
 
+@pytest.mark.learned  # asserts what a small training learned (make test-seeds)
 @pytest.mark.parametrize("arch,amp,dtype", [("transformer", "bf16", torch.bfloat16), ("transformer", "none", torch.float32),
                                              ("transformer", "auto", torch.float32), ("rnn", "bf16", torch.bfloat16)])
 def test_amp_bf16_autocasts_both_models_on_cpu(tmp_path, toy_config, monkeypatch, arch, amp, dtype):
@@ -142,12 +144,16 @@ def test_amp_bf16_autocasts_both_models_on_cpu(tmp_path, toy_config, monkeypatch
 
     monkeypatch.setattr(cls, "forward", forward)
     arch_settings = TINY_TRANSFORMER if arch == "transformer" else ["model.arch=rnn"]
-    cfg = load_config(toy_config, ["train.epochs=1", "data.train_subset=48", "train.device=cpu", f"train.amp={amp}",
+    cfg = load_config(toy_config, ["train.epochs=1", "data.train_subset=160", "train.device=cpu", f"train.amp={amp}",
                                    *arch_settings])
     train(cfg, tmp_path / "run")
     assert seen == {dtype}
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert [r for r in rows if r["event"] == "epoch"][0]["val_loss"] < 10  # it trained, and finitely
+    # it trained, and finitely: below the untrained model's ~ln V (a uniform guess) by a clear margin (measured,
+    # 10 updates: 2.26-2.83 against ln V = 3.50 over seeds 1-3; before: `< 10`, which no model fails)
+    val_loss = [r for r in rows if r["event"] == "epoch"][0]["val_loss"]
+    uniform = math.log(len(Vocab.load(tmp_path / "run" / "vocab.tgt.json")))
+    assert math.isfinite(val_loss) and val_loss < uniform - 0.35, (val_loss, uniform)
 
 
 def test_accumulated_update_is_the_gradient_of_the_summed_loss_over_all_its_tokens(tmp_path, toy_config):

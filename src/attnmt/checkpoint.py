@@ -222,7 +222,13 @@ def train_states(run_dir: Path) -> list[Path]:
         raise CheckpointError(f"{run_dir / TRAIN_STATE}: training state not found (cannot resume): the run stopped "
                               f"before it saved one; its weights {', '.join(weights[-3:])} in {run_dir / 'checkpoints'} "
                               f"still translate and evaluate; to train again, start it afresh with --overwrite")
-    raise CheckpointError(f"{run_dir / TRAIN_STATE}: training state not found (cannot resume)")
+    if any((run_dir / name).exists() for name in ("config.json", "metrics.jsonl")):  # killed before its first state
+        raise CheckpointError(f"{run_dir / TRAIN_STATE}: training state not found (cannot resume): the run stopped "
+                              f"before it saved its first one (at train.save_every_steps updates or an epoch's end); "
+                              f"start it afresh: attnmt train CONFIG --run-dir {run_dir} --overwrite; or, once a run "
+                              f"here has saved a state, continue it with --resume")
+    raise CheckpointError(f"{run_dir / TRAIN_STATE}: training state not found (cannot resume): {run_dir} holds no run "
+                          f"that attnmt train started; start one with attnmt train CONFIG --run-dir {run_dir}")
 
 
 def load_train_state(run_dir: Path, path: Path | None = None) -> dict[str, Any]:

@@ -471,6 +471,8 @@ def _check_data(cfg: Config) -> str | None:
             Direction.parse(text, f"data.pairs[{i}]")
         for i, lang in enumerate(data_cfg.langs or ()):
             check_language(lang, f"data.langs[{i}]")
+        for key in ("src_lang", "tgt_lang"):  # a file suffix and a path part (data.src_lang: ../../etc was used as one)
+            check_language(getattr(data_cfg, key), f"data.{key}")
     except ValueError as err:
         return str(err)
     if data_cfg.pairs and len(set(data_cfg.pairs)) != len(data_cfg.pairs):

@@ -247,6 +247,11 @@ class RunDir:
         if resume or overwrite:
             return
         found = [name for name in RUN_MARKERS if (self.path / name).exists()]
+        resumable = any((self.path / name).is_file() for name in (TRAIN_STATE, PREVIOUS_TRAIN_STATE, LEGACY_TRAIN_STATE))
+        if found and not resumable:  # killed before its first state: --resume cannot continue it (no loop back there)
+            raise AttnmtError(f"{self.path} already holds a run ({', '.join(found)}) that stopped before it saved its "
+                              f"first training state, so it cannot be resumed: start it again from scratch with "
+                              f"--overwrite (deletes that run), or pick another --run-dir")
         if found:
             raise AttnmtError(f"{self.path} already holds a run ({', '.join(found)}): continue it with --resume "
                               f"{self.path}, start it again from scratch with --overwrite (deletes that run), or "

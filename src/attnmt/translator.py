@@ -239,7 +239,6 @@ class Translator:
     def _finish(self, result: TranslationResult, prefix: list[str], *, replace_unk: bool, alignments: bool) -> None:
         """Put the prefix's own tokens back (the engines see words the vocabulary lacks as <unk>),
         replace the other <unk>s and add word alignments, in the result and each alternative."""
-        detokenize = self.pipeline.tgt_tokenizer.detokenize
         # a Marian source's </s> is no word: left out of <unk> replacement and alignments
         words = len(result.source_tokens) - (1 if self.pipeline.source_eos and result.source_tokens else 0)
         for hyp in [result, *result.alternatives]:
@@ -252,7 +251,7 @@ class Translator:
                 tokens, replaced = replace_unknowns(tokens, result.source_tokens[:words],
                                                     hyp.attention[:, :words], subword=self.subword, start=len(prefix))
             if tokens != hyp.tokens:
-                hyp.tokens, hyp.text, hyp.replaced = tokens, detokenize(tokens), replaced
+                hyp.tokens, hyp.text, hyp.replaced = tokens, self.pipeline.target_text(tokens), replaced
             if alignments:
                 hyp.alignment = word_alignment(hyp.attention[:, :words], result.source_tokens[:words], hyp.tokens,
                                                subword=self.subword)

@@ -104,3 +104,22 @@ def test_load_corpus_own_files_by_prefix_and_tsv(tmp_path):
                     "train")
 
 
+
+
+def test_a_folder_given_as_a_corpus_is_said_to_be_a_folder(tmp_path):
+    """Issue 50: a folder named as a corpus was reported as "file not found"."""
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "dev.tsv").mkdir()
+    (tmp_path / "split.en").mkdir()
+    write(tmp_path / "split.fr", "Bonjour\n")
+    cases = [(str(tmp_path / "corpus"), r"corpus: is a folder; name a corpus by the prefix of its files "
+                                         r"\(<prefix>\.fr and <prefix>\.en, plain or \.gz\) or by a \.tsv file, "
+                                         r"e\.g\. .*corpus/train$"),
+             (str(tmp_path / "dev.tsv"), r"dev\.tsv: is a folder, not a \.tsv file$"),
+             (str(tmp_path / "split"), r"split\.en: is a folder, not a text file$")]
+    for train, message in cases:
+        with pytest.raises(DataError, match=message):
+            load_corpus(CorpusSpec(name="mine", src_lang="fr", tgt_lang="en", train=train), "train")
+    with pytest.raises(DataError, match=r"corpus\.fr: is a folder, not a text file"):
+        (tmp_path / "corpus.fr").mkdir()
+        read_parallel(tmp_path / "corpus.fr", tmp_path / "split.fr")

@@ -316,36 +316,86 @@ def test_workers_start_from_a_script_without_a_main_guard(tmp_path, toy_corpus):
     assert done.stdout.strip() == "600"
 
 
+HOLD_LOCK = """
+import sys, time
+from attnmt.files import writer_lock
+with writer_lock(sys.argv[1], name=sys.argv[2]):
+    print("held", flush=True)
+    time.sleep(120)
+"""
+
+
 def test_a_second_preparation_of_the_same_data_waits_for_the_first(tmp_path, toy_corpus, caplog):
+    """Another process holds the key's lock: this preparation waits, names that process (its pid,
+    not this one's), and goes on when the holder dies (the kernel drops its lock)."""
+    import subprocess
+    import sys
     import threading
 
     from attnmt.data import cache as cache_module
 
     d = data_config(toy_corpus)
     plan = cache_module.make_plan(d)
+    plan.root.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(plan.root), f".{plan.key}.lock"],
+                              stdout=subprocess.PIPE, text=True)
     done = []
-    with caplog.at_level(logging.INFO, logger="attnmt.files"):
-        with writer_lock(plan.root, name=f".{plan.key}.lock"):  # another preparation holds the lock
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with caplog.at_level(logging.INFO, logger="attnmt.files"):
             worker = threading.Thread(target=lambda: done.append(prepare(d, workers=1)))
             worker.start()
             worker.join(2.0)
             assert worker.is_alive() and not done  # waiting, not preparing beside it
-        worker.join(60)
+            waiting = caplog.text
+            holder.kill()
+            holder.wait(30)
+            worker.join(60)
+    finally:
+        holder.kill()
+        holder.wait(30)
     assert len(done) == 1 and len(done[0]) == 600
-    assert "waiting for" in caplog.text and str(os.getpid()) in caplog.text  # names the holder
+    assert "waiting for" in waiting and f"pid {holder.pid}" in waiting, waiting  # names the holder
+    assert f"pid {os.getpid()}" not in waiting
 
 
-def test_a_dead_worker_is_one_line_not_a_hang():
-    from concurrent.futures import Future
-    from concurrent.futures.process import BrokenProcessPool
+DYING_WORKER = """
+import os, signal, sys
+import attnmt.data.encode as encode
+parent, encode_chunk = os.getpid(), encode.ChunkEncoder.encode
+def dying(self, chunk, corpus):
+    if os.getpid() != parent:  # a forked worker: killed as the OOM killer would
+        os.kill(os.getpid(), signal.SIGKILL)
+    return encode_chunk(self, chunk, corpus)
+encode.ChunkEncoder.encode = dying
+from attnmt.cli import main
+sys.exit(main(["prepare", sys.argv[1], "--workers", "2"]))
+"""
 
-    from attnmt.data.encode import _result
-    from attnmt.errors import AttnmtError
 
-    future = Future()
-    future.set_exception(BrokenProcessPool("a process terminated abruptly"))
-    with pytest.raises(AttnmtError, match=r"a preparation worker process died .* nothing was written"):
-        _result(future)
+def test_a_dead_worker_is_one_line_not_a_hang(tmp_path):
+    """A worker process really killed (SIGKILL) while it encodes a chunk: `attnmt prepare` ends
+    within the timeout with one line and exit 2, and nothing is cached."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "big"
+    folder.mkdir()
+    for name, pairs in (("train", toy.copy_pairs(25_000, 1)), ("valid", toy.copy_pairs(20, 2))):
+        (folder / f"{name}.de").write_text("\n".join(s for s, _ in pairs) + "\n", encoding="utf-8")
+        (folder / f"{name}.en").write_text("\n".join(t for _, t in pairs) + "\n", encoding="utf-8")
+    config = tmp_path / "big.yaml"
+    config.write_text(toy.config_text(folder), encoding="utf-8")
+    cache = tmp_path / "cache"
+    done = subprocess.run([sys.executable, "-c", DYING_WORKER, str(config)], capture_output=True, text=True,
+                          timeout=180, env={**os.environ, "ATTNMT_CACHE": str(cache)})
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("attnmt prepare: error: ")]
+    assert len(lines) == 1 and "a preparation worker process died" in lines[0], done.stderr
+    assert "nothing was written" in lines[0]
+    prepared = cache / "prepared"
+    assert not prepared.exists() or not [p for p in prepared.iterdir() if p.is_dir()]  # nothing cached
 
 
 def test_a_rank_with_no_chunk_writes_an_empty_part(tmp_path, toy_corpus):

@@ -72,6 +72,9 @@ def edited(folder, tmp_path, name: str, edit) -> object:
     ("generation_config.json", lambda c: c.update(bad_words_ids=[[3, 4]]), r"bad_words_ids=.* is not supported"),
     ("tokenizer_config.json", lambda c: c.update(separate_vocabs=True), r"separate_vocabs=True is not supported"),
     ("tokenizer_config.json", lambda c: c.pop("source_lang"), r"names no source_lang"),
+    ("tokenizer_config.json", lambda c: c.update(source_lang="../../etc"),  # issue 50: a path, not a language
+     r"tokenizer_config.json: source_lang='../../etc' is not a language code"),
+    ("tokenizer_config.json", lambda c: c.update(target_lang="ROMANCE"), r"target_lang='ROMANCE' is not a language code"),
     ("vocab.json", lambda v: v.update({"extra": 0}), r"vocab.json: expected \{token: id\} with the ids"),
 ])
 def test_unsupported_settings_are_refused_naming_the_field(marian_folder, tmp_path, name, edit, match):

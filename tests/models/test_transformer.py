@@ -248,6 +248,7 @@ def test_beam_search_does_not_depend_on_the_batch(reversal_model):
 
 # ----------------------------------------------------------------------------- CLI end to end
 
+@pytest.mark.learned  # asserts what a small training learned (chrF): make test-seeds runs it under seed 2 too
 def test_cli_train_evaluate_attention(tmp_path, toy_corpus, capsys):
     from attnmt.cli import main
 

@@ -107,3 +107,25 @@ def test_detect_and_auto_need_the_key_when_the_server_has_one(serve_run, fr_en_r
         assert r.status_code == 200 and r.json()[0]["language"] == "de"
     finally:
         server.stop()
+
+
+ENGLISH = "Two dogs play in the snow ."
+
+
+def test_an_auto_detected_mixed_list_says_each_texts_pivot(serve_run, fr_en_run, en_de_run):
+    """Issue 50: with `source: auto` and a list of texts in several languages, each text says its
+    own pivot (before: one `pivot` for every text). Into German: English directly (en -> de), French
+    through English (fr -> en -> de)."""
+    from conftest import ServeProcess
+
+    server = ServeProcess([serve_run, fr_en_run, en_de_run])
+    try:
+        body = post(server, "/translate", json={"q": [ENGLISH, FRENCH, ENGLISH], "source": "auto",
+                                                "target": "de"}).json()
+        assert [d["language"] for d in body["detectedLanguage"]] == ["en", "fr", "en"]
+        assert body["pivot"] == [None, "en", None]
+        assert len(body["translatedText"]) == 3 and body["translatedText"][0] == body["translatedText"][2]
+        assert "pivot" not in post(server, "/translate", json={"q": ENGLISH, "source": "auto", "target": "de"}).json()
+        assert post(server, "/translate", json={"q": FRENCH, "source": "auto", "target": "de"}).json()["pivot"] == "en"
+    finally:
+        server.stop()

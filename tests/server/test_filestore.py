@@ -59,19 +59,57 @@ def test_an_unusable_folder_is_refused_naming_the_flag(tmp_path):
         FileStore(tmp_path / "a_file" / "sub", expire_s=60, max_files=10)
 
 
-def test_a_full_disk_is_507_and_keeps_nothing_half_written(tmp_path, monkeypatch):
+@pytest.mark.parametrize("at", ["fsync", "write", "close"])
+def test_a_full_disk_is_507_and_keeps_nothing_half_written(tmp_path, monkeypatch, at):
+    """ENOSPC at the fsync, at write() (half the bytes written) or at close() of the stored file."""
+    import builtins
     import errno
+    import io
 
     import attnmt.files as files_module
 
     (tmp_path / "store").mkdir()
     store = FileStore(tmp_path / "store", expire_s=60, max_files=10)
+    kept = store.save(b"an earlier translation", ".txt")
 
-    def full(fd):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    monkeypatch.setattr(files_module.os, "fsync", full)
+    def enospc():
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    class FullDisk:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def write(self, data):
+            if at == "write":
+                self.handle.write(data[:len(data) // 2])
+                self.handle.flush()
+                raise enospc()
+            return self.handle.write(data)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+            if at == "close" and exc[0] is None:
+                raise enospc()
+
+    if at == "fsync":
+        def full(fd):
+            raise enospc()
+        monkeypatch.setattr(files_module.os, "fsync", full)
+    else:
+        real_open = builtins.open
+
+        def open_(file, mode="r", *args, **kwargs):
+            handle = real_open(file, mode, *args, **kwargs)
+            return FullDisk(handle) if "w" in mode and str(file).endswith(".tmp") else handle
+        monkeypatch.setattr(io, "open", open_)  # pathlib's write_bytes opens through io.open
+        monkeypatch.setattr(builtins, "open", open_)
     with pytest.raises(ApiError) as refused:
         store.save(b"translated", ".txt")
     assert refused.value.status == 507 and "No space left on device" in str(refused.value)
     assert str(tmp_path) not in str(refused.value)  # the server's paths stay its own
-    assert list((tmp_path / "store").iterdir()) == []
+    monkeypatch.undo()
+    assert [p.name for p in (tmp_path / "store").iterdir()] == [kept]  # nothing half-written; the earlier file kept
+    assert (tmp_path / "store" / kept).read_bytes() == b"an earlier translation"

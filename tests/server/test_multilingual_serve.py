@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
+import torch
 
 from attnmt.translator import Translator
 
@@ -50,7 +51,9 @@ def test_a_direction_through_english_says_so(server, model):
     beam = model.cfg.search.beam_size
     english = model.translate([text], source_lang="fr", target_lang="en", beam_size=beam)[0].text
     german = model.translate([english], source_lang="en", target_lang="de", beam_size=beam)[0].text
-    assert answer == {"translatedText": [german], "pivot": "en"}
+    assert answer == {"translatedText": [german], "pivot": ["en"]}  # a list q: one pivot per text
+    single = post(server, "/translate", {"q": text, "source": "fr", "target": "de"}).json()
+    assert single == {"translatedText": german, "pivot": "en"}
 
 
 @pytest.mark.parametrize("body, pattern", [
@@ -98,3 +101,54 @@ def test_any_source_and_target_get_an_answer_or_a_4xx_naming_the_problem(server,
             assert (source, target) in direct | {("fr", "de")} or (source == "auto" and target in ("en", "de"))
         else:  # /v1: a direction the model has, or none at all (the first one)
             assert (source, target) in direct | {(None, None)}
+
+
+class EmitsSpecials(torch.nn.Module):
+    """`model`, made to emit `forced` (token ids) at its first decoding steps, whatever it would write:
+    a model that writes its language token, <unk>, pad or bos into its output."""
+
+    def __init__(self, model, forced: list[int]):
+        super().__init__()
+        self.inner, self.forced, self.step = model, forced, 0
+
+    def encode(self, *args):
+        return self.inner.encode(*args)
+
+    def init_state(self, enc):
+        self.step = 0
+        return self.inner.init_state(enc)
+
+    def reorder_state(self, state, index, **kwargs):
+        return self.inner.reorder_state(state, index, **kwargs)
+
+    def decode_step(self, prev_ids, state):
+        logits, state, attn = self.inner.decode_step(prev_ids, state)
+        if self.step < len(self.forced):
+            logits = torch.full_like(logits, -1e4)
+            logits[:, self.forced[self.step]] = 0.0
+        self.step += 1
+        return logits, state, attn
+
+
+def test_no_special_token_reaches_the_user_on_any_route(multilingual_pairs_run, thread_server):
+    """Issue 50: a multilingual model's output text began with its language token ("<2en> ...").
+    Here the model is made to write <2en>, <unk>, <2de>, "▁", pad and bos first: no route's text holds any of
+    them (TextPipeline.target_text is the one place tokens become text), while /v1's tokens show them."""
+    loaded = Translator.load(multilingual_pairs_run, device="cpu")
+    vocab = loaded.pipeline.tgt_vocab
+    # step 0 is the language token the search forces (placement "target"); then the model writes these
+    forced = [vocab.stoi[t] for t in ("<2en>", "<2en>", vocab.UNK, "<2de>", "\u2581", vocab.PAD, vocab.BOS)]
+    translator = Translator(EmitsSpecials(loaded.model, forced), loaded.pipeline, loaded.cfg)
+    server = thread_server(translator)
+    specials = ("<2", "<unk>", "<pad>", "<bos>", "<eos>", "</s>", "\u2581", "\u2047")
+    text = "hund rot haus"
+    answers = [post(server, "/translate", {"q": text, "source": "de", "target": "en"}).json()["translatedText"],
+               post(server, "/translate", {"q": [text], "source": "de", "target": "en"}).json()["translatedText"][0],
+               post(server, "/translate", {"q": f"<p>{text}</p>", "source": "de", "target": "en",
+                                           "format": "html"}).json()["translatedText"],
+               post(server, "/translate", {"q": text, "source": "fr", "target": "de"}).json()["translatedText"]]
+    v1 = post(server, "/v1/translate", {"texts": [text], "source": "de", "target": "en", "n_best": 2}).json()["translations"][0]
+    answers += [v1["text"], *(alt["text"] for alt in v1.get("alternatives", []))]
+    assert v1["tokens"][0] == "<2en>" and v1["tokens"][2] == "<2de>"  # the model did write them
+    for answer in answers:
+        assert answer.strip() and not any(s in answer for s in specials), answer

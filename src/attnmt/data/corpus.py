@@ -459,6 +459,8 @@ def corpus_files(spec: str, src_lang: str, tgt_lang: str) -> CorpusFiles:
         DataError: the files are not there; names what was looked for.
     """
     if spec.endswith((".tsv", ".tsv.gz")):
+        if Path(spec).is_dir():
+            raise DataError(f"{spec}: is a folder, not a .tsv file")
         if not Path(spec).is_file():
             raise DataError(f"{spec}: file not found")
         return CorpusFiles(Path(spec))
@@ -467,6 +469,13 @@ def corpus_files(spec: str, src_lang: str, tgt_lang: str) -> CorpusFiles:
         candidates = [Path(f"{spec}.{lang}"), Path(f"{spec}.{lang}.gz")]
         found = next((p for p in candidates if p.is_file()), None)
         if found is None:
+            folder = next((p for p in candidates if p.is_dir()), None)
+            if folder is not None:
+                raise DataError(f"{folder}: is a folder, not a text file")
+            if Path(spec).is_dir():  # a folder named where a prefix of files is expected
+                raise DataError(f"{spec}: is a folder; name a corpus by the prefix of its files "
+                                f"(<prefix>.{src_lang} and <prefix>.{tgt_lang}, plain or .gz) or by a .tsv file, "
+                                f"e.g. {Path(spec) / 'train'}")
             raise DataError(f"{candidates[0]}: file not found (nor {candidates[1].name})")
         paths.append(found)
     return CorpusFiles(*paths)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from attnmt.direction import Direction
+from attnmt.direction import Direction, is_language
 from attnmt.direction import names as direction_names
 from attnmt.errors import DataError, LanguageError
 
@@ -29,6 +29,11 @@ PLACEMENTS = ("source", "target")
 def lang_token(lang: str) -> str:
     """The vocabulary token that names `lang`: <2de>, <2fr>, ..."""
     return f"<2{lang}>"
+
+
+def is_lang_token(token: str) -> bool:
+    """Whether `token` has the form of a language token (<2en>, <2pt_BR>), in any vocabulary."""
+    return token.startswith("<2") and token.endswith(">") and is_language(token[2:-1])
 
 
 @dataclass(frozen=True)

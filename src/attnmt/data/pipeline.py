@@ -13,15 +13,19 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from attnmt.files import read_json, sha256_file, write_json
 from attnmt.data.corpus import ParallelCorpus
-from attnmt.data.languages import Languages, lang_token
-from attnmt.data.tokenizers import SentencePieceTokenizer, Tokenizer, tokenizer_from_dict
+from attnmt.data.languages import Languages, is_lang_token, lang_token
+from attnmt.data.tokenizers import WORD_START, SentencePieceTokenizer, Tokenizer, tokenizer_from_dict
 from attnmt.data.vocab import Vocab
 from attnmt.errors import DataError
 
 log = logging.getLogger(__name__)
+
+# tokens that are never words, whatever vocabulary a model has (attnmt's and Marian's specials)
+NEVER_WORDS = frozenset(Vocab.SPECIALS) | {"<s>", "</s>"}
 
 
 @dataclass
@@ -61,9 +65,28 @@ class TextPipeline:
         return first + self.tgt_vocab.encode(self.tgt_tokenizer.tokenize(text))
 
     def decode_target(self, ids: list[int]) -> tuple[list[str], str]:
-        """Target ids -> (tokens, detokenized text)."""
+        """Target ids -> (tokens, the text a user sees: `target_text`)."""
         tokens = self.tgt_vocab.decode(ids)
-        return tokens, self.tgt_tokenizer.detokenize(tokens)
+        return tokens, self.target_text(tokens)
+
+    def target_text(self, tokens: Sequence[str]) -> str:
+        """Output tokens -> the text a user sees: the one place this happens (both engines, the
+        Translator after <unk> replacement; so the CLI, the service and every route).
+
+        Whatever the model emits, no special token reaches the text: the target vocabulary's
+        pad, bos, eos and unk (an <unk> left unreplaced stands for no word; `tokens` keep it),
+        `</s>`, `<s>` and language tokens (<2en>). Sentencepiece text is MarianTokenizer's
+        (`decode(ids, skip_special_tokens=True)`): the pieces decoded, then every word marker
+        "▁" left (a piece of a joint vocabulary that the target model lacks is decoded as it is
+        written, marker and all) turned into a space, and the text stripped. A Moses token that is
+        only markers is dropped.
+        """
+        vocab = self.tgt_vocab
+        hidden = NEVER_WORDS | {vocab.PAD, vocab.UNK, vocab.BOS, vocab.EOS}
+        words = [t for t in tokens if t not in hidden and not is_lang_token(t)]
+        if not isinstance(self.tgt_tokenizer, SentencePieceTokenizer):
+            words = [t for t in words if t.strip(WORD_START)]
+        return self.tgt_tokenizer.detokenize(words).replace(WORD_START, " ").strip()
 
     def encode_corpus(self, corpus: ParallelCorpus, target_lang: str | None = None) -> list[tuple[list[int], list[int]]]:
         """Encode every pair of a (small, in-memory) corpus: validation and test sets (a

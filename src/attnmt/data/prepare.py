@@ -33,7 +33,7 @@ from attnmt.data.cache import Plan, make_plan, open_cached, tool_versions
 from attnmt.data.encode import FILTERS, Filters, encoders
 from attnmt.data.prepared import SIDES, PreparedData, part_name, write_manifest
 from attnmt.data.tokenizer_training import train_tokenizers
-from attnmt.errors import DataError, WriteError
+from attnmt.errors import AttnmtError, DataError
 from attnmt.files import writer_lock, writing
 from attnmt.world import SINGLE, World, barrier, broadcast_from_main, gather_to_main
 
@@ -69,7 +69,7 @@ def prepare(data_cfg: Any, *, world: World = SINGLE, workers: int | None = None,
             try:
                 with writing(plan.partial, "the cache keeps only whole preparations: this one is removed"):
                     _prepare(plan, world, workers or data_cfg.workers or default_workers(world))
-            except WriteError:
+            except AttnmtError:  # a write failure, bad input, a dead worker: no partial preparation stays
                 shutil.rmtree(plan.partial, ignore_errors=True)  # the space it took goes back
                 raise
     barrier(world)

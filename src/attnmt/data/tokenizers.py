@@ -26,6 +26,7 @@ from attnmt.files import atomic_copy
 logger = logging.getLogger(__name__)
 
 SENTENCEPIECE_MODEL_TYPES = ("bpe", "unigram")
+WORD_START = "\u2581"  # sentencepiece's mark of a piece that starts a word ("▁")
 
 
 @runtime_checkable

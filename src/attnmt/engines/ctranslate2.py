@@ -282,7 +282,6 @@ class CTranslate2Engine:
                 skip: tuple[int, int] = (0, 0)) -> TranslationResult:
         """One sentence's hypotheses -> TranslationResult; beams re-ranked with the GNMT penalty;
         `skip`: the language tokens forced first and put before the source, left out."""
-        tokenizer = self.pipeline.tgt_tokenizer
         first, before = skip
         ranked = []
         for tokens, log_prob, attention in hyps:
@@ -292,7 +291,7 @@ class CTranslate2Engine:
             ranked.append((score, list(tokens)[first:], weights[first:, before:]))
         if rerank:
             ranked.sort(key=lambda h: h[0], reverse=True)
-        alternatives = [Alternative(tokenizer.detokenize(tokens), tokens, float(score), attention)
+        alternatives = [Alternative(self.pipeline.target_text(tokens), tokens, float(score), attention)
                         for score, tokens, attention in ranked[:n_best]]
         best = alternatives[0]
         return TranslationResult(best.text, best.tokens, source_tokens, best.attention, best.score, alternatives,

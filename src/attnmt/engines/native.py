@@ -145,10 +145,10 @@ def _result(found, row: int, pipeline: TextPipeline, src_tokens: list[str], src_
     for hyp in found.nbest[row][:n_best]:
         ids = [t for t in hyp.tokens if t != vocab.eos_id][first:]
         attention = hyp.attention[first:first + len(ids), before:].float().numpy()  # (len(ids), src_len)
-        tokens, text = vocab.decode(ids, strip_special=False), pipeline.decode_target(ids)[1]
+        tokens = vocab.decode(ids, strip_special=False)
         if any(t == vocab.unk_id for c in constraint_ids for t in c):
             tokens = _show_constraints(ids, tokens, phrases, constraint_ids)
-            text = pipeline.tgt_tokenizer.detokenize(tokens)
+        text = pipeline.target_text(tokens)
         alternatives.append(Alternative(text, tokens, float(hyp.score), attention,
                                         token_log_probs=[float(p) for p in hyp.token_log_probs[first:]]))
     best_ids = [t for t in found.nbest[row][0].tokens if t != vocab.eos_id][first:]

@@ -37,6 +37,7 @@ from attnmt.data.corpus import MULTI30K_LANGS
 from attnmt.data.pipeline import TextPipeline
 from attnmt.data.tokenizers import SentencePieceTokenizer
 from attnmt.data.vocab import Vocab
+from attnmt.direction import LANG_CODE_EXAMPLES, is_language
 from attnmt.errors import AttnmtError, CheckpointError
 from attnmt.files import atomic_copy, write_json
 from attnmt.models.transformer import sinusoidal_positions
@@ -359,11 +360,17 @@ def _languages(folder: Path, src_lang: str | None, tgt_lang: str | None) -> tupl
     """The language pair: given, else tokenizer_config.json's source_lang / target_lang."""
     path = folder / "tokenizer_config.json"
     t = _Fields(_read_json(path, required=False), path)
+    given_src, given_tgt = bool(src_lang), bool(tgt_lang)
     src_lang = src_lang or t.str("source_lang", None)
     tgt_lang = tgt_lang or t.str("target_lang", None)
     if not src_lang or not tgt_lang:
         raise AttnmtError(f"{path}: names no source_lang / target_lang: give the language pair "
                           f"(attnmt import --src-lang de --tgt-lang en)")
+    for lang, given, field in ((src_lang, given_src, "source_lang"), (tgt_lang, given_tgt, "target_lang")):
+        if not is_language(lang):  # the run's data.src_lang / tgt_lang: one language-code rule (direction.py)
+            where = f"--{field[:3]}-lang" if given else f"{path}: {field}"
+            raise AttnmtError(f"{where}={lang!r:.60} is not a language code ({LANG_CODE_EXAMPLES}): give the "
+                              f"language pair (attnmt import --src-lang de --tgt-lang en)")
     return src_lang, tgt_lang
 
 

@@ -143,8 +143,9 @@ class LibreTranslateResponse(BaseModel):
     detectedLanguage: Optional[Union[DetectedLanguage, list[DetectedLanguage]]] = None
     warnings: Optional[Union[list[str], list[list[str]]]] = Field(
         None, description="attnmt's addition: present when an input was cut")
-    pivot: Optional[str] = Field(None, description="attnmt's addition: the language a text was translated "
-                                                   "through, when no model has its direction")
+    pivot: Optional[Union[str, list[Optional[str]]]] = Field(
+        None, description="attnmt's addition: the language a text was translated through, when no model has its "
+                          "direction; for a list q, one entry per text (null: translated directly)")
 
 
 class TranslateFileResponse(BaseModel):

@@ -86,9 +86,10 @@ async def translate(request: Request, models: ModelSet = Depends(get_models)):
         translated, warnings = await translate_html_texts(models, texts, sources, body.target,
                                                           max_sentences=models.default.settings.max_sentences)
         others: list[list[str]] = [[] for _ in texts]
-        pivot = None
+        pivots: list[str | None] = [None for _ in texts]
     else:
-        translated, others, warnings, pivot = await translate_plain(models, texts, sources, body.target, alternatives)
+        translated, others, warnings, pivots = await translate_plain(models, texts, sources, body.target,
+                                                                     alternatives)
 
     answer = LibreTranslateResponse(translatedText=translated if batch else translated[0])
     if alternatives:
@@ -98,8 +99,8 @@ async def translate(request: Request, models: ModelSet = Depends(get_models)):
         answer.detectedLanguage = languages if batch else languages[0]
     if any(warnings):
         answer.warnings = warnings if batch else warnings[0]
-    if pivot is not None:
-        answer.pivot = pivot
+    if any(pivots):  # each text's own (a list for a list q): with source auto, texts of several languages
+        answer.pivot = pivots if batch else pivots[0]
     return answer
 
 
@@ -115,17 +116,19 @@ async def _detect(request: Request, models: ModelSet, body: LibreTranslateReques
 
 
 async def translate_plain(models: ModelSet, texts: list[str], sources: list[str], target: str,
-                          alternatives: int) -> tuple[list[str], list[list[str]], list[list[str]], str | None]:
+                          alternatives: int
+                          ) -> tuple[list[str], list[list[str]], list[list[str]], list[str | None]]:
     """Plain texts translated (one call per source language; a direction no model has goes
     through a pivot, two calls): their translations, the distinct alternatives of each (without
-    the best; of the last leg), each one's warnings, and the pivot language if one was used."""
+    the best; of the last leg), each one's warnings, and each one's pivot language (None: none)."""
     results: list = [None] * len(texts)
     notes: list[list[str]] = [[] for _ in texts]
-    used = None
+    pivots: list[str | None] = [None for _ in texts]
     for source in dict.fromkeys(sources):  # one call per source language (one, unless auto)
         legs, pivot = models.legs(source, target)
-        used = used or pivot
         where = [i for i, s in enumerate(sources) if s == source]
+        for i in where:
+            pivots[i] = pivot
         current = [texts[i] for i in where]
         for leg, service in enumerate(legs):
             last = leg == len(legs) - 1
@@ -146,7 +149,7 @@ async def translate_plain(models: ModelSet, texts: list[str], sources: list[str]
                 out.append(alt.text)
         return out
 
-    return [r.text for r in results], [others(r) for r in results], notes, used
+    return [r.text for r in results], [others(r) for r in results], notes, pivots
 
 
 async def detect_sources(request: Request, models: ModelSet, texts: list[str], target: str) -> list[dict]:
