@@ -356,7 +356,7 @@ def writer_lock(folder: str | os.PathLike, *, name: str = LOCK_FILE, wait: bool 
         return
     folder.mkdir(parents=True, exist_ok=True)  # a file in its place: the OS's error, naming it
     said = False
-    while True:
+    for _ in range(100):
         lock = _LockFile(path)
         try:
             taken = lock.try_lock()
@@ -378,6 +378,9 @@ def writer_lock(folder: str | os.PathLike, *, name: str = LOCK_FILE, wait: bool 
             lock.close()
             raise
         break
+    else:
+        raise AttnmtError(f"{path}: replaced 100 times while attnmt took its lock (is another program removing "
+                          f"it?): run this again")
     lock.write_record()
     _HELD[key] = 1
     try:
