@@ -9,6 +9,7 @@ import argparse
 import faulthandler
 import json
 import logging
+import sys
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -102,7 +103,11 @@ def run(args) -> int:
     keep_freed_memory()  # a process that trains: logits-sized blocks are reused, not remapped (allocator.py)
     # a prepared file cut under the training is a DataError at the next read (PreparedData.check_unchanged);
     # cut in the microseconds between that check and the read, the SIGBUS still prints the Python stack
-    faulthandler.enable()
+    if not faulthandler.is_enabled():
+        try:
+            faulthandler.enable(file=sys.__stderr__)
+        except (AttributeError, ValueError, OSError):  # no real stderr (an embedding program)
+            pass
     if getattr(args, "seeds", None):
         results = _train_seeds(args)
         if env_rank() == 0:
