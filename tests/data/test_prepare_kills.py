@@ -183,5 +183,5 @@ def test_kills_at_random_moments_then_a_rerun_gives_the_same_data(corpus_config,
         for folder in partial:
             assert f"discarding {folder}: a preparation left unfinished" in said
         assert not list((cache / "prepared").glob(".*.partial"))
-        for folder in (cache / "prepared").glob("[0-9a-f]*"):  # prepare afresh next round
-            shutil.rmtree(folder)
+        for manifest in (cache / "prepared").glob("*/manifest.json"):  # prepare afresh next round
+            shutil.rmtree(manifest.parent)
