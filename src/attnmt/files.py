@@ -225,17 +225,23 @@ class _LockFile:
     def __init__(self, path: Path):
         self.path = path
         with writing(path):
-            try:
-                self.fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o666)
-            except FileExistsError:
+            for tries_left in reversed(range(3)):  # a file removed between the two opens: create it again
                 try:
-                    self.fd = os.open(path, _OPEN_FLAGS)
-                except OSError as err:
-                    if err.errno != errno.ELOOP:
-                        raise
-                    raise AttnmtError(f"{path}: is a symbolic link (to {os.readlink(path)}); attnmt does not follow "
-                                      f"links for its lock files, so the file it points to stays untouched: remove "
-                                      f"the link, then run this again") from None
+                    self.fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o666)
+                    break
+                except FileExistsError:
+                    try:
+                        self.fd = os.open(path, _OPEN_FLAGS)
+                        break
+                    except FileNotFoundError:
+                        if not tries_left:
+                            raise
+                    except OSError as err:
+                        if err.errno != errno.ELOOP:
+                            raise
+                        raise AttnmtError(f"{path}: is a symbolic link (to {os.readlink(path)}); attnmt does not "
+                                          f"follow links for its lock files, so the file it points to stays "
+                                          f"untouched: remove the link, then run this again") from None
         self.owner = os.getpid()
         _OPEN_FDS.add(self.fd)
         st = os.fstat(self.fd)
@@ -300,30 +306,32 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_close_after_fork)
 
 
-def _take_over(lock: _LockFile, folder: Path, name: str) -> bool:
+def _take_over(lock: _LockFile, folder: Path, name: str) -> str:
     """If the lock's recorded holder has ended though the lock is still held (a process that
     inherited it outlived it), unlink the file so that a new one can be locked; said in a warning.
-    Serialised by a second lock, so that two waiters never both take it. True when taken over."""
+    Serialised by a second lock, so that two waiters never both take it. Returns "held" (its
+    holder lives, or may), "free" (let go meanwhile: `lock` is now taken) or "new" (taken over,
+    or by another waiter first: open the file again)."""
     first = _read_record(lock.fd)
     if not _gone(first):
-        return False
+        return "held"
     time.sleep(POLL_S)  # a new holder writes its record at once: a stale record does not stay
     if lock.try_lock():
-        return False    # let go meanwhile: the caller has it
+        return "free"
     if _read_record(lock.fd) != first:
-        return False
+        return "held"
     guard = _LockFile(folder / f"{name}.takeover")
     try:
         fcntl.flock(guard.fd, fcntl.LOCK_EX)
         if not lock.is_at_path():
-            return True  # another waiter took it over first: try the new file
+            return "new"
         openers = _openers(lock.fd)
         log.warning("%s: its holder %s is no longer running, but the lock is still held%s; taking it over",
                     lock.path, _holder(lock.fd),
                     f" by processes it left behind (pid {', '.join(map(str, openers))}: stop them)" if openers
                     else " by a process it left behind")
         os.unlink(lock.path)
-        return True
+        return "new"
     finally:
         guard.close()
 
@@ -361,7 +369,9 @@ def writer_lock(folder: str | os.PathLike, *, name: str = LOCK_FILE, wait: bool 
         try:
             taken = lock.try_lock()
             while not taken:
-                if _take_over(lock, folder, name):
+                outcome = _take_over(lock, folder, name)
+                if outcome != "held":
+                    taken = outcome == "free"
                     break
                 if not wait:
                     raise AttnmtError(f"{folder}: another attnmt is writing here: {_holder(lock.fd)}; wait for it "

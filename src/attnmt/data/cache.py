@@ -231,7 +231,7 @@ def open_cached(plan: Plan, *, heal: bool = True) -> tuple[PreparedData | None, 
         log.info("using the prepared data in %s (%d pairs)", plan.folder, len(data))
         return data, ""
     if not problem:
-        return None, what_changed(plan)
+        return None, what_changed(plan) if heal else "not prepared yet"
     if heal:
         log.warning("refusing the prepared data in %s: %s; discarding it and preparing it again", plan.folder,
                     problem)
