@@ -26,7 +26,7 @@ from attnmt.files import LOCK_FILE, writer_lock
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork, flock and /proc as on Linux")
 
 
-def test_a_symlinked_lock_is_refused_and_its_target_untouched(tmp_path, capsys):
+def test_a_symlinked_lock_is_refused_and_its_target_untouched(tmp_path, capsys, monkeypatch):
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     run = tmp_path / "run"
@@ -42,17 +42,13 @@ def test_a_symlinked_lock_is_refused_and_its_target_untouched(tmp_path, capsys):
     assert not (tmp_path / "nothing").exists()
     # the cache's lock, through the CLI: one line, exit 2, the victim as it was
     config = toy.write_config(tmp_path / "toy.yaml")
-    cache = tmp_path / "cache"
-    os.environ["ATTNMT_CACHE"] = str(cache)
-    try:
-        from attnmt.config import load_config
-        from attnmt.data.cache import make_plan
+    monkeypatch.setenv("ATTNMT_CACHE", str(tmp_path / "cache"))
+    from attnmt.config import load_config
+    from attnmt.data.cache import make_plan
 
-        plan = make_plan(load_config(config).data)
-        (plan.root / plan.lock).symlink_to(victim)
-        assert main(["prepare", str(config), "--workers", "1"]) == 2
-    finally:
-        os.environ.pop("ATTNMT_CACHE")
+    plan = make_plan(load_config(config).data)
+    (plan.root / plan.lock).symlink_to(victim)
+    assert main(["prepare", str(config), "--workers", "1"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and f"attnmt prepare: error: {plan.root / plan.lock}: is a symbolic link" in err
     assert victim.read_text() == "precious\n"
