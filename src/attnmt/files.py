@@ -7,7 +7,9 @@ permission) is a `WriteError` naming the file and the cause, and leaves the prev
 was. JSON is read back with errors that name the file.
 
 `writer_lock(folder)` makes a command the one writer of a folder (a run, an export, a sharded
-output): an OS lock on a file in it, released by the kernel when its holder ends, however it ends.
+output): an OS lock on a file in it, released by the kernel when its holder ends, however it ends
+(forked children close their copy at the fork); the file is opened without following links and
+written only when it is a plain file of its own; a lock whose recorded holder has ended is taken over.
 `refuse_overwrite` refuses an output that is one of the command's inputs, before any work.
 """
 
@@ -20,9 +22,12 @@ import json
 import logging
 import os
 import shutil
+import socket
+import stat
 import sys
 import tempfile
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -127,19 +132,208 @@ def sha256_file(path: str | os.PathLike) -> str:
 # ----------------------------------------------------------------------------- one writer per folder
 
 LOCK_FILE = ".attnmt.lock"  # in the folder it guards; holds the holder's pid and command line
+MAX_LOCK_BYTES = 1 << 16    # a lock file holds one short JSON line: a bigger file in its place is not ours
+POLL_S = 0.2                # how often a waiting process tries the lock again
+_OPEN_FLAGS = os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+_HOST = socket.gethostname()
 
 
-def _holder(handle) -> str:
-    """Who holds the lock, as its holder wrote it ("pid 123: attnmt train ..."), or a fallback."""
-    handle.seek(0)
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state, start time in clock ticks since boot) of `pid` from /proc, or None (no such
+    process, or no /proc)."""
     try:
-        info = json.loads(handle.read(4096) or "null")
-        return f"{' '.join(map(str, info['command']))} (pid {int(info['pid'])})"
-    except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces
+    try:
+        return fields[0], int(fields[19])     # fields 3 (state) and 22 (starttime) of proc(5)
+    except (IndexError, ValueError):
+        return None
+
+
+def _record() -> dict:
+    """What a holder writes into its lock file: who it is, to be named, and recognised once dead."""
+    proc = _proc_stat(os.getpid())
+    return {"pid": os.getpid(), "command": [Path(sys.argv[0]).name, *sys.argv[1:]], "host": _HOST,
+            **({"started": proc[1]} if proc else {})}
+
+
+def _read_record(fd: int) -> dict | None:
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode("utf-8", errors="replace") or "null")
+        if isinstance(info, dict) and isinstance(info.get("pid"), int) and isinstance(info.get("command"), list):
+            return info
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock, as its holder wrote it ("attnmt train ... (pid 123)"), or a fallback."""
+    info = _read_record(fd)
+    if info is None:
         return "another process (it wrote no readable name)"
+    return f"{' '.join(map(str, info['command']))} (pid {info['pid']})"
+
+
+def _gone(info: dict | None) -> bool:
+    """Whether the process a lock record names has certainly ended: on this host, and no such
+    pid, a zombie, or a pid now used by a process started later. Unknown -> False (wait)."""
+    if info is None or info.get("host", _HOST) != _HOST or info["pid"] == os.getpid() or info["pid"] <= 0:
+        return False
+    proc = _proc_stat(info["pid"])
+    if proc is None:
+        try:
+            os.kill(info["pid"], 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False  # alive, another user's
+        return False
+    state, started = proc
+    return state in ("Z", "X") or (isinstance(info.get("started"), int) and info["started"] != started)
+
+
+def _openers(fd: int, limit: int = 8) -> list[int]:
+    """Pids of this user's processes that hold the file of `fd` open (from /proc), for messages."""
+    target = os.fstat(fd)
+    found = []
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+    except OSError:
+        return found
+    for pid in pids:
+        try:
+            for entry in os.scandir(f"/proc/{pid}/fd"):
+                st = os.stat(entry.path)  # follows the link to the open file
+                if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
+                    found.append(pid)
+                    break
+        except OSError:
+            continue
+        if len(found) >= limit:
+            break
+    return found
+
+
+class _LockFile:
+    """An open lock file: opened without following a link, created with O_EXCL when new, and
+    refused (untouched) when it is not a plain file of its own: a symbolic link, a hard link to
+    another name, a device or FIFO, or a file too big to be a lock."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        with writing(path):
+            for tries_left in reversed(range(3)):  # a file removed between the two opens: create it again
+                try:
+                    self.fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o666)
+                    break
+                except FileExistsError:
+                    try:
+                        self.fd = os.open(path, _OPEN_FLAGS)
+                        break
+                    except FileNotFoundError:
+                        if not tries_left:
+                            raise
+                    except OSError as err:
+                        if err.errno != errno.ELOOP:
+                            raise
+                        raise AttnmtError(f"{path}: is a symbolic link (to {os.readlink(path)}); attnmt does not "
+                                          f"follow links for its lock files, so the file it points to stays "
+                                          f"untouched: remove the link, then run this again") from None
+        self.owner = os.getpid()
+        _OPEN_FDS.add(self.fd)
+        st = os.fstat(self.fd)
+        problem = ("is not a plain file" if not stat.S_ISREG(st.st_mode)
+                   else f"has {st.st_nlink} names (a hard link to another file)" if st.st_nlink != 1
+                   else f"holds {st.st_size} bytes, not a lock of attnmt's" if st.st_size > MAX_LOCK_BYTES else "")
+        if problem:
+            self.close()
+            raise AttnmtError(f"{path}: {problem}; attnmt writes its lock only into a file of its own and left this "
+                              f"one untouched: remove it, then run this again")
+
+    def try_lock(self) -> bool:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
+    def is_at_path(self) -> bool:
+        """Whether the path still names this file (a lock taken over is unlinked from under it)."""
+        try:
+            st, here = os.stat(self.path, follow_symlinks=False), os.fstat(self.fd)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == (here.st_dev, here.st_ino)
+
+    def write_record(self) -> None:
+        try:  # say who holds it; a full disk must not stop the command itself
+            data = (json.dumps(_record()) + "\n").encode("utf-8")
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, data, 0)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        """Close it (the kernel lets go of the lock with the last descriptor); only in the process
+        that opened it: a forked child's copy was closed at the fork."""
+        if self.fd >= 0 and os.getpid() == self.owner:
+            _OPEN_FDS.discard(self.fd)
+            os.close(self.fd)
+        self.fd = -1
 
 
 _HELD: dict[tuple[Path, int], int] = {}  # (lock, thread) this process holds -> how many `with` blocks hold it
+_OPEN_FDS: set[int] = set()              # the lock files this process has open
+
+
+def _close_after_fork() -> None:
+    """In a forked child (preparation workers, a user's os.fork): close the lock files the parent
+    holds. Their locks belong to the open file, which a child would otherwise share and keep held
+    after the parent died (the cause of issue 50's hang: orphaned workers held the cache's lock)."""
+    for fd in _OPEN_FDS:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _OPEN_FDS.clear()
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_after_fork)
+
+
+def _take_over(lock: _LockFile, folder: Path, name: str) -> str:
+    """If the lock's recorded holder has ended though the lock is still held (a process that
+    inherited it outlived it), unlink the file so that a new one can be locked; said in a warning.
+    Serialised by a second lock, so that two waiters never both take it. Returns "held" (its
+    holder lives, or may), "free" (let go meanwhile: `lock` is now taken) or "new" (taken over,
+    or by another waiter first: open the file again)."""
+    first = _read_record(lock.fd)
+    if not _gone(first):
+        return "held"
+    time.sleep(POLL_S)  # a new holder writes its record at once: a stale record does not stay
+    if lock.try_lock():
+        return "free"
+    if _read_record(lock.fd) != first:
+        return "held"
+    guard = _LockFile(folder / f"{name}.takeover")
+    try:
+        fcntl.flock(guard.fd, fcntl.LOCK_EX)
+        if not lock.is_at_path():
+            return "new"
+        openers = _openers(lock.fd)
+        log.warning("%s: its holder %s is no longer running, but the lock is still held%s; taking it over",
+                    lock.path, _holder(lock.fd),
+                    f" by processes it left behind (pid {', '.join(map(str, openers))}: stop them)" if openers
+                    else " by a process it left behind")
+        os.unlink(lock.path)
+        return "new"
+    finally:
+        guard.close()
 
 
 @contextmanager
@@ -147,12 +341,16 @@ def writer_lock(folder: str | os.PathLike, *, name: str = LOCK_FILE, wait: bool 
     """Hold the one-writer lock of `folder` (made if missing) for the `with` body.
 
     An OS lock (flock) on the file `name` in `folder` (default .attnmt.lock): the kernel releases
-    it when the holder exits or is killed, so no stale lock is ever left behind. A process that
-    holds it may take it again in the same thread (a command calling the library). Readers take no lock: every file is replaced
-    whole (atomic_write), so they never see half of one.
+    it when the holder exits or is killed, so no stale lock is left behind; forked children close
+    their copy at the fork, so none keeps it after the holder ends. The file is opened without
+    following links and is written only when it is a plain file of its own (`_LockFile`). A lock
+    still held though the process its file names has ended is said and taken over. A process
+    that holds it may take it again in the same thread (a command calling the library). Readers
+    take no lock: every file is replaced whole (atomic_write), so they never see half of one.
 
     Raises:
-        AttnmtError: another process holds it (unless `wait`): names that process's command and pid.
+        AttnmtError: another process holds it (unless `wait`): names that process's command and
+            pid; or the lock's path is a link or not a file of attnmt's (left untouched).
     """
     folder = Path(folder)
     path = folder / name
@@ -165,29 +363,41 @@ def writer_lock(folder: str | os.PathLike, *, name: str = LOCK_FILE, wait: bool 
             _HELD[key] -= 1
         return
     folder.mkdir(parents=True, exist_ok=True)  # a file in its place: the OS's error, naming it
-    with writing(path):
-        handle = open(path, "a+", encoding="utf-8", errors="replace")
-    with handle:
+    said = False
+    for _ in range(100):
+        lock = _LockFile(path)
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if not wait:
-                raise AttnmtError(f"{folder}: another attnmt is writing here: {_holder(handle)}; wait for it "
-                                  f"to end (or stop it), then run this again") from None
-            log.info("waiting for %s to finish writing %s", _holder(handle), folder)
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:  # say who holds it; a full disk must not stop the command itself
-            handle.seek(0)
-            handle.truncate()
-            handle.write(json.dumps({"pid": os.getpid(), "command": [Path(sys.argv[0]).name, *sys.argv[1:]]}) + "\n")
-            handle.flush()
-        except OSError:
-            pass
-        _HELD[key] = 1
-        try:
-            yield
-        finally:
-            del _HELD[key]
+            taken = lock.try_lock()
+            while not taken:
+                outcome = _take_over(lock, folder, name)
+                if outcome != "held":
+                    taken = outcome == "free"
+                    break
+                if not wait:
+                    raise AttnmtError(f"{folder}: another attnmt is writing here: {_holder(lock.fd)}; wait for it "
+                                      f"to end (or stop it), then run this again")
+                if not said:
+                    log.info("waiting for %s to finish writing %s", _holder(lock.fd), folder)
+                    said = True
+                time.sleep(POLL_S)
+                taken = lock.try_lock()
+            if not (taken and lock.is_at_path()):  # taken over, or unlinked by its last holder: a new file
+                lock.close()
+                continue
+        except BaseException:
+            lock.close()
+            raise
+        break
+    else:
+        raise AttnmtError(f"{path}: replaced 100 times while attnmt took its lock (is another program removing "
+                          f"it?): run this again")
+    lock.write_record()
+    _HELD[key] = 1
+    try:
+        yield
+    finally:
+        del _HELD[key]
+        lock.close()
 
 
 # ----------------------------------------------------------------------------- never overwrite an input

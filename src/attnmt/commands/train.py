@@ -6,8 +6,10 @@ runs/<config name>); an interrupted one is resumed on its own with --resume DIR-
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
+import sys
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -99,6 +101,13 @@ def run(args) -> int:
     if args.resume and args.overwrite:
         raise AttnmtError("--overwrite starts a run afresh and cannot be combined with --resume")
     keep_freed_memory()  # a process that trains: logits-sized blocks are reused, not remapped (allocator.py)
+    # a prepared file cut under the training is a DataError at the next read (PreparedData.check_unchanged);
+    # cut in the microseconds between that check and the read, the SIGBUS still prints the Python stack
+    if not faulthandler.is_enabled():
+        try:
+            faulthandler.enable(file=sys.__stderr__)
+        except (AttributeError, ValueError, OSError):  # no real stderr (an embedding program)
+            pass
     if getattr(args, "seeds", None):
         results = _train_seeds(args)
         if env_rank() == 0:

@@ -5,7 +5,9 @@ how a plan differs from what was prepared from the same files before.
 A key is the sha256 of the format, those settings, the inputs' sha256 and the tokenizer
 libraries' versions: the same key, the same ids. A folder appears under its key only whole (it
 is prepared beside it, `Plan.partial`, and renamed), and preparations of one key take turns
-(`Plan.lock`).
+(`Plan.lock`). Reading a whole folder takes no lock (a read-only cache is usable); a folder
+that is damaged or incomplete (no manifest) is said and removed under the lock (`discard`),
+then prepared again.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from attnmt.data.corpus import CorpusFiles, RawChunk, cache_dir, read_chunks, tr
 from attnmt.data.languages import Languages
 from attnmt.data.prepared import FORMAT, MANIFEST, PIPELINE_FILES, PreparedData, file_digest, read_manifest
 from attnmt.direction import Direction
-from attnmt.errors import AttnmtError, DataError
-from attnmt.files import sha256_file, write_json
+from attnmt.errors import AttnmtError, DataError, WriteError
+from attnmt.files import sha256_file, write_json, writer_lock
 
 log = logging.getLogger("attnmt.data.prepare")  # the messages of `attnmt prepare` keep one logger name
 
@@ -75,7 +77,7 @@ class Plan:
     @property
     def lock(self) -> str:
         """The name of the lock file (in `root`) that preparations of this key take turns on."""
-        return f".{self.key}.lock"
+        return lock_name(self.key)
 
     def names(self) -> str:
         """The corpora's names, for messages."""
@@ -178,23 +180,79 @@ class _DigestCache:
         if self.changed:
             try:
                 write_json(self.path, self.entries, indent=None)
-            except OSError as err:  # a cache that cannot be written only costs time
+            except (OSError, WriteError) as err:  # a cache that cannot be written (read-only) only costs time
                 log.warning("%s: not written (%s); the inputs will be hashed again next time", self.path, err)
 
 
-def open_cached(plan: Plan) -> tuple[PreparedData | None, str]:
-    """The cached folder of the plan, checked; or None and why it must be prepared (a damaged
-    folder is said and removed)."""
-    if not (plan.folder / MANIFEST).is_file():
-        return None, what_changed(plan)
+def lock_name(key: str) -> str:
+    """The lock file (in the cache's root) that the writers of the folder `key` take turns on."""
+    return f".{key}.lock"
+
+
+def _open(folder: Path) -> tuple[PreparedData | None, str]:
+    """The prepared folder, checked; or None and what is wrong with it ("" when it does not exist)."""
+    if not folder.is_symlink() and not folder.exists():
+        return None, ""
+    if not (folder / MANIFEST).is_file():
+        return None, f"{folder / MANIFEST}: missing (an incomplete or damaged preparation)"
     try:
-        data = PreparedData.open(plan.folder)
+        return PreparedData.open(folder), ""
     except DataError as err:
-        log.warning("refusing the prepared data in %s: %s; preparing it again", plan.folder, err)
-        shutil.rmtree(plan.folder, ignore_errors=True)
-        return None, f"the cached copy was damaged: {err}"
-    log.info("using the prepared data in %s (%d pairs)", plan.folder, len(data))
-    return data, ""
+        return None, str(err)
+
+
+def discard(folder: Path, why: str) -> None:
+    """Remove a folder of the cache that cannot be used (a link: the link only), in a warning
+    naming it and why (`why` "": said already). Its writers' lock must be held.
+
+    Raises:
+        WriteError: it could not be removed (a read-only cache): names it.
+    """
+    if why:
+        log.warning("discarding %s: %s", folder, why)
+    try:
+        if folder.is_symlink() or folder.is_file():
+            folder.unlink()
+        else:
+            shutil.rmtree(folder)
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        raise WriteError(f"{folder}: could not be removed ({err.strerror or err}); remove it, then run this "
+                         f"again") from None
+
+
+def open_cached(plan: Plan, *, heal: bool = True) -> tuple[PreparedData | None, str]:
+    """The cached folder of the plan, checked; or None and why it must be prepared. With `heal`
+    (the key's lock held) a damaged or incomplete folder is said and removed; without, it is
+    left as it is (a read needs no lock: a folder appears under its key only whole)."""
+    data, problem = _open(plan.folder)
+    if data is not None:
+        log.info("using the prepared data in %s (%d pairs)", plan.folder, len(data))
+        return data, ""
+    if not problem:
+        return None, what_changed(plan) if heal else "not prepared yet"
+    if heal:
+        log.warning("refusing the prepared data in %s: %s; discarding it and preparing it again", plan.folder,
+                    problem)
+        discard(plan.folder, "")
+    return None, f"the cached copy was damaged: {problem}"
+
+
+def open_key(root: Path, key: str) -> PreparedData | None:
+    """The prepared folder `key` in `root` (the one a run recorded), checked; None when it is
+    gone, or damaged (then said and removed under its lock, to be prepared again)."""
+    folder = root / key
+    data, problem = _open(folder)
+    if data is not None or not problem:
+        return data
+    with writer_lock(root, name=lock_name(key), wait=True):
+        data, problem = _open(folder)
+        if data is None and problem:
+            log.warning("refusing the prepared data in %s: %s; discarding it and preparing it again", folder,
+                        problem)
+            discard(folder, "")
+    return data
 
 
 def what_changed(plan: Plan) -> str:

@@ -7,7 +7,8 @@ filter that refuses it) and returns the kept pairs as flat arrays of token ids i
 tokenizer's own numbering: sentencepiece piece ids, or for Moses ids given to the chunk's tokens
 in order of first sight (with the list of those tokens, which the preparing process numbers
 globally). `encoders` runs it in worker processes, or in the preparing process with one worker;
-both give the same arrays.
+both give the same arrays. The workers end with the preparing process, however it ends
+(`die_with_parent`), and hold none of its locks (files.writer_lock closes them at the fork).
 
 The filters, in the order they are tried (`FILTERS`):
     empty       a side is empty (or only white space)
@@ -22,7 +23,10 @@ digest of its text, and `staging.dedup` keeps the first pair of each digest.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import os
+import signal
 import sys
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
@@ -172,10 +176,26 @@ class ChunkEncoder:
 # ---- in a worker process (`encoders` starts them with start_worker and sends chunks to work)
 
 _ENCODER: ChunkEncoder | None = None
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def start_worker(src_tokenizer: dict, tgt_tokenizer: dict, base_dir: str, filters: Filters) -> None:
+def die_with_parent(parent: int) -> None:
+    """End this worker when `parent` (the preparing process) ends, however it ends (SIGKILL too):
+    the kernel's parent-death signal on Linux (prctl(PR_SET_PDEATHSIG, SIGKILL)), then a check
+    that the parent did not end before it was set. Elsewhere the pool's pipes end the workers."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def start_worker(parent: int, src_tokenizer: dict, tgt_tokenizer: dict, base_dir: str, filters: Filters) -> None:
     global _ENCODER
+    die_with_parent(parent)
     _ENCODER = ChunkEncoder(src_tokenizer, tgt_tokenizer, base_dir, filters)
 
 
@@ -204,7 +224,7 @@ def encoders(args: tuple, workers: int) -> Iterator[Callable[[Iterator], Iterato
             yield from (local.encode(chunk, corpus) for corpus, chunk in jobs)
             return
         pools.append(ProcessPoolExecutor(workers, mp_context=_worker_context(), initializer=start_worker,
-                                         initargs=args))
+                                         initargs=(os.getpid(), *args)))
         pending: deque = deque()
         for corpus, chunk in chain([first, second], jobs):
             pending.append(pools[0].submit(work, chunk, corpus))

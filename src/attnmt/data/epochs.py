@@ -184,6 +184,7 @@ class Epoch:
     def _window(self, w: int) -> list[np.ndarray]:
         window = self.batching.window
         members = self.examples[w * window:(w + 1) * window]
+        self.data.check_unchanged()
         return cut_window(members, self.data.src_lengths, self.data.tgt_lengths, self.batching,
                           epoch_rng(self.batching.seed, self.epoch, w + 1))
 
@@ -210,6 +211,7 @@ class Epoch:
             done += 1
             if done <= start:
                 continue
+            self.data.check_unchanged()
             tokens = [self.tokens(m) for m in members]
             mine = [members[i] for i in shard_update(tokens, b.world_size)[rank]] if b.world_size > 1 else members
             yield Update([self.build(m) for m in mine], sum(tokens))

@@ -29,11 +29,11 @@ from typing import Any, Iterator
 import numpy as np
 
 from attnmt.data import staging
-from attnmt.data.cache import Plan, make_plan, open_cached, tool_versions
+from attnmt.data.cache import Plan, discard, make_plan, open_cached, tool_versions
 from attnmt.data.encode import FILTERS, Filters, encoders
 from attnmt.data.prepared import SIDES, PreparedData, part_name, write_manifest
 from attnmt.data.tokenizer_training import train_tokenizers
-from attnmt.errors import AttnmtError, DataError
+from attnmt.errors import DataError
 from attnmt.files import writer_lock, writing
 from attnmt.world import SINGLE, World, barrier, broadcast_from_main, gather_to_main
 
@@ -59,21 +59,24 @@ def prepare(data_cfg: Any, *, world: World = SINGLE, workers: int | None = None,
         DataError: bad input (file:line), or nothing left after the filters.
     """
     plan = broadcast_from_main(world, make_plan(data_cfg, root, init_from) if world.main else None)
-    opened, reason = None, ""
-    with (writer_lock(plan.root, name=plan.lock, wait=True) if world.main else _nothing()):  # one at a time
-        if world.main:
-            opened, reason = open_cached(plan)
-        todo = broadcast_from_main(world, None if opened else reason)
-        if todo is not None:
-            log.info("preparing the training data in %s (%s)", plan.folder, todo)
-            try:
-                with writing(plan.partial, "the cache keeps only whole preparations: this one is removed"):
-                    _prepare(plan, world, workers or data_cfg.workers or default_workers(world))
-            except AttnmtError:  # a write failure, bad input, a dead worker: no partial preparation stays
-                shutil.rmtree(plan.partial, ignore_errors=True)  # the space it took goes back
-                raise
+    opened = open_cached(plan, heal=False)[0] if world.main else None  # whole: read without a lock
+    if broadcast_from_main(world, opened is None if world.main else None):
+        with (writer_lock(plan.root, name=plan.lock, wait=True) if world.main else _nothing()):  # one at a time
+            reason = ""
+            if world.main:
+                opened, reason = open_cached(plan)
+            todo = broadcast_from_main(world, None if opened is not None else reason)
+            if todo is not None:
+                log.info("preparing the training data in %s (%s)", plan.folder, todo)
+                try:
+                    with writing(plan.partial, "the cache keeps only whole preparations: this one is removed"):
+                        _prepare(plan, world, workers or data_cfg.workers or default_workers(world))
+                except BaseException:  # refused input, a full disk, an interrupt: its space goes back
+                    if world.main:
+                        shutil.rmtree(plan.partial, ignore_errors=True)
+                    raise
     barrier(world)
-    return opened or PreparedData.open(plan.folder, verify=world.main)
+    return opened if opened is not None else PreparedData.open(plan.folder, verify=world.main)
 
 
 @contextmanager
@@ -86,7 +89,8 @@ def _prepare(plan: Plan, world: World, workers: int) -> None:
     start = time.perf_counter()
     partial = plan.partial
     if world.main:
-        shutil.rmtree(partial, ignore_errors=True)
+        if partial.is_symlink() or partial.exists():
+            discard(partial, "a preparation left unfinished (its process was stopped)")
         partial.mkdir(parents=True)
     tokenizers = broadcast_from_main(world, train_tokenizers(plan, partial) if world.main else None)
     part = partial / part_name(world.rank)
@@ -105,6 +109,8 @@ def _prepare(plan: Plan, world: World, workers: int) -> None:
     if world.main:
         _write_manifest(plan, summaries, finished, side_stats, seconds=time.perf_counter() - start,
                         workers=workers, ranks=world.size)
+        if plan.folder.is_symlink() or plan.folder.exists():  # open_cached discarded it: only a link or a race
+            discard(plan.folder, "in the way of the new preparation")
         os.rename(partial, plan.folder)
 
 

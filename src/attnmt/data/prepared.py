@@ -9,7 +9,8 @@ opened as read-only memory maps: N processes share one copy in the page cache.
 
 `PreparedData.open` refuses a damaged folder (`DataError` naming the file): every file's size and
 sha256 against the manifest, then the structure (offsets against lengths, ids below the
-vocabulary size, lengths within data.max_len).
+vocabulary size, lengths within data.max_len). A file cut while it is open is a `DataError`
+naming it at the next read (`check_unchanged`), not a SIGBUS.
 """
 
 from __future__ import annotations
@@ -293,7 +294,12 @@ class PreparedData:
         return part, index - self.starts[part]
 
     def ids(self, side: str, index: np.ndarray) -> list[np.ndarray]:
-        """The token ids of `side` ("src" or "tgt") of each pair of `index`, as int64 arrays."""
+        """The token ids of `side` ("src" or "tgt") of each pair of `index`, as int64 arrays.
+
+        Raises:
+            DataError: a file was cut while open (`check_unchanged`).
+        """
+        self.check_unchanged()
         part, row = self.locate(np.asarray(index, dtype=np.int64))
         out = []
         for p, r in zip(part.tolist(), row.tolist()):
@@ -311,6 +317,29 @@ class PreparedData:
         return f"{files}:{int(arrays['lines'][row[0]])}"
 
     # ---- checks
+
+    def check_unchanged(self) -> None:
+        """Every array's file still as long as its map (an fstat each): reading a map past the end
+        of a file cut under it would kill the process with SIGBUS and no word. Called before every
+        read of the maps (`ids`, `epochs.Epoch`'s windows and updates).
+
+        Raises:
+            DataError: names the file that was cut, and both sizes.
+        """
+        for name, part in zip(self.manifest["parts"], self.parts):
+            for array, values in part.arrays.items():
+                mapped = getattr(values, "_mmap", None)  # np.memmap's mmap.mmap; None for an empty array
+                if mapped is None:
+                    continue
+                try:
+                    size = mapped.size()  # the file's size now (fstat of the map's own descriptor)
+                except (OSError, ValueError):
+                    continue
+                needed = values.offset + values.nbytes
+                if size < needed:
+                    raise DataError(f"{self.folder / name / array_file(array)}: cut to {size} bytes while in use "
+                                    f"({needed} when it was opened): the prepared data changed under this process; "
+                                    f"it stops here (its last saved state is kept)")
 
     def _check_structure(self) -> None:
         vocab = {"src": len(self.pipeline.src_vocab), "tgt": len(self.pipeline.tgt_vocab)}

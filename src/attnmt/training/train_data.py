@@ -7,6 +7,7 @@ Shapes:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from attnmt.config import Config, save_config
@@ -15,9 +16,9 @@ from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
 from attnmt.data.epochs import Batching, Epoch
 from attnmt.data.languages import temperature_weights
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
-from attnmt.data.cache import make_plan, prepared_root, what_changed
+from attnmt.data.cache import make_plan, open_key, prepared_root, what_changed
 from attnmt.data.prepare import prepare
-from attnmt.data.prepared import MANIFEST, PreparedData
+from attnmt.data.prepared import PreparedData
 from attnmt.direction import Direction
 from attnmt.errors import AttnmtError, DataError
 from attnmt.files import read_json, write_json
@@ -130,10 +131,11 @@ def _resumed_data(run: RunDir, cfg: Config, world: World) -> PreparedData:
     key = recorded.get("key") if isinstance(recorded, dict) else None
     if not isinstance(key, str):  # a run from before prepared data: prepare what its config says
         return prepare(cfg.data, world=world, init_from=cfg.train.init_from)
-    folder = prepared_root() / key
-    found = broadcast_from_main(world, (folder / MANIFEST).is_file() if world.main else None)
-    if found:
-        return PreparedData.open(folder, verify=world.main)
+    if not re.fullmatch(r"[0-9a-f]{8,64}", key):  # a folder name in the cache, never a path
+        raise DataError(f"{run.path / PREPARED}: key {key[:80]!r} is not a prepared data key")
+    opened = open_key(prepared_root(), key) if world.main else None  # a damaged copy: said, removed
+    if broadcast_from_main(world, opened is not None if world.main else None):
+        return opened if world.main else PreparedData.open(prepared_root() / key, verify=False)
     prepared = prepare(cfg.data, world=world, init_from=cfg.train.init_from)
     if prepared.key != key:
         plan = make_plan(cfg.data, init_from=cfg.train.init_from)
