@@ -241,6 +241,20 @@ def run_shards(job: ShardedJob, work: Work) -> None:
             _log_progress(job)
 
 
+def remove_work_folder(folder: Path) -> None:
+    """Remove what a job wrote into its work folder (shards, manifest, lock, temporary files) and
+    then the folder; a file the job did not write stays, and so does the folder, with a warning."""
+    for entry in list(os.scandir(folder)):
+        own = (entry.name in (MANIFEST, LOCK_FILE) or entry.name.startswith(".") and entry.name.endswith(".tmp")
+               or entry.name.startswith("shard-") and entry.name.endswith(".txt") and entry.name[6:-4].isdigit())
+        if own and entry.is_file(follow_symlinks=False):
+            os.unlink(entry.path)
+    try:
+        folder.rmdir()
+    except OSError:
+        log.warning("%s: kept, with the files attnmt did not write in it", folder)
+
+
 def _write_lines(path: Path, lines: list[str]) -> None:
     with open(path, "w", encoding="utf-8", newline="\n") as handle:
         handle.writelines(lines)
@@ -281,6 +295,6 @@ def finish_job(job: ShardedJob) -> None:
 
     rate = _pace(job)[2]
     atomic_write(job.output, concatenate)
-    shutil.rmtree(job.folder)
+    remove_work_folder(job.folder)
     log.info("wrote %s: %d input line(s) in %d shard(s), %.1f sentences/s over %d rank(s)",
              job.output, job.plans[0].lines, job.shards, rate, job.world.size)
