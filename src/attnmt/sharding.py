@@ -32,6 +32,7 @@ from typing import Callable, Sequence
 
 from attnmt.errors import AttnmtError, DataError
 from attnmt.files import LOCK_FILE, atomic_write, read_json, write_json
+from attnmt.untrusted import bounded_lines
 from attnmt.world import SINGLE, World, barrier, broadcast_from_main
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,8 @@ def plan_lines(path: str, shard_lines: int) -> LinePlan:
 
     Raises:
         ValueError: `shard_lines` < 1.
-        DataError: `path` is not a regular file (a pipe cannot be read twice).
+        DataError: `path` is not a regular file (a pipe cannot be read twice), or a line of it is
+            longer than bounds.LINE_BYTES (untrusted.bounded_lines: file:line, before any work).
         OSError: the file cannot be read (the CLI names it).
     """
     if shard_lines < 1:
@@ -70,7 +72,7 @@ def plan_lines(path: str, shard_lines: int) -> LinePlan:
                         f"(a pipe or a device streams only on one process, without -o)")
     digest, starts, offset, lines = hashlib.sha256(), [], 0, 0
     with open(path, "rb") as handle:
-        for line in handle:  # a binary file splits at b"\n" only
+        for line in bounded_lines(handle, str(path)):  # split at b"\n" only, none past bounds.LINE_BYTES
             if lines % shard_lines == 0:
                 starts.append(offset)
             digest.update(line)
