@@ -331,9 +331,18 @@ def _spell(target: Path, spelling: str, base: Path) -> tuple[str, Path | None]:
 
 
 @pytest.mark.parametrize("verb", VERBS)
-def test_any_output_over_what_a_verb_reads_is_refused_and_changes_nothing(worlds, tmp_path_factory, verb):
+def test_any_output_over_what_a_verb_reads_is_refused_and_changes_nothing(worlds, tmp_path_factory, monkeypatch,
+                                                                         verb):
     if verb == "export":
         pytest.importorskip("ctranslate2")
+    import uvicorn
+
+    from attnmt.training.loop import Trainer
+
+    def started(*_args, **_kwargs):  # a refusal that failed must fail the test, not serve or train for long
+        raise AssertionError("the command started its work instead of refusing the output")
+    monkeypatch.setattr(uvicorn.Server, "run", started)
+    monkeypatch.setattr(Trainer, "run", started)
     base = tmp_path_factory.mktemp(f"fuzz-{verb}")
     reads, command = _verb_setup(verb, worlds, base)
 
