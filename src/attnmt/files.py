@@ -259,6 +259,25 @@ def refuse_overwrite(output: str | os.PathLike, inputs: PathPairs | None = None,
         if real.is_relative_to(resolved):
             raise AttnmtError(f"{output}: holds the {label} {read}, which this command reads; replacing it would "
                               f"destroy the input: choose an output outside it")
+        linked = _hard_link_into(out, real) if is_run else None
+        if linked is not None:
+            raise AttnmtError(f"{output}: is {linked} (a hard link), a file of the {label} {read}, which this command "
+                              f"reads; writing it would destroy the input: choose another output")
+
+
+def _hard_link_into(output: Path, folder: Path) -> Path | None:
+    """The file inside `folder` that `output` is a hard link of, if any (only looked for when
+    `output` is a file with more than one link)."""
+    try:
+        if not output.is_file() or output.stat().st_nlink < 2 or not folder.is_dir():
+            return None
+    except OSError:
+        return None
+    for dirpath, _dirs, names in os.walk(folder):
+        for name in names:
+            if _same_file(output, Path(dirpath) / name):
+                return Path(dirpath) / name
+    return None
 
 
 @contextmanager

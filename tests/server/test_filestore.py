@@ -96,7 +96,9 @@ def test_a_foreign_file_named_like_a_translation_is_never_served_nor_expired(tmp
     assert again.sweep() == 0 and not (tmp_path / mine).exists()
     assert foreign.read_text() == "the user's"
     again.close()
-    (tmp_path / ".attnmt-files.json").write_text("{not json")  # a damaged record: nothing is the store's
+    record = tmp_path.parent / f".{tmp_path.name}.attnmt-files.json"
+    assert record.is_file() and sorted(p.name for p in tmp_path.iterdir()) == [foreign.name]  # beside, not in it
+    record.write_text("{not json")  # a damaged record: nothing is the store's
     third = FileStore(tmp_path, expire_s=60, max_files=10, clock=lambda: now[0])
     assert third.find(foreign.name) is None and third.sweep() == 0 and foreign.exists()
     third.close()

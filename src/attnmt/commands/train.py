@@ -51,7 +51,7 @@ def _extend_run(cfg: Config, run_dir: Path, overrides: list[str]) -> Config:
 def config_input(config: str) -> dict[str, str]:
     """The config file a fresh training reads (none for a packaged config's name): its run
     directory may never hold it (files.refuse_overwrite; the library checks the data files)."""
-    return {"config": config} if Path(config).is_file() else {}
+    return {"config": config} if Path(config).is_file() else {}  # (a run dir that is a file: the OS refuses it)
 
 
 def seed_run_dir(run_dir: Path, seed: int) -> Path:
@@ -75,7 +75,8 @@ def _train_seeds(args) -> list:
     for seed in args.seeds:
         cfg = load_config(args.config, [*args.overrides, f"train.seed={seed}"])
         log.info("seed %d of %s: %s", seed, ",".join(map(str, args.seeds)), seed_run_dir(base, seed))
-        refuse_overwrite(seed_run_dir(base, seed), config_input(args.config))
+        if not seed_run_dir(base, seed).is_file():
+            refuse_overwrite(seed_run_dir(base, seed), config_input(args.config))
         results.append(train(cfg, seed_run_dir(base, seed), overwrite=args.overwrite))
     return results
 
@@ -124,7 +125,8 @@ def run(args) -> int:
             raise AttnmtError("train needs a CONFIG file (or --resume RUN_DIR)")
         cfg = load_config(args.config, args.overrides)
         run_dir = Path(args.run_dir or Path("runs") / Path(args.config).stem)
-        refuse_overwrite(run_dir, config_input(args.config))
+        if not run_dir.is_file():
+            refuse_overwrite(run_dir, config_input(args.config))
         result = train(cfg, run_dir, overwrite=args.overwrite)
     if env_rank() == 0:
         print(json.dumps(_summary(result), indent=2))

@@ -395,7 +395,6 @@ def import_marian(folder: str | Path, run_dir: str | Path, *, src_lang: str | No
     if not folder.is_dir():
         raise AttnmtError(f"{folder}: not a folder (download one with `huggingface-cli download "
                           f"Helsinki-NLP/opus-mt-de-en --local-dir opus-mt-de-en`)")
-    refuse_overwrite(run.path, {}, {"Marian folder": folder})
     settings = read_settings(folder)
     vocab = read_vocab(folder, settings)
     src_lang, tgt_lang = _languages(folder, src_lang, tgt_lang)
@@ -404,6 +403,7 @@ def import_marian(folder: str | Path, run_dir: str | Path, *, src_lang: str | No
     for side in ("source", "target"):
         SentencePieceTokenizer(folder / f"{side}.spm")  # refused here, before the run is written, if not a model
     cfg = imported_config(settings, src_lang, tgt_lang, len(vocab), f"{folder / 'config.json'} (as attnmt's config)")
+    refuse_overwrite(run.path, {}, {"Marian folder": folder})
     run.check_new(resume=False, overwrite=overwrite)
     # everything is checked before the first write: a refused import leaves RUN_DIR as it was
     model = model_for(cfg, TextPipeline(SentencePieceTokenizer(folder / "source.spm"),

@@ -9,11 +9,12 @@ A name is checked against NAME (URL-safe base64 and a known suffix, nothing else
 is built from it, so no name can reach outside the folder; expiry is by modification time, checked
 on every lookup and swept on every save.
 
-The store serves and expires only what it wrote: every name it saves is kept in RECORD
-(`.attnmt-files.json` in the folder, replaced atomically after each change), read back at start-up
-so that a restarted server still knows its files. A file it did not write (a user's, even one
-named like a translation) is never served, swept nor deleted. One server uses a --files-dir at a
-time (the lock `.DIR.lock` beside it).
+The store serves and expires only what it wrote: every name it saves is kept in its record
+(`.DIR.attnmt-files.json` beside a given folder DIR, replaced atomically after each change; in
+memory for a temporary folder), read back at start-up so that a restarted server still knows its
+files. A file it did not write (a user's, even one named like a translation) is never served,
+swept nor deleted. One server uses a --files-dir at a time (the lock `.DIR.lock` beside it); the
+folder itself holds the translated files only.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from attnmt.server.api_errors import ApiError
 NAME_BYTES = 24  # 192 random bits: 32 URL-safe characters
 SUFFIXES = (".txt", ".html")
 NAME = re.compile(r"[A-Za-z0-9_-]{32}(?:\.txt|\.html)")
-RECORD = ".attnmt-files.json"  # {"format": RECORD_FORMAT, "files": [the names this store saved and still keeps]}
+RECORD = ".{}.attnmt-files.json"  # beside the folder: {"format": RECORD_FORMAT, "files": [the names it keeps]}
 RECORD_FORMAT = "attnmt-filestore-1"
 
 log = logging.getLogger(__name__)
@@ -59,8 +60,9 @@ class FileStore:
             self.folder = Path(tempfile.mkdtemp(prefix="attnmt-files-") if folder is None else folder)
             self.folder.mkdir(parents=True, exist_ok=True)
             tempfile.TemporaryFile(dir=self.folder).close()
+            target = Path(os.path.abspath(self.folder))
+            self.record = None if self.owned else target.parent / RECORD.format(target.name)
             if not self.owned:  # one server per folder: its record is this process's alone
-                target = Path(os.path.abspath(self.folder))
                 self._held.enter_context(writer_lock(target.parent, name=f".{target.name}.lock"))
         except OSError as err:
             raise AttnmtError(f"--files-dir {folder}: cannot write files there ({err.strerror or err})") from None
@@ -75,8 +77,8 @@ class FileStore:
     def _read_record(self) -> set[str]:
         """The names an earlier server on this folder saved (that are still there); none when
         there is no record, or it is not one (then nothing in the folder is the store's)."""
-        path = self.folder / RECORD
-        if not path.exists():
+        path = self.record
+        if path is None or not path.exists():
             return set()
         try:
             record = read_json(path, AttnmtError)
@@ -91,7 +93,8 @@ class FileStore:
                 and self._own_file(self.folder / name)}
 
     def _write_record(self) -> None:
-        write_json(self.folder / RECORD, {"format": RECORD_FORMAT, "files": sorted(self._names)})
+        if self.record is not None:
+            write_json(self.record, {"format": RECORD_FORMAT, "files": sorted(self._names)})
 
     @staticmethod
     def _own_file(path: Path) -> bool:

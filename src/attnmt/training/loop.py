@@ -64,7 +64,7 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False, overwrite: 
         torch.set_num_threads(cfg.train.num_threads)
     if cfg.train.init_from and not resume:  # its model and pipeline keys, checked and filled in
         cfg = resolve_init_from(cfg)
-    if not resume:
+    if not resume and not Path(run_dir).is_file():  # a file is no folder: the OS refuses it when it is made
         refuse_overwrite(run_dir, training_inputs(cfg.data), init_run(cfg.train))  # before the lock makes the folder
     try:
         device = resolve_device(cfg.train.device)
