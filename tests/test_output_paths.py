@@ -26,7 +26,6 @@ from attnmt.bounds import LINE_BYTES
 from attnmt.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "interop"))
 
 
 def one_error_line(err: str, verb: str) -> str:
@@ -57,7 +56,11 @@ def worlds(tmp_path_factory, toy_run):
     """Read-only originals: the toy RNN run, a random Transformer run (CTranslate2 export), a tiny
     Marian folder and its imported run (`--format hf`), a toy config with its data."""
     pytest.importorskip("transformers")
-    import marian_toy
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("marian_toy", REPO / "tests" / "interop" / "marian_toy.py")
+    marian_toy = importlib.util.module_from_spec(spec)  # by its path: tests/interop is not put on sys.path
+    spec.loader.exec_module(marian_toy)
     from attnmt.interop.marian import import_marian
     from engines.conftest import make_random_run
 
