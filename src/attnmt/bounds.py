@@ -75,6 +75,10 @@ DECODING_WORKERS = Bound(1, 64)               # translate/evaluate --workers: ea
 VOCAB = Bound(1, 1_000_000)                   # data.spm_vocab_size, data.max_vocab, data stats --vocab-size
 SHARD_LINES = Bound(1, 1_000_000)             # translate/score --shard-lines: a shard's outputs are held in memory
 
+# ---- text files the CLI reads line by line (translate/score -i and -r, stdin, compare --hyp/--ref, --glossary,
+# the sharded path's planning): a longer line is refused naming file:line, read in pieces of at most this size
+LINE_BYTES = 1 << 20                          # 1 MiB, as one whole request to the service (MAX_BODY_BYTES)
+
 # ---- the service: its settings (`attnmt serve` flags) and request bodies
 PORT = Bound(0, 65535)
 WAIT_MS = non_negative(60_000.0)              # --max-wait-ms: longer, a lone request waits as if the server hung

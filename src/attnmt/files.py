@@ -10,7 +10,10 @@ was. JSON is read back with errors that name the file.
 output): an OS lock on a file in it, released by the kernel when its holder ends, however it ends
 (forked children close their copy at the fork); the file is opened without following links and
 written only when it is a plain file of its own; a lock whose recorded holder has ended is taken over.
-`refuse_overwrite` refuses an output that is one of the command's inputs, before any work.
+`refuse_overwrite` is the one rule of every command that writes: an output never equals, contains
+or lies inside what the command reads (links resolved), checked before any work; `refuse_replacing`
+lets `--force` / `--overwrite` replace only an earlier output of the same kind, never a folder
+holding anything attnmt did not write.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from attnmt.errors import AttnmtError, CheckpointError, WriteError
 
@@ -402,29 +405,152 @@ def writer_lock(folder: str | os.PathLike, *, name: str = LOCK_FILE, wait: bool 
 
 # ----------------------------------------------------------------------------- never overwrite an input
 
-def refuse_overwrite(output: str | os.PathLike, inputs: dict[str, str | os.PathLike],
-                     runs: dict[str, str | os.PathLike] | None = None) -> None:
-    """Refuse, before any work, an `output` that is one of `inputs` (label -> file; the same file
-    through a link, ./x against x, or a hard link counts) or lies inside one of `runs`
-    (label -> folder read by the command), or is that folder itself.
+def _real(path: str | os.PathLike) -> Path:
+    """`path` absolute, with `.`, `..` and every link along it resolved (what it names on disk)."""
+    return Path(path).resolve()
+
+
+def _same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether `a` and `b` are one file on disk (a hard link counts); False when either is missing."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def _writes_nothing_over(path: Path) -> bool:
+    """An existing output that is neither a file nor a folder (a device such as /dev/null, a pipe):
+    writing it replaces nothing, so it cannot destroy an input."""
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
+PathPairs = Mapping[str, "str | os.PathLike"] | Iterable[tuple[str, "str | os.PathLike"]]
+
+
+def _pairs(paths: PathPairs | None) -> list[tuple[str, str | os.PathLike]]:
+    if paths is None:
+        return []
+    return list(paths.items()) if isinstance(paths, Mapping) else list(paths)
+
+
+def refuse_overwrite(output: str | os.PathLike, inputs: PathPairs | None = None,
+                     runs: PathPairs | None = None) -> None:
+    """The one rule for every command that writes: an output may never equal, contain or lie
+    inside an input or a run (a folder) that the command reads, after resolving links.
+
+    `inputs` (label -> file) and `runs` (label -> folder) are what the command reads (mappings, or
+    (label, path) pairs where one label names several files); the output
+    is refused, before any work, when it is one of them (the same path after resolving `.`, `..`
+    and symlinks, or the same file through a hard link), lies inside one of them, or holds one of
+    them (a folder an export or `--force` could replace). An output that is a device or a pipe
+    (/dev/null, /dev/stdout) replaces nothing and passes.
 
     Raises:
-        AttnmtError: naming the output and the input it would overwrite.
+        AttnmtError: one line naming the output and the input or run it would destroy.
     """
     out = Path(output)
-    resolved = out.resolve()
-    for label, path in inputs.items():
-        path = Path(path)
-        same = resolved == path.resolve()
-        if not same and out.exists() and path.exists():
-            try:
-                same = os.path.samefile(out, path)
-            except OSError:
-                pass
-        if same:
-            raise AttnmtError(f"{output}: is the {label} {path}; writing it would destroy the input: choose "
+    if _writes_nothing_over(out):
+        return
+    resolved = _real(out)
+    reads = [(label, read, False) for label, read in _pairs(inputs)]
+    reads += [(label, read, True) for label, read in _pairs(runs)]
+    for label, read, is_run in reads:
+        read_path = Path(read)
+        real = _real(read_path)
+        if resolved == real or _same_file(out, read_path):
+            if is_run:
+                raise AttnmtError(f"{output}: is inside the {label} {read} (it is that folder), which this command "
+                                  f"reads: choose an output outside it")
+            raise AttnmtError(f"{output}: is the {label} {read}; writing it would destroy the input: choose "
                               f"another output")
-    for label, folder in (runs or {}).items():
-        if resolved.is_relative_to(Path(folder).resolve()):
-            raise AttnmtError(f"{output}: is inside the {label} {folder}, which this command reads: choose an "
+        if resolved.is_relative_to(real):
+            raise AttnmtError(f"{output}: is inside the {label} {read}, which this command reads: choose an "
                               f"output outside it")
+        if real.is_relative_to(resolved):
+            raise AttnmtError(f"{output}: holds the {label} {read}, which this command reads; replacing it would "
+                              f"destroy the input: choose an output outside it")
+        linked = _hard_link_into(out, real) if is_run else None
+        if linked is not None:
+            raise AttnmtError(f"{output}: is {linked} (a hard link), a file of the {label} {read}, which this command "
+                              f"reads; writing it would destroy the input: choose another output")
+
+
+def _hard_link_into(output: Path, folder: Path) -> Path | None:
+    """The file inside `folder` that `output` is a hard link of, if any (only looked for when
+    `output` is a file with more than one link)."""
+    try:
+        if not output.is_file() or output.stat().st_nlink < 2 or not folder.is_dir():
+            return None
+    except OSError:
+        return None
+    for dirpath, _dirs, names in os.walk(folder):
+        for name in names:
+            if _same_file(output, Path(dirpath) / name):
+                return Path(dirpath) / name
+    return None
+
+
+@contextmanager
+def staged_folder(output: str | os.PathLike) -> Iterator[Path]:
+    """A new temporary folder beside `output` for the body to fill; renamed into `output`'s place
+    when the body ends without an error (an earlier folder there removed first: the caller has
+    checked with `refuse_replacing` that it may go), removed otherwise. `output` is taken
+    literally (`.` and `..` resolved, links not), so the staging folder is never inside it."""
+    target = Path(os.path.abspath(output))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        yield staging
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def refuse_replacing(folder: str | os.PathLike, *, kind: str, marker: str, owned: Callable[[str], bool],
+                     flag: str) -> None:
+    """What `--force` / `--overwrite` may replace: nothing, an empty folder, or an earlier output
+    of the same kind, recognised by `marker` (a file that kind always holds) and by every entry
+    being one `owned` accepts (a name that kind writes). Never a file, a link, or a folder holding
+    anything attnmt did not write.
+
+    Raises:
+        AttnmtError: naming the folder, what is foreign in it and what `flag` replaces.
+    """
+    path = Path(folder)
+    if not os.path.lexists(path):
+        return
+    if path.is_symlink():
+        raise AttnmtError(f"{folder}: is a link; {flag} replaces only a folder ({kind}): give the folder itself "
+                          f"or another output")
+    if not path.is_dir():
+        raise AttnmtError(f"{folder}: is a file, not a folder; {flag} replaces only {kind}: choose another output")
+    names = sorted(entry.name for entry in os.scandir(path))
+    if not names:
+        return
+    if marker not in names:
+        raise AttnmtError(f"{folder}: holds files attnmt did not write (no {marker}: it is not {kind}); {flag} "
+                          f"replaces only {kind}: choose another output, or move them away")
+    foreign = [name for name in names if not owned(name)]
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise AttnmtError(f"{folder}: holds files attnmt did not write ({shown}); {flag} replaces only {kind}: "
+                          f"choose another output, or move them away")
+
+
+def check_folder_output(output: str | os.PathLike, runs: Mapping[str, str | os.PathLike], *, force: bool, kind: str,
+                        marker: str, owned: Callable[[str], bool], flag: str = "--force") -> None:
+    """A folder output (an export): never over what the command reads (`refuse_overwrite`); an
+    existing non-empty one only with `force`, and then only an earlier output of the same kind
+    (`refuse_replacing`).
+
+    Raises:
+        AttnmtError: naming the output and the reason.
+    """
+    refuse_overwrite(output, {}, runs)  # before --force could delete anything
+    path = Path(output)
+    if force:
+        refuse_replacing(path, kind=kind, marker=marker, owned=owned, flag=flag)
+    elif os.path.lexists(path) and (not path.is_dir() or any(path.iterdir())):
+        raise AttnmtError(f"{output}: exists and is not empty (use {flag} to replace an earlier export there)")

@@ -51,6 +51,7 @@ POINTERS = ("best", "last", "average")
 # Files and folders a run writes; `--overwrite` deletes these and nothing else.
 RUN_FILES = (CONFIG, CHECKSUMS, PREPARED, "vocab.src.json", "vocab.tgt.json", "tokenizers.json", "best.json", "last.json",
              "average.json", TRAIN_STATE, PREVIOUS_TRAIN_STATE, LEGACY_TRAIN_STATE, "metrics.jsonl", "checkpoints", "tensorboard", "cache")
+CONFIG_SECTIONS = {"data", "model", "train", "search"}  # the top-level keys of a run's config.json
 RUN_MARKERS = (CONFIG, "metrics.jsonl", TRAIN_STATE, LEGACY_TRAIN_STATE)
 
 
@@ -243,7 +244,10 @@ class RunDir:
     # ---- what training writes
 
     def check_new(self, *, resume: bool, overwrite: bool) -> None:
-        """Refuse to start a fresh run where a finished or interrupted run lives, unless `overwrite`."""
+        """Refuse to start a fresh run where a finished or interrupted run lives, unless `overwrite`;
+        `overwrite` replaces only a run attnmt wrote (`refuse_foreign`)."""
+        if overwrite and not resume:
+            self.refuse_foreign()
         if resume or overwrite:
             return
         found = [name for name in RUN_MARKERS if (self.path / name).exists()]
@@ -256,6 +260,24 @@ class RunDir:
             raise AttnmtError(f"{self.path} already holds a run ({', '.join(found)}): continue it with --resume "
                               f"{self.path}, start it again from scratch with --overwrite (deletes that run), or "
                               f"pick another --run-dir")
+
+    def refuse_foreign(self) -> None:
+        """`--overwrite` deletes a run's files (RUN_FILES): refused where the folder's config.json is
+        not an attnmt run's (another tool's model folder, say a Marian one), so none of its files goes.
+
+        Raises:
+            AttnmtError: naming the folder and its config.json.
+        """
+        path = self.path / CONFIG
+        if not path.exists():
+            return
+        try:
+            saved = read_json(path, AttnmtError)
+        except (AttnmtError, OSError):
+            saved = None
+        if not isinstance(saved, dict) or not saved.keys() <= CONFIG_SECTIONS:
+            raise AttnmtError(f"{self.path}: its {CONFIG} is not an attnmt run's config, so --overwrite (which "
+                              f"deletes a run's files) will not touch it: pick another folder")
 
     def clear(self) -> None:
         """Delete what a previous run wrote (`--overwrite`); other files stay."""

@@ -32,6 +32,7 @@ from typing import Callable, Sequence
 
 from attnmt.errors import AttnmtError, DataError
 from attnmt.files import LOCK_FILE, atomic_write, read_json, write_json
+from attnmt.untrusted import bounded_lines
 from attnmt.world import SINGLE, World, barrier, broadcast_from_main
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,8 @@ def plan_lines(path: str, shard_lines: int) -> LinePlan:
 
     Raises:
         ValueError: `shard_lines` < 1.
-        DataError: `path` is not a regular file (a pipe cannot be read twice).
+        DataError: `path` is not a regular file (a pipe cannot be read twice), or a line of it is
+            longer than bounds.LINE_BYTES (untrusted.bounded_lines: file:line, before any work).
         OSError: the file cannot be read (the CLI names it).
     """
     if shard_lines < 1:
@@ -70,7 +72,7 @@ def plan_lines(path: str, shard_lines: int) -> LinePlan:
                         f"(a pipe or a device streams only on one process, without -o)")
     digest, starts, offset, lines = hashlib.sha256(), [], 0, 0
     with open(path, "rb") as handle:
-        for line in handle:  # a binary file splits at b"\n" only
+        for line in bounded_lines(handle, str(path)):  # split at b"\n" only, none past bounds.LINE_BYTES
             if lines % shard_lines == 0:
                 starts.append(offset)
             digest.update(line)
@@ -241,6 +243,20 @@ def run_shards(job: ShardedJob, work: Work) -> None:
             _log_progress(job)
 
 
+def remove_work_folder(folder: Path) -> None:
+    """Remove what a job wrote into its work folder (shards, manifest, lock, temporary files) and
+    then the folder; a file the job did not write stays, and so does the folder, with a warning."""
+    for entry in list(os.scandir(folder)):
+        own = (entry.name in (MANIFEST, LOCK_FILE) or entry.name.startswith(".") and entry.name.endswith(".tmp")
+               or entry.name.startswith("shard-") and entry.name.endswith(".txt") and entry.name[6:-4].isdigit())
+        if own and entry.is_file(follow_symlinks=False):
+            os.unlink(entry.path)
+    try:
+        folder.rmdir()
+    except OSError:
+        log.warning("%s: kept, with the files attnmt did not write in it", folder)
+
+
 def _write_lines(path: Path, lines: list[str]) -> None:
     with open(path, "w", encoding="utf-8", newline="\n") as handle:
         handle.writelines(lines)
@@ -281,6 +297,6 @@ def finish_job(job: ShardedJob) -> None:
 
     rate = _pace(job)[2]
     atomic_write(job.output, concatenate)
-    shutil.rmtree(job.folder)
+    remove_work_folder(job.folder)
     log.info("wrote %s: %d input line(s) in %d shard(s), %.1f sentences/s over %d rank(s)",
              job.output, job.plans[0].lines, job.shards, rate, job.world.size)

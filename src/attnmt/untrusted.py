@@ -6,6 +6,7 @@ RecursionError or gigabytes of memory (issue 24 items 2 and 9).
     data = load_yaml(text, source=str(path))          # refused past MAX_DEPTH levels or MAX_ALIASES aliases
     data = load_json(text, source=str(path))          # refused past MAX_DEPTH levels
     data = plain_copy(data, source=str(path))         # an unshared copy of at most MAX_VALUES values
+    for line in bounded_lines(handle, "in.txt"):      # a text file's lines, none past LINE_BYTES (file:line)
 
 YAML aliases (``*name``) are shared references when loaded: a "billion laughs" file of 9 levels
 is a few hundred bytes and a few dozen objects. It grows only when something walks it as a tree,
@@ -17,11 +18,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 import yaml
 
-from attnmt.errors import ConfigError
+from attnmt.bounds import LINE_BYTES
+from attnmt.errors import ConfigError, DataError
 
 MAX_BYTES = 64 * 1024    # a file; the largest shipped config is about 2 KB
 MAX_DEPTH = 16           # nested mappings and lists; a config needs 3
@@ -166,3 +168,22 @@ def _short(key: Any) -> str:
     except ValueError:
         text = f"<an int of {key.bit_length()} bits>"
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def bounded_lines(handle: Any, where: str, limit: int = LINE_BYTES) -> Iterator[Any]:
+    """The lines of `handle` (each with its "\\n", as the handle splits them), read in pieces of at
+    most `limit` + 1 so that no line past `limit` is ever held whole: /dev/zero or a file without
+    line breaks ends at once, in bounded memory. A handle without `readline` (a list of lines
+    already read) is checked line by line.
+
+    Raises:
+        DataError: `where:N: a line longer than limit bytes`, at the first such line.
+    """
+    readline = getattr(handle, "readline", None)
+    pieces: Iterable[Any] = (iter(lambda: readline(limit + 1), handle.read(0)) if readline is not None
+                             else iter(handle))
+    for number, line in enumerate(pieces, 1):
+        if len(line) > limit and not (len(line) == limit + 1 and line[-1:] in ("\n", b"\n")):
+            raise DataError(f"{where}:{number}: a line longer than {limit} bytes (the most attnmt reads as one "
+                            f"line; is it a text file, one sentence per line?)")
+        yield line

@@ -113,3 +113,30 @@ def test_a_full_disk_is_507_and_keeps_nothing_half_written(tmp_path, monkeypatch
     monkeypatch.undo()
     assert [p.name for p in (tmp_path / "store").iterdir()] == [kept]  # nothing half-written; the earlier file kept
     assert (tmp_path / "store" / kept).read_bytes() == b"an earlier translation"
+
+
+def test_a_foreign_file_named_like_a_translation_is_never_served_nor_expired(tmp_path):
+    """Issue 50 H: the store serves and expires only the names it saved (its record), and a
+    restarted store still knows them."""
+    now = [1_000_000.0]
+    foreign = tmp_path / ("a" * 32 + ".txt")  # named exactly like a translation
+    foreign.write_text("the user's")
+    os.utime(foreign, (0, 0))  # long expired, by its modification time
+    store = FileStore(tmp_path, expire_s=60, max_files=10, clock=lambda: now[0])
+    assert store.find(foreign.name) is None
+    mine = store.save(b"translated", ".txt")
+    os.utime(tmp_path / mine, (now[0], now[0]))
+    assert store.sweep() == 1 and foreign.read_text() == "the user's"
+    store.close()
+    again = FileStore(tmp_path, expire_s=60, max_files=10, clock=lambda: now[0])  # a restarted server
+    assert again.find(mine) == tmp_path / mine and again.find(foreign.name) is None
+    now[0] += 61
+    assert again.sweep() == 0 and not (tmp_path / mine).exists()
+    assert foreign.read_text() == "the user's"
+    again.close()
+    record = tmp_path.parent / f".{tmp_path.name}.attnmt-files.json"
+    assert record.is_file() and sorted(p.name for p in tmp_path.iterdir()) == [foreign.name]  # beside, not in it
+    record.write_text("{not json")  # a damaged record: nothing is the store's
+    third = FileStore(tmp_path, expire_s=60, max_files=10, clock=lambda: now[0])
+    assert third.find(foreign.name) is None and third.sweep() == 0 and foreign.exists()
+    third.close()

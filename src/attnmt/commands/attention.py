@@ -6,6 +6,7 @@ import argparse
 
 from attnmt.commands.arguments import IMAGE_FORMATS, add_engine_arg, beam_size, image_path, index_int
 from attnmt.errors import AttnmtError
+from attnmt.files import refuse_overwrite
 from attnmt.plotting import plot_attention
 
 HELP = "draw the attention heatmap of one translation"
@@ -26,6 +27,7 @@ def add_args(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from attnmt.translator import Translator
 
+    refuse_overwrite(args.output, {}, {"run": args.run_dir})  # before any work
     translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, engine=args.engine)
     result = translator.translate([args.sentence], beam_size=args.beam, layer=args.layer, head=args.head)[0]
     if not result.source_tokens:

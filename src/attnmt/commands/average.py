@@ -1,10 +1,13 @@
-"""`attnmt average RUN_DIR --last N [-o FILE]`: the mean of the last N validated checkpoints; without -o
-it goes into the run (checkpoints/average_lastN.safetensors) and average.json points to it. Writing
-into the run, it takes the run's one-writer lock (files.writer_lock): never beside a training."""
+"""`attnmt average RUN_DIR --last N [-o FILE [--force]]`: the mean of the last N validated checkpoints;
+without -o it goes into the run (checkpoints/average_lastN.safetensors) and average.json points to
+it. Writing into the run, it takes the run's one-writer lock (files.writer_lock): never beside a
+training. -o names a file outside the run (files.refuse_overwrite); an existing one is replaced
+only with --force, and only when it is an earlier average."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -21,7 +24,10 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--last", type=positive_int, default=5,
                         help="average the last N validated checkpoints by update: checkpoints/epoch_*, and "
                              "step_* (every train.validate_every updates, or train.max_updates reached mid-epoch)")
-    parser.add_argument("-o", "--output", default=None)
+    parser.add_argument("-o", "--output", default=None,
+                        help="a file outside the run (default: checkpoints/average_lastN.safetensors in the run, "
+                             "named by average.json)")
+    parser.add_argument("--force", action="store_true", help="replace an earlier average at -o (and nothing else)")
 
 
 def run(args) -> int:
@@ -36,8 +42,9 @@ def run(args) -> int:
                           f"step_*.safetensors) to average")
     out = (Path(args.output) if args.output
            else run_dir.path / "checkpoints" / f"average_last{len(paths)}.safetensors")
-    if args.output:
-        refuse_overwrite(out, {f"checkpoint {p.name}": p for p in paths})
+    if args.output:  # a file of the user's: never over the run it reads, nor over a file that is not an average
+        refuse_overwrite(out, {f"checkpoint {p.name}": p for p in paths}, {"run": run_dir.path})
+        refuse_replacing_file(out, force=args.force)
     into_run = out.resolve().is_relative_to(run_dir.path.resolve())
     with writer_lock(run_dir.path) if into_run else nullcontext():
         digest = save_tensors(average_weights(paths), out, metadata={"averaged": ",".join(p.name for p in paths)})
@@ -49,3 +56,27 @@ def run(args) -> int:
               f"{len(found)}: averaged {len(found)}", file=sys.stderr)
     print(f"averaged {len(paths)} checkpoint{'s' if len(paths) != 1 else ''} -> {out}")
     return 0
+
+
+def refuse_replacing_file(out: Path, *, force: bool) -> None:
+    """-o over an existing file only with --force, and then only over an earlier average (a
+    safetensors file whose metadata says `averaged`); never a link, a folder or anything else.
+
+    Raises:
+        AttnmtError: naming the file and why.
+    """
+    from attnmt.checkpoint import recorded_metadata
+    from attnmt.errors import CheckpointError
+
+    if not os.path.lexists(out):
+        return
+    if not force:
+        raise AttnmtError(f"{out}: exists; --force replaces an earlier average there: choose another output or "
+                          f"add --force")
+    try:
+        averaged = not out.is_symlink() and out.is_file() and "averaged" in recorded_metadata(out)
+    except CheckpointError:
+        averaged = False
+    if not averaged:
+        raise AttnmtError(f"{out}: is not an earlier average (a safetensors file `attnmt average` wrote); --force "
+                          f"replaces only that: choose another output")

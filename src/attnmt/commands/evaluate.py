@@ -19,7 +19,7 @@ from attnmt.commands.arguments import (add_engine_arg, add_workers_arg, beam_siz
                                        positive_int)
 from attnmt.direction import Direction
 from attnmt.errors import AttnmtError
-from attnmt.files import write_json
+from attnmt.files import refuse_overwrite, write_json
 
 if TYPE_CHECKING:
     from attnmt.translator import Translator
@@ -29,12 +29,17 @@ HELP = "score a trained run on a split"
 log = logging.getLogger(__name__)
 
 
-def keep_report(report: dict, path: Path) -> None:
-    """Write an evaluation report; a read-only run directory only gets a warning."""
+def keep_report(report: dict, path: Path, run: Path, checkpoint: Path | None = None) -> None:
+    """Write an evaluation report into the run `run`; a read-only run directory only gets a
+    warning, and so does a report that would land anywhere but directly in the run (a --split
+    holding '/' or '..') or on the weights it scored (files.refuse_overwrite)."""
     try:
+        if path.resolve().parent != run.resolve():
+            raise AttnmtError(f"{path}: not directly inside the run {run}")
+        refuse_overwrite(path, {"checkpoint": checkpoint} if checkpoint is not None else {})
         write_json(path, report)
-    except OSError as err:
-        log.warning("could not write %s: %s", path, err)
+    except (OSError, AttnmtError) as err:
+        log.warning("the report was not kept: %s", err)
 
 
 def _pairs(translator: Translator, pair: Direction | str | None) -> list[Direction | None]:
@@ -108,5 +113,7 @@ def run(args) -> int:
         suffix += f"_lp{args.length_penalty:g}"
     for direction, report in reports.items():
         pair = "" if direction is None else f"_{direction}"
-        keep_report(report, RunDir(runs[0]).eval_report_path(args.split, args.beam, suffix + pair))
+        run = RunDir(runs[0])
+        keep_report(report, run.eval_report_path(args.split, args.beam, suffix + pair), run.path,
+                    None if run.is_export else run.weights(args.checkpoint))
     return 0

@@ -107,12 +107,15 @@ def _remove_if_only_the_lock(folder: Path) -> None:
 
 
 def refuse_overwriting_inputs(output: str | None, inputs: dict[str, str | None], run_dirs: Sequence[str]) -> None:
-    """Refuse, before any work, an -o that is an input file (label -> path) or lies in a model folder read."""
+    """Refuse, before any work, an -o (or its work folder, OUTPUT.shards/) that is an input file
+    (label -> path), holds one, or lies in a model folder read (files.refuse_overwrite)."""
     if output is None or output == "-":
         return
-    refuse_overwrite(output, {label: path for label, path in inputs.items() if path not in (None, "-")},
-                     {"model folder": path for path in run_dirs} if len(run_dirs) == 1 else
-                     {f"model folder {i + 1}": path for i, path in enumerate(run_dirs)})
+    files = {label: path for label, path in inputs.items() if path not in (None, "-")}
+    runs = ({"model folder": path for path in run_dirs} if len(run_dirs) == 1 else
+            {f"model folder {i + 1}": path for i, path in enumerate(run_dirs)})
+    refuse_overwrite(output, files, runs)
+    refuse_overwrite(work_folder(output), files, runs)
 
 
 def check_workers(workers: int, engine: str) -> None:

@@ -78,6 +78,20 @@ def model_specs(arguments: list[str], engine: str | None) -> list[ModelSpec]:
     return specs
 
 
+def refuse_writing_into_models(settings: ServeSettings, specs: list[ModelSpec]) -> None:
+    """What the service writes (--files-dir, --suggestions) never equals, holds or lies inside a
+    model folder it reads (files.refuse_overwrite), before the server starts."""
+    from attnmt.files import refuse_overwrite
+
+    models = [("model folder", path) for spec in specs for path in spec.paths]
+    for flag, output in (("--files-dir", settings.files_dir), ("--suggestions", settings.suggestions)):
+        if output is not None:
+            try:
+                refuse_overwrite(output, {}, models)
+            except AttnmtError as err:
+                raise AttnmtError(f"{flag} {err}") from None
+
+
 def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("models", nargs="+", metavar="RUN_OR_EXPORT",
                         help="a run or a CTranslate2 export per language pair (one model each; runs joined by '+', "
@@ -122,6 +136,7 @@ def run(args) -> int:
 
     settings = settings_from_args(args)
     specs = model_specs(args.models, args.engine)  # refuse what cannot load before the server starts
+    refuse_writing_into_models(settings, specs)
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("listening on %s: reachable from other machines%s", settings.host,
                     "" if settings.api_key else " by anyone (no --api-key)")

@@ -34,7 +34,7 @@ def _report(path: str, args) -> tuple[dict, str]:
     translator = Translator.load(path, device=args.device)
     report = translator.evaluate(args.split, beam_size=args.beam, batch_size=args.batch_size)
     report["checkpoint"] = "best"
-    keep_report(report, run.eval_report_path(args.split, args.beam))
+    keep_report(report, run.eval_report_path(args.split, args.beam), run.path, run.weights("best"))
     return report, "evaluated now"
 
 

@@ -5,6 +5,8 @@ Everything else some reader takes for a line break (a lone "\\r", NUL, form feed
 U+001C..U+001E, U+0085, U+2028, U+2029) stays inside its line, so `attnmt translate` writes one
 output line per input line whatever the input holds. Bytes are UTF-8; undecodable ones become
 U+FFFD. Files and stdin are read as bytes and split here, never by Python's universal newlines.
+A line longer than bounds.LINE_BYTES (1 MiB) is refused naming file:line and the limit; lines are
+read in bounded pieces, so /dev/zero or a file without line breaks ends at once, in bounded memory.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from contextlib import contextmanager
 from typing import IO, Iterable, Iterator
 
 from attnmt.errors import AttnmtError
+from attnmt.untrusted import bounded_lines
 
 
 def decode_line(line: bytes | str) -> str:
@@ -25,10 +28,12 @@ def decode_line(line: bytes | str) -> str:
     return line
 
 
-def read_lines(handle: Iterable[bytes] | Iterable[str]) -> Iterator[str]:
-    """The lines of `handle` by the rule above. A binary handle (what `open_input` gives) splits at
-    b"\\n" only; a text handle must have been opened with newline="\\n" (io.StringIO's default)."""
-    for line in handle:
+def read_lines(handle: Iterable[bytes] | Iterable[str], where: str = "<stdin>") -> Iterator[str]:
+    """The lines of `handle` by the rule above, streamed in bounded pieces (untrusted.bounded_lines:
+    a line past LINE_BYTES is refused naming `where`:line). A binary handle (what `open_input`
+    gives) splits at b"\\n" only; a text handle must have been opened with newline="\\n"
+    (io.StringIO's default)."""
+    for line in bounded_lines(handle, where):
         yield decode_line(line)
 
 
@@ -37,10 +42,11 @@ def read_file(path: str) -> list[str]:
 
     Raises:
         AttnmtError: the file cannot be read; names it.
+        DataError: a line past bounds.LINE_BYTES, naming file:line.
     """
     try:
         with open(path, "rb") as handle:
-            return list(read_lines(handle))
+            return list(read_lines(handle, path))
     except OSError as err:
         raise AttnmtError(f"{path}: cannot read ({err.strerror})") from None
 

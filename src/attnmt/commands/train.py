@@ -17,7 +17,7 @@ from attnmt.allocator import keep_freed_memory
 from attnmt.commands.arguments import seed_list
 from attnmt.config import Config, apply_overrides, config_from_dict, load_config, packaged_configs, save_config
 from attnmt.errors import AttnmtError
-from attnmt.files import writer_lock
+from attnmt.files import refuse_overwrite, writer_lock
 
 HELP = "train a model from a YAML config"
 
@@ -50,6 +50,12 @@ def _extend_run(cfg: Config, run_dir: Path, overrides: list[str]) -> Config:
     return cfg
 
 
+def config_input(config: str) -> dict[str, str]:
+    """The config file a fresh training reads (none for a packaged config's name): its run
+    directory may never hold it (files.refuse_overwrite; the library checks the data files)."""
+    return {"config": config} if Path(config).is_file() else {}  # (a run dir that is a file: the OS refuses it)
+
+
 def seed_run_dir(run_dir: Path, seed: int) -> Path:
     """The run of one seed of `--seeds`: runs/x -> runs/x-seed3."""
     return run_dir.with_name(f"{run_dir.name}-seed{seed}")
@@ -71,6 +77,8 @@ def _train_seeds(args) -> list:
     for seed in args.seeds:
         cfg = load_config(args.config, [*args.overrides, f"train.seed={seed}"])
         log.info("seed %d of %s: %s", seed, ",".join(map(str, args.seeds)), seed_run_dir(base, seed))
+        if not seed_run_dir(base, seed).is_file():
+            refuse_overwrite(seed_run_dir(base, seed), config_input(args.config))
         results.append(train(cfg, seed_run_dir(base, seed), overwrite=args.overwrite))
     return results
 
@@ -126,6 +134,8 @@ def run(args) -> int:
             raise AttnmtError("train needs a CONFIG file (or --resume RUN_DIR)")
         cfg = load_config(args.config, args.overrides)
         run_dir = Path(args.run_dir or Path("runs") / Path(args.config).stem)
+        if not run_dir.is_file():
+            refuse_overwrite(run_dir, config_input(args.config))
         result = train(cfg, run_dir, overwrite=args.overwrite)
     if env_rank() == 0:
         print(json.dumps(_summary(result), indent=2))

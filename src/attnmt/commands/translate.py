@@ -21,6 +21,7 @@ from attnmt.commands.text_io import open_input, open_output, output_line, read_l
 from attnmt.decoding.inputs import unknown_target_words
 from attnmt.errors import AttnmtError, DataError
 from attnmt.files import sha256_file
+from attnmt.untrusted import bounded_lines
 
 if TYPE_CHECKING:
     from attnmt.sharding import Work
@@ -103,7 +104,8 @@ def read_glossary(path) -> list[tuple[str, str]]:
             file that cannot be read.
     """
     try:
-        text = open(path, encoding="utf-8").read()
+        with open(path, "rb") as handle:  # no line past bounds.LINE_BYTES (untrusted.bounded_lines)
+            text = b"".join(bounded_lines(handle, str(path))).decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise DataError(f"{path}: cannot read the glossary: {err}") from None
     pairs = []
@@ -132,7 +134,7 @@ def _stream(args, options: dict, chunk_size: int) -> None:
                                    workers=args.workers, threads=args.threads) as translator, \
             open_input(args.input) as source, open_output(args.output) as target:
         chunk: list[str] = []
-        for line in read_lines(source):
+        for line in read_lines(source, args.input or "<stdin>"):
             chunk.append(line)
             if len(chunk) >= chunk_size:
                 target.writelines(_translate(translator, chunk, options))

@@ -11,9 +11,10 @@ the exported folder holds: docs/decoding.md.
 
 from __future__ import annotations
 
+import fnmatch
 import logging
+import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +22,22 @@ import torch
 
 from attnmt.data.pipeline import TextPipeline
 from attnmt.errors import AttnmtError
-from attnmt.files import refuse_overwrite, write_json, writer_lock, writing
+from attnmt.files import check_folder_output, staged_folder, write_json, writer_lock, writing
 from attnmt.run_dir import EXPORT_CONFIG, EXPORT_INFO, RunDir
 
 log = logging.getLogger(__name__)
 
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "float32")
+# what an export folder holds: CTranslate2's model, config and vocabularies, attnmt's pipeline
+# (tokenizers.json, vocab.*.json, sentencepiece *.model), attnmt_*.json and checksums.json;
+# `--force` replaces a folder holding these and nothing else
+EXPORT_FILES = ("model.bin", "config.json", "*_vocabulary.json", "*_vocabulary.txt", "tokenizers.json", "vocab.*.json",
+                "*.model", "attnmt_*.json", "checksums.json", "vmap.txt")
+
+
+def export_owns(name: str) -> bool:
+    """Whether `name` is a file `attnmt export` writes into its folder."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in EXPORT_FILES)
 
 
 def import_ctranslate2():
@@ -170,10 +181,10 @@ def export_run(run_dir: str | Path, output_dir: str | Path, *, checkpoint: str =
         raise AttnmtError(f"{run.config_path}: model.arch={cfg.model.arch}: CTranslate2 has no "
                           f"RNN models; only Transformer runs can be exported (the native engine translates "
                           f"this run)")
-    refuse_overwrite(output_dir, {}, {"run": run.path})  # before --force could delete it
-    if output_dir.exists() and any(output_dir.iterdir()) and not force:
-        raise AttnmtError(f"{output_dir}: exists and is not empty (use --force to replace it)")
-    with writer_lock(output_dir.parent, name=f".{output_dir.name}.lock"):  # one export into it at a time
+    check_folder_output(output_dir, {"run": run.path}, force=force, kind=f"a CTranslate2 export ({EXPORT_INFO})",
+                        marker=EXPORT_INFO, owned=export_owns)  # before the lock is made
+    target = Path(os.path.abspath(output_dir))
+    with writer_lock(target.parent, name=f".{target.name}.lock"):  # one export into it at a time
         return _export(run, cfg, output_dir, ctranslate2, checkpoint, quantization, attention_layer, vocab_map)
 
 
@@ -188,10 +199,8 @@ def _export(run: RunDir, cfg, output_dir: Path, ctranslate2, checkpoint: str, qu
     spec = build_spec(model, pipeline, attention_layer=attention_layer)
     spec.validate()
     spec.optimize(quantization=quantization)
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
     kept = f"{output_dir} is as it was" if output_dir.exists() else f"nothing was written to {output_dir}"
-    try:
+    with staged_folder(output_dir) as staging:
         with writing(staging, kept):  # a full disk: one line naming the file, the output untouched
             spec.save(str(staging))
             pipeline.save(staging)
@@ -206,10 +215,5 @@ def _export(run: RunDir, cfg, output_dir: Path, ctranslate2, checkpoint: str, qu
                 **({"vocab_map": {"top_k": vocab_map.top_k, "frequent": vocab_map.frequent,
                                   "source_tokens": len(vmap_lines) - 1}} if vmap_lines is not None else {})})
             RunDir(staging).record_checksums(sorted(p.name for p in staging.iterdir() if p.is_file()))
-        if output_dir.exists():
-            shutil.rmtree(output_dir)
-        staging.rename(output_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     log.info("exported %s (%s) -> %s", weights, quantization, output_dir)
     return output_dir

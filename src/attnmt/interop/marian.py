@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,13 +39,17 @@ from attnmt.data.tokenizers import SentencePieceTokenizer
 from attnmt.data.vocab import Vocab
 from attnmt.direction import LANG_CODE_EXAMPLES, is_language
 from attnmt.errors import AttnmtError, CheckpointError
-from attnmt.files import atomic_copy, write_json
+from attnmt.files import (atomic_copy, check_folder_output, refuse_overwrite, staged_folder, write_json,
+                          writer_lock)
 from attnmt.models.transformer import sinusoidal_positions
 from attnmt.run_dir import CONFIG, RunDir, model_for
 
 log = logging.getLogger(__name__)
 
 WEIGHTS = "checkpoints/imported.safetensors"  # in the run directory
+HF_EXPORT_INFO = "attnmt_hf_export.json"  # in an `attnmt export --format hf` folder: which run, which weights
+HF_EXPORT_FILES = ("model.safetensors", "config.json", "generation_config.json", "vocab.json", "source.spm",
+                   "target.spm", "tokenizer_config.json", HF_EXPORT_INFO)  # all it writes; --force replaces these only
 SOURCE_MODEL, TARGET_MODEL = "source.model", "target.model"  # the sentencepiece models, in the run directory
 MAX_JSON_BYTES = 64 * 1024 * 1024  # vocab.json of an OPUS-MT model is about 1.5 MB
 # transformers' ACT2FN names -> attnmt's model.activation
@@ -406,7 +410,17 @@ def import_marian(folder: str | Path, run_dir: str | Path, *, src_lang: str | No
     for side in ("source", "target"):
         SentencePieceTokenizer(folder / f"{side}.spm")  # refused here, before the run is written, if not a model
     cfg = imported_config(settings, src_lang, tgt_lang, len(vocab), f"{folder / 'config.json'} (as attnmt's config)")
+    refuse_overwrite(run.path, {}, {"Marian folder": folder})
     run.check_new(resume=False, overwrite=overwrite)
+    # everything is checked before the first write: a refused import leaves RUN_DIR as it was
+    model = model_for(cfg, TextPipeline(SentencePieceTokenizer(folder / "source.spm"),
+                                        SentencePieceTokenizer(folder / "target.spm"), vocab, vocab, source_eos=True))
+    own = model.state_dict()
+    for name, tensor in state.items():
+        if tensor.shape != own[name].shape:
+            raise CheckpointError(f"{weights_path}: the tensor for attnmt's {name} has shape {tuple(tensor.shape)}; "
+                                  f"config.json's sizes give {tuple(own[name].shape)}")
+    model.load_state_dict(state, strict=True)
     if overwrite:
         run.clear()
     run.path.mkdir(parents=True, exist_ok=True)
@@ -414,13 +428,6 @@ def import_marian(folder: str | Path, run_dir: str | Path, *, src_lang: str | No
         atomic_copy(folder / f"{side}.spm", run.path / name)
     pipeline = TextPipeline(SentencePieceTokenizer(run.path / SOURCE_MODEL), SentencePieceTokenizer(run.path / TARGET_MODEL),
                             vocab, vocab, source_eos=True)
-    model = model_for(cfg, pipeline)
-    own = model.state_dict()
-    for name, tensor in state.items():
-        if tensor.shape != own[name].shape:
-            raise CheckpointError(f"{weights_path}: the tensor for attnmt's {name} has shape {tuple(tensor.shape)}; "
-                                  f"config.json's sizes give {tuple(own[name].shape)}")
-    model.load_state_dict(state, strict=True)
     pipeline.save(run.path)
     save_config(cfg, run.path / CONFIG)
     (run.path / "checkpoints").mkdir(exist_ok=True)
@@ -473,13 +480,20 @@ def export_marian(run_dir: str | Path, output_dir: str | Path, *, checkpoint: st
     problems = marian_expressible(cfg, pipeline)
     if problems:
         raise AttnmtError(f"{run.path}: cannot be written as a Marian model: {'; '.join(problems)}")
-    if output_dir.exists() and any(output_dir.iterdir()) and not force:
-        raise AttnmtError(f"{output_dir}: exists and is not empty (use --force to replace it)")
+    check_folder_output(output_dir, {"run": run.path}, force=force, kind=f"a Marian export ({HF_EXPORT_INFO})",
+                        marker=HF_EXPORT_INFO, owned=HF_EXPORT_FILES.__contains__)  # before the lock is made
+    target = Path(os.path.abspath(output_dir))
+    with writer_lock(target.parent, name=f".{target.name}.lock"):  # one export into it at a time
+        _write_marian(run, cfg, pipeline, checkpoint, output_dir)
+    log.info("exported %s as a Marian model -> %s", run.path, output_dir)
+    return output_dir
+
+
+def _write_marian(run: RunDir, cfg: Config, pipeline: TextPipeline, checkpoint: str, output_dir: Path) -> None:
+    """The Marian folder, written into a staging folder renamed into `output_dir`'s place."""
     model = run.load_model(checkpoint, cfg, pipeline)
     m, vocab = cfg.model, pipeline.tgt_vocab
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
-    try:
+    with staged_folder(output_dir) as staging:
         save_tensors(marian_tensors(model, m.share_embeddings), staging / "model.safetensors",
                      metadata={"format": "pt"})
         write_json(staging / "config.json", marian_config(cfg, model, vocab))
@@ -494,13 +508,8 @@ def export_marian(run_dir: str | Path, output_dir: str | Path, *, checkpoint: st
             "tokenizer_class": "MarianTokenizer", "source_lang": cfg.data.src_lang, "target_lang": cfg.data.tgt_lang,
             "unk_token": vocab.UNK, "eos_token": vocab.EOS, "pad_token": vocab.PAD, "model_max_length": 512,
             "separate_vocabs": False})
-        if output_dir.exists():
-            shutil.rmtree(output_dir)
-        staging.rename(output_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    log.info("exported %s as a Marian model -> %s", run.path, output_dir)
-    return output_dir
+        write_json(staging / HF_EXPORT_INFO, {"format": "hf", "run_dir": str(run.path),
+                                              "checkpoint": str(run.weights(checkpoint))})
 
 
 def marian_tensors(model, share: bool) -> dict[str, torch.Tensor]:

@@ -16,6 +16,7 @@ Shapes:
 
 from __future__ import annotations
 
+import glob
 import logging
 import time
 from contextlib import nullcontext
@@ -29,7 +30,7 @@ from attnmt.config import Config
 from attnmt.engines.native import decode_sources
 from attnmt.devices import resolve_device
 from attnmt.errors import AttnmtError
-from attnmt.files import writer_lock
+from attnmt.files import refuse_overwrite, writer_lock
 from attnmt.evaluation import corpus_loss, perplexity, score_translations
 from attnmt.models import count_parameters
 from attnmt.run_dir import RunDir
@@ -63,6 +64,8 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False, overwrite: 
         torch.set_num_threads(cfg.train.num_threads)
     if cfg.train.init_from and not resume:  # its model and pipeline keys, checked and filled in
         cfg = resolve_init_from(cfg)
+    if not resume and not Path(run_dir).is_file():  # a file is no folder: the OS refuses it when it is made
+        refuse_overwrite(run_dir, training_inputs(cfg.data), init_run(cfg.train))  # before the lock makes the folder
     try:
         device = resolve_device(cfg.train.device)
         world, device = init_world(cfg.train.backend, device)  # SINGLE outside torchrun
@@ -72,6 +75,27 @@ def train(cfg: Config, run_dir: str | Path, *, resume: bool = False, overwrite: 
         return result
     finally:
         torch.set_num_threads(threads)
+
+
+def training_inputs(data_cfg) -> list[tuple[str, Path]]:
+    """The user's files a training reads (data.train, data.valid, data.test of `corpus: files`,
+    those that exist): what its run directory may never equal, hold or lie inside."""
+    if data_cfg.corpus != "files":
+        return []
+    train = data_cfg.train if isinstance(data_cfg.train, (tuple, list)) else [data_cfg.train]
+    specs = [("data.train", c if isinstance(c, str) else c.path) for c in train if c]
+    specs += [(key, spec) for key, spec in (("data.valid", data_cfg.valid), ("data.test", data_cfg.test)) if spec]
+    found = []
+    for key, spec in specs:
+        path = Path(spec)
+        files = [path] if path.is_file() else sorted(path.parent.glob(glob.escape(path.name) + ".*"))
+        found += [(f"{key} file", file) for file in files if file.is_file()]
+    return found
+
+
+def init_run(train_cfg) -> dict[str, str]:
+    """The run `train.init_from` reads, if any."""
+    return {"train.init_from run": train_cfg.init_from} if train_cfg.init_from else {}
 
 
 def validate(model: torch.nn.Module, data: TrainData, cfg: Config, device: torch.device) -> dict:
