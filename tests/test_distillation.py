@@ -33,7 +33,7 @@ def base(tmp_path_factory):
 @pytest.fixture(scope="module")
 def teacher(base):
     """A tiny Transformer on the copy task (3 epochs: good enough to be distilled, seconds)."""
-    config = toy.write_config(base / "teacher.yaml", "copy", "transformer", epochs=3, batch_size=32, beam_size=5,
+    config = toy.write_config(base / "copy.yaml", "copy", "transformer", epochs=3, batch_size=32, beam_size=5,
                               train=dict(log_every=100, eval_max_sentences=8, num_threads=1))
     assert main(["train", str(config), "--run-dir", str(base / "teacher")]) == 0
     return base / "teacher"
@@ -43,7 +43,7 @@ def teacher(base):
 def student_config(base, teacher):
     """A tiny student (2 encoder layers, 1 decoder layer) over the teacher's corpus."""
     path = base / "student.yaml"
-    path.write_text(toy.config_text(base / "teacher", "transformer", epochs=2, batch_size=32, beam_size=1,
+    path.write_text(toy.config_text(base / "copy", "transformer", epochs=2, batch_size=32, beam_size=1,
                                     data=dict(train_subset=TRAIN_PAIRS),
                                     model=dict(enc_layers=2, dec_layers=1),
                                     train=dict(log_every=100, eval_max_sentences=8, num_threads=1,
@@ -72,7 +72,7 @@ def test_stage_outputs_are_the_teachers(reference, teacher):
 
     folder, _ = reference
     sources = _lines(folder / "data" / "train0.de")
-    assert sources == _lines(teacher.parent / "teacher" / "train.de")[:TRAIN_PAIRS]
+    assert sources == _lines(teacher.parent / "copy" / "train.de")[:TRAIN_PAIRS]
     outputs = _lines(folder / "teacher" / "train0.en")
     direct = Translator.load(teacher)
     assert outputs == [r.text for r in direct.translate(sources, beam_size=2)]
