@@ -123,3 +123,18 @@ def test_a_folder_given_as_a_corpus_is_said_to_be_a_folder(tmp_path):
     with pytest.raises(DataError, match=r"corpus\.fr: is a folder, not a text file"):
         (tmp_path / "corpus.fr").mkdir()
         read_parallel(tmp_path / "corpus.fr", tmp_path / "split.fr")
+
+
+def test_a_training_line_past_the_bound_is_refused_naming_file_and_line(tmp_path):
+    """Issue 50 F for corpora: a line past bounds.LINE_BYTES (a file with no line breaks) is refused
+    with file:line, never read whole."""
+    from attnmt.bounds import LINE_BYTES
+    from attnmt.data.corpus import CorpusFiles, read_chunks
+
+    (tmp_path / "c.de").write_bytes(b"ein hund\n" + b"x" * (LINE_BYTES + 10) + b"\nzwei\n")
+    (tmp_path / "c.en").write_bytes(b"a dog\nlong\ntwo\n")
+    with pytest.raises(DataError, match=rf"c\.de:2: a line longer than {LINE_BYTES} bytes"):
+        list(read_chunks(CorpusFiles(tmp_path / "c.de", tmp_path / "c.en")))
+    (tmp_path / "c.de").write_bytes(b"ein hund\n" + b"x" * (LINE_BYTES - 1) + b"\nzwei\n")  # at the bound: read
+    pairs = [p for chunk in read_chunks(CorpusFiles(tmp_path / "c.de", tmp_path / "c.en")) for p in chunk.pairs()]
+    assert len(pairs) == 3 and len(pairs[1][1]) == LINE_BYTES - 1

@@ -30,6 +30,7 @@ from attnmt.direction import Direction
 from attnmt.direction import names as direction_names
 from attnmt.errors import DataError
 from attnmt.files import atomic_write
+from attnmt.untrusted import bounded_lines
 
 logger = logging.getLogger(__name__)
 
@@ -141,13 +142,16 @@ def _open_binary(path: Path) -> IO[bytes]:
 
 
 def _lines(path: Path, limit: int | None = None) -> Iterator[list[bytes]]:
-    """The raw lines of `path` (plain or gzip, split at b"\\n" only), in lists of `CHUNK_LINES`."""
+    """The raw lines of `path` (plain or gzip, split at b"\\n" only), in lists of `CHUNK_LINES`; a line
+    past bounds.LINE_BYTES is refused as the CLI's line readers refuse it (a file with no line
+    breaks, /dev/zero: never held whole)."""
     handle = _open_binary(path)
     raw = getattr(handle, "fileobj", None)
+    source = bounded_lines(handle, str(path))
     try:
         while True:
             try:
-                lines = list(islice(handle, CHUNK_LINES))
+                lines = list(islice(source, CHUNK_LINES))
             except (OSError, EOFError, zlib.error) as err:
                 raise DataError(f"{path}: corrupt or truncated gzip file ({err})") from None
             if not lines:
