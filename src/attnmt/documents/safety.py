@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import io
 import zipfile
-import zlib
 from dataclasses import dataclass
 
 from lxml import etree
@@ -105,8 +104,8 @@ class ZipPackage:
         try:
             self.zip = zipfile.ZipFile(io.BytesIO(data))
             infos = self.zip.infolist()
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as err:
-            raise DocumentError(f"{name}: a corrupt zip archive ({err})") from None
+        except Exception as err:  # zipfile's refusals: BadZipFile, NotImplementedError, ValueError, ...
+            raise DocumentError(f"{name}: a corrupt zip archive ({type(err).__name__}: {err})") from None
         if len(infos) > limits.max_entries:
             raise DocumentTooLarge(f"{name}: holds {len(infos)} files; at most {limits.max_entries} are read")
         total = 0
@@ -153,8 +152,10 @@ class ZipPackage:
                         raise DocumentTooLarge(f"{self.name}: {part} inflates past its declared "
                                                f"{info.file_size:,} bytes: refused as a zip bomb")
                     chunks.append(chunk)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as err:
-            raise DocumentError(f"{self.name}: {part} is corrupt ({err})") from None
+        except DocumentError:
+            raise
+        except Exception as err:  # BadZipFile (a CRC), zlib.error, EOFError, NotImplementedError, ...
+            raise DocumentError(f"{self.name}: {part} is corrupt ({type(err).__name__}: {err})") from None
         return b"".join(chunks)
 
     def _kind(self) -> str:
@@ -197,6 +198,8 @@ def parse_xml(data: bytes, where: str, limits: Limits) -> etree._Element:
     try:
         root = etree.fromstring(data, xml_parser())
     except etree.XMLSyntaxError as err:
+        if "Excessive depth" in err.msg:
+            raise DocumentTooLarge(f"{where}: elements nested more than 256 deep; refused") from None
         raise DocumentError(f"{where}: not well-formed XML (line {err.lineno}: {err.msg})") from None
     if root is None:
         raise DocumentError(f"{where}: no XML content")
