@@ -127,6 +127,7 @@ class ZipPackage:
             raise DocumentError(f"{name}: a zip archive that names one file twice")
         self.infos = {info.filename: info for info in infos}
         self.order = names
+        self.inflated = {part: self._inflate(part) for part in names}  # every CRC checked before any work
 
     def has(self, part: str) -> bool:
         return part in self.infos
@@ -135,14 +136,18 @@ class ZipPackage:
         return list(self.order)
 
     def read(self, part: str, *, limit: int | None = None) -> bytes:
-        """The inflated bytes of `part`, read under its declared size and `limit`."""
-        info = self.infos.get(part)
-        if info is None:
+        """The inflated bytes of `part` (read once, under its declared size and the limits)."""
+        if part not in self.infos:
             raise DocumentError(f"{self.name}: {part} is missing (not a complete {self._kind()} file)")
-        budget = min(info.file_size, self.limits.max_part_bytes if limit is None else limit)
-        if info.file_size > budget:
-            raise DocumentTooLarge(f"{self.name}: {part} inflates to {info.file_size:,} bytes; at most "
-                                   f"{budget:,} are read")
+        data = self.inflated[part]
+        if limit is not None and len(data) > limit:
+            raise DocumentTooLarge(f"{self.name}: {part} is {len(data):,} bytes; at most {limit:,} are read")
+        return data
+
+    def _inflate(self, part: str) -> bytes:
+        """`part` inflated, stopped as soon as it grows past its declared size."""
+        info = self.infos[part]
+        budget = info.file_size
         chunks, size = [], 0
         try:
             with self.zip.open(info) as stream:

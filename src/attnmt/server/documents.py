@@ -137,4 +137,7 @@ async def translate_parsed(models: ModelSet, document: Document, source: str, ta
     sentences = document.sentences
     check_sentences(len(sentences), max_sentences)
     aligned, _ = await translate_aligned(models, sentences, [source] * len(sentences), target) if sentences else ([], [])
-    return await asyncio.to_thread(document.render, aligned)
+    try:
+        return await asyncio.to_thread(document.render, aligned)
+    except DocumentError as err:  # the formats check everything on reading; this is a last guard
+        raise ApiError(400, f"Invalid request: {err}") from None
