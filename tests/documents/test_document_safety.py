@@ -172,3 +172,15 @@ def test_xml_and_text_formats_never_fail_otherwise(text):
             translate_document(text.encode(), suffix, samples.fake_translate, name="f" + suffix)
         except DocumentError as err:
             assert str(err).startswith("f" + suffix + ":")
+
+
+def test_a_corrupt_entry_is_found_on_opening(docx):
+    """Every entry is CRC-checked when the file is read, not when the translation is written (a
+    corrupt picture found only then was a 500 in the service)."""
+    out = io.BytesIO(samples.zip_with(docx, {}))
+    with zipfile.ZipFile(out, "a") as archive:
+        archive.writestr(zipfile.ZipInfo("word/media/picture.bin"), b"A" * 1000, compress_type=zipfile.ZIP_STORED)
+    data = bytearray(out.getvalue())
+    at = bytes(data).index(b"A" * 1000)
+    data[at + 500] = ord("B")  # the bytes no longer match the CRC the headers record
+    refused(bytes(data), ".docx", r"x\.docx: word/media/picture\.bin is corrupt \(BadZipFile: Bad CRC-32")
