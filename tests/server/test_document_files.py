@@ -129,6 +129,15 @@ def test_srt_po_xliff_pdf(server, toy_translator):
     assert pdf.url.path.endswith(".txt")
 
 
+def test_auto_source_reads_the_documents_text(server, toy_translator):
+    import pptx
+
+    r = upload(server, "talk.pptx", samples.pptx_bytes(), source="auto")
+    assert r.status_code == 200, r.text
+    deck = pptx.Presentation(io.BytesIO(httpx.get(r.json()["translatedFileUrl"]).content))
+    assert words(deck.slides[0].shapes.title.text) == reference(toy_translator, ["Haus rot"])[0]
+
+
 def test_frontend_lists_every_format(server):
     formats = httpx.get(server.url + "/frontend/settings").json()["supportedFilesFormat"]
     assert set(SUFFIXES) | {".htm", ".xlf", ".pot"} == set(formats)
