@@ -4,7 +4,7 @@
 
 The .docx is made from the Multi30k German test sets (test_2016_flickr, then val: about 2,000
 sentences, 1,600 of them one paragraph each) with python-docx: a bold and an italic run in some
-paragraphs, a 2x2 table every 80 paragraphs, a header and a footer; 30 paragraphs a page (for
+paragraphs, a 2x2 table every 80 paragraphs, a header and a footer; 32 paragraphs a page (for
 --pages 50, LibreOffice lays it out on 50 pages). The .txt
 holds the very paragraphs the .docx sends to the model (documents.read_document(...).sentences),
 one a line. `attnmt serve RUN` is started on 127.0.0.1; each file is sent --repeats times,
@@ -34,7 +34,7 @@ if __package__ in (None, ""):  # run as a file: make the benchmarks package impo
 from benchmarks.common import command, environment, make_report, write_report
 
 REPO = Path(__file__).resolve().parents[2]
-PARAGRAPHS_PER_PAGE = 30  # single-spaced, no space between paragraphs: 30-31 fill a page (LibreOffice)
+PARAGRAPHS_PER_PAGE = 32  # single-spaced, no space between paragraphs: LibreOffice lays 1,600 out on 50 pages
 
 
 def multi30k_sentences(folder: Path) -> list[str]:
