@@ -28,7 +28,8 @@ LAYERS = {
     "workers": 12,  # decoding in several processes, each with its own Translator (translator.py)
     "markup": 12,  # HTML split into sentences and put back with tags placed by word alignment (decoding/alignment.py)
     "distillation": 13,  # `attnmt distill`: teacher -> student in resumable stages (translator, sharding, training, workers)
-    "server": 13, "commands": 14, "cli": 15, "__main__": 16, "__init__": 16,
+    "documents": 13,  # .docx, .pptx, .odt, .odp, .epub, .srt, .po, .xliff, .pdf: markup.py's placement, translator results
+    "server": 14, "commands": 15, "cli": 16, "__main__": 17, "__init__": 17,
 }
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 from bs4.element import PreformattedString
@@ -104,14 +104,32 @@ def is_inline(node: PageElement) -> bool:
 
 
 @dataclass
-class _Item:
-    """An element or atom inside a sentence, with its character span in the sentence's source text."""
+class Span:
+    """An element or atom inside a sentence, with its character span [start, end) in the
+    sentence's source text (an atom's is empty: its text, if any, is not the model's to read).
+    `node` is whatever the format renders it from (a Beautiful Soup tag, an lxml element, ...)."""
 
-    node: PageElement
+    node: Any
     start: int
     end: int
     atom: bool
-    children: list[_Item] = field(default_factory=list)
+    children: list[Span] = field(default_factory=list)
+
+
+@dataclass
+class Placed:
+    """A span as placed in the translation: its node, and (an element's) content in order: output
+    text (str) and the placed spans inside it."""
+
+    node: Any
+    atom: bool
+    content: list[str | Placed]
+
+
+def model_text(text: str, breaks: Sequence[int] = ()) -> str:
+    """The text the model reads: whitespace collapsed, a space at each break position."""
+    cuts = [0, *breaks, len(text)]
+    return " ".join(" ".join(text[a:b] for a, b in zip(cuts, cuts[1:])).split())
 
 
 @dataclass
@@ -121,14 +139,13 @@ class _Run:
     parent: Tag
     nodes: list[PageElement]
     text: str
-    items: list[_Item]
+    items: list[Span]
     breaks: list[int]  # character positions of BREAKS elements in `text`
 
     @property
     def sentence(self) -> str:
         """The text the model reads: whitespace collapsed, a space at each break."""
-        cuts = [0, *self.breaks, len(self.text)]
-        return " ".join(" ".join(self.text[a:b] for a, b in zip(cuts, cuts[1:])).split())
+        return model_text(self.text, self.breaks)
 
 
 class _Text:
@@ -144,20 +161,20 @@ class _Text:
         self.length += len(piece)
 
 
-def _gather(nodes: Sequence[PageElement], text: _Text) -> list[_Item]:
+def _gather(nodes: Sequence[PageElement], text: _Text) -> list[Span]:
     """Add the text of `nodes` to `text`; return their elements and atoms with character spans."""
     items = []
     for node in nodes:
         start = text.length
         if is_atom(node):
-            items.append(_Item(node, start, start, atom=True))
+            items.append(Span(node, start, start, atom=True))
             if isinstance(node, Tag) and node.name in BREAKS:
                 text.breaks.append(start)
         elif isinstance(node, NavigableString):
             text.add(str(node))
         else:
             children = _gather(list(node.children), text)
-            items.append(_Item(node, start, text.length, atom=False, children=children))
+            items.append(Span(node, start, text.length, atom=False, children=children))
     return items
 
 
@@ -165,7 +182,7 @@ def _gather(nodes: Sequence[PageElement], text: _Text) -> list[_Item]:
 class _Placed:
     """An item placed in the output text: its character span there, and its children's."""
 
-    item: _Item
+    item: Span
     start: int
     end: int
     children: list[_Placed] = field(default_factory=list)
@@ -175,12 +192,12 @@ class _Placed:
 class _Layout:
     """The placement of one sentence's items in its translation (the rules of the module docstring)."""
 
-    def __init__(self, run: _Run, translation: AlignedTranslation):
-        lead = run.text[:len(run.text) - len(run.text.lstrip())]
-        trail = run.text[len(run.text.rstrip()):]
-        self.text = run.text
+    def __init__(self, text: str, items: list[Span], translation: AlignedTranslation):
+        lead = text[:len(text) - len(text.lstrip())]
+        trail = text[len(text.rstrip()):]
+        self.text = text
         self.out = lead + translation.text.strip() + trail
-        self.source = locate(translation.source_words, run.text)   # (n,) spans in run.text
+        self.source = locate(translation.source_words, text)   # (n,) spans in text
         self.source_starts = [start for start, _ in self.source]
         self.source_ends = [end for _, end in self.source]
         self.target = locate(translation.target_words, self.out)   # (m,) spans in self.out
@@ -188,20 +205,20 @@ class _Layout:
         for src, tgt in translation.alignment:
             if 0 <= tgt < len(self.target):
                 self.links.setdefault(src, []).append(tgt)
-        self.items = self.place(run.items, 0, len(self.target), 0, len(self.out))
+        self.items = self.place(items, 0, len(self.target), 0, len(self.out))
 
-    def targets(self, item: _Item, lo: int, hi: int) -> list[int]:
+    def targets(self, item: Span, lo: int, hi: int) -> list[int]:
         """The output words in [lo, hi) linked to the source words that `item` wraps (those whose
         span overlaps the item's; spans are in order, so both ends are found by bisection)."""
         words = range(bisect_right(self.source_ends, item.start), bisect_left(self.source_starts, item.end))
         return sorted(t for i in words for t in self.links.get(i, ()) if lo <= t < hi)
 
-    def boundary(self, item: _Item) -> int:
+    def boundary(self, item: Span) -> int:
         """The output boundary at the relative position of the item's start among the source words."""
         before = bisect_right(self.source_ends, item.start)  # the words that end before it starts
         return round(before * len(self.target) / len(self.source)) if self.source else 0
 
-    def point_offset(self, item: _Item, point: int, lo: int, hi: int, cend: int) -> int:
+    def point_offset(self, item: Span, point: int, lo: int, hi: int, cend: int) -> int:
         """Where an item placed at output boundary `point` goes: right after the previous word when
         the source had no space before it ("Hund<br>"), else at the start of the next word."""
         spaced = item.start == 0 or self.text[item.start - 1].isspace()
@@ -209,7 +226,7 @@ class _Layout:
             return self.target[point - 1][1]
         return self.target[point][0] if point < hi else cend
 
-    def pad(self, item: _Item, chars: tuple[int, int]) -> str:
+    def pad(self, item: Span, chars: tuple[int, int]) -> str:
         """A space after an atom that had spaces on both sides in the source and that lands
         after a space, before a word ("a <code>x</code> b" -> "A <code>x</code> B")."""
         spaced = (0 < item.start and self.text[item.start - 1].isspace() and item.end < len(self.text)
@@ -217,7 +234,7 @@ class _Layout:
         gap = 0 < chars[0] < len(self.out) and self.out[chars[0] - 1].isspace() and not self.out[chars[0]].isspace()
         return " " if item.atom and spaced and gap else ""
 
-    def place(self, items: list[_Item], lo: int, hi: int, cstart: int, cend: int) -> list[_Placed]:
+    def place(self, items: list[Span], lo: int, hi: int, cstart: int, cend: int) -> list[_Placed]:
         """Place `items` (siblings) within output words [lo, hi), characters [cstart, cend)."""
         keyed = []
         for order, item in enumerate(items):
@@ -240,26 +257,45 @@ class _Layout:
             cursor, pos = end, chars[1]
         return placed
 
-    def fill(self, placed: list[_Placed], cstart: int, cend: int) -> list[PageElement]:
-        """The nodes for characters [cstart, cend) of the output: text and the placed elements,
-        each refilled with its own placed content (atoms as they were)."""
-        nodes: list[PageElement] = []
+    def content(self, placed: list[_Placed], cstart: int, cend: int) -> list[str | Placed]:
+        """Characters [cstart, cend) of the output: text and the placed spans, each with its own
+        placed content (atoms as they were)."""
+        out: list[str | Placed] = []
         pos = cstart
         for place in placed:
             if place.start > pos:
-                nodes.append(NavigableString(self.out[pos:place.start]))
-            if not place.item.atom:
-                element = place.item.node
-                element.clear()
-                for child in self.fill(place.children, place.start, place.end):
-                    element.append(child)
-            nodes.append(place.item.node)
+                out.append(self.out[pos:place.start])
+            inner = [] if place.item.atom else self.content(place.children, place.start, place.end)
+            out.append(Placed(place.item.node, place.item.atom, inner))
             if place.pad:
-                nodes.append(NavigableString(place.pad))
+                out.append(place.pad)
             pos = max(pos, place.end)
         if cend > pos:
-            nodes.append(NavigableString(self.out[pos:cend]))
-        return nodes
+            out.append(self.out[pos:cend])
+        return out
+
+
+def place_spans(text: str, spans: list[Span], translation: AlignedTranslation) -> list[str | Placed]:
+    """The translation of a sentence whose source `text` holds `spans`, as output text and placed
+    spans (the one implementation of "put spans back by alignment": HTML here, documents/ for
+    Word, PowerPoint, OpenDocument, XLIFF, PO and subtitles). Whitespace before and after `text`
+    is kept around the translation."""
+    layout = _Layout(text, spans, translation)
+    return layout.content(layout.items, 0, len(layout.out))
+
+
+def _soup_nodes(content: list[str | Placed]) -> list[PageElement]:
+    nodes: list[PageElement] = []
+    for piece in content:
+        if isinstance(piece, str):
+            nodes.append(NavigableString(piece))
+            continue
+        if not piece.atom:
+            piece.node.clear()
+            for child in _soup_nodes(piece.content):
+                piece.node.append(child)
+        nodes.append(piece.node)
+    return nodes
 
 
 MAX_DEPTH = 128  # elements nested deeper are refused (the layout recurses once per level)
@@ -326,8 +362,7 @@ class MarkupDocument:
             raise ValueError("a MarkupDocument renders once")
         self._rendered = True
         for run, translation in zip(self.runs, translations):
-            layout = _Layout(run, translation)
-            nodes = layout.fill(layout.items, 0, len(layout.out))
+            nodes = _soup_nodes(place_spans(run.text, run.items, translation))
             index = run.parent.index(run.nodes[0])
             for node in run.nodes:
                 node.extract()

@@ -36,7 +36,9 @@ def assert_error(response, status, pattern):
 def test_frontend_settings(served, suggesting):
     one = httpx.get(served.url + "/frontend/settings").json()
     assert one == {"charLimit": -1, "frontendTimeout": 500, "apiKeys": False, "keyRequired": False,
-                   "suggestions": False, "filesTranslation": True, "supportedFilesFormat": [".txt", ".html"],
+                   "suggestions": False, "filesTranslation": True,
+                   "supportedFilesFormat": [".txt", ".html", ".docx", ".pptx", ".odt", ".odp", ".epub", ".srt", ".po",
+                                            ".xliff", ".pdf", ".htm", ".xlf", ".pot"],
                    "language": {"source": {"code": "de", "name": "German"},
                                 "target": {"code": "en", "name": "English"}}}
     two = httpx.get(suggesting[0].url + "/frontend/settings").json()

@@ -6,7 +6,9 @@ source-output word indices) to each translation; --no-replace-unk keeps <unk> in
 source phrase occurs in a line into its translation exactly once (constrained beam search).
 From a file into a file (-i and -o), and on every rank under torchrun, the input is translated in
 shards of --shard-lines lines that survive a kill (commands/file_jobs.py, sharding.py). --workers N
-decodes in N processes (workers.py), outputs in input order."""
+decodes in N processes (workers.py), outputs in input order. An -i FILE with a document's extension
+(.docx, .pptx, .odt, .odp, .epub, .srt, .po, .xliff, .html, .pdf) is translated as that document
+into -o (commands/document_files.py)."""
 
 from __future__ import annotations
 
@@ -68,9 +70,11 @@ def add_args(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from attnmt.commands import file_jobs
+    from attnmt.commands import document_files, file_jobs
     from attnmt.run_dir import RunDir
 
+    if document_files.wanted(args):  # -i report.docx: a document, not a line file
+        return document_files.run(args)
     file_jobs.refuse_overwriting_inputs(args.output, {"input (-i)": args.input, "glossary": args.glossary}, args.run_dir)
     file_jobs.check_workers(args.workers, args.engine)
     glossary = read_glossary(args.glossary) if args.glossary is not None else None

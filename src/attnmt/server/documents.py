@@ -1,8 +1,11 @@
 """Texts with a structure, translated through the served models: HTML (`format: "html"` and .html
-files, placed by markup.py from word alignments) and plain-text files (line by line).
+files, placed by markup.py from word alignments), plain-text files (line by line) and the
+document formats of attnmt.documents (.docx, .pptx, .odt, .odp, .epub, .srt, .po, .xliff, .pdf).
 
     outputs, warnings = await translate_html_texts(models, texts, sources, "en", max_sentences=1000)
     data = await translate_document(models, decode_upload(raw_bytes), ".txt", "de", "en", max_sentences=1000)
+    document = await read_upload(raw_bytes, ".docx", "en", file_limit_bytes=512_000)   # 400 / 413 if refused
+    data = await translate_parsed(models, document, "de", "en", max_sentences=1000)
 
 Every sentence of a request goes to the model in one call per source language; more sentences
 than `max_sentences` get 413 before any is translated.
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import Sequence
 
+from attnmt.documents import Document, DocumentError, DocumentTooLarge, Limits, read_document
 from attnmt.markup import AlignedTranslation, MarkupDocument, aligned_translation
 from attnmt.server.api_errors import ApiError
 from attnmt.server.routing import ModelSet
@@ -27,7 +31,9 @@ def check_sentences(count: int, limit: int) -> None:
 async def translate_aligned(models: ModelSet, sentences: Sequence[str], sources: Sequence[str],
                             target: str) -> tuple[list[AlignedTranslation], list[list[str]]]:
     """Each sentence translated from its source language into `target`, with its word alignment;
-    and each one's warnings (an input cut)."""
+    and each one's warnings (an input cut). The service's call that sends a document's paragraphs
+    to the model (documents.translate_paragraphs is the Python API's): when sentence splitting
+    lands, pass `split_sentences=True` through here."""
     aligned: list = [None] * len(sentences)
     warnings: list = [None] * len(sentences)
     for source in dict.fromkeys(sources):
@@ -108,3 +114,30 @@ async def translate_document(models: ModelSet, text: str, suffix: str, source: s
                                                 label="the file")
         return outputs[0].encode("utf-8")
     return (await translate_lines(models, text, source, target, max_sentences=max_sentences)).encode("utf-8")
+
+
+async def read_upload(data: bytes, suffix: str, target: str, *, file_limit_bytes: int) -> Document:
+    """An uploaded document parsed within the service's limits (documents.Limits.for_upload);
+    a refusal is a 400 naming the part at fault, a limit a 413."""
+    def read() -> Document:
+        return read_document(data, suffix, name="the file", limits=Limits.for_upload(file_limit_bytes),
+                             target_lang=target)
+    try:
+        return await asyncio.to_thread(read)
+    except DocumentTooLarge as err:
+        raise ApiError(413, f"Invalid request: {err}") from None
+    except DocumentError as err:
+        raise ApiError(400, f"Invalid request: {err}") from None
+
+
+async def translate_parsed(models: ModelSet, document: Document, source: str, target: str, *,
+                           max_sentences: int) -> bytes:
+    """A parsed document's paragraphs translated in one model call with alignments, rendered back
+    into its format."""
+    sentences = document.sentences
+    check_sentences(len(sentences), max_sentences)
+    aligned, _ = await translate_aligned(models, sentences, [source] * len(sentences), target) if sentences else ([], [])
+    try:
+        return await asyncio.to_thread(document.render, aligned)
+    except DocumentError as err:  # the formats check everything on reading; this is a last guard
+        raise ApiError(400, f"Invalid request: {err}") from None

@@ -31,13 +31,15 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 
+from attnmt.documents import OUTPUT_SUFFIX
+from attnmt.documents import SUFFIXES as DOCUMENT_SUFFIXES
 from attnmt.errors import AttnmtError, WriteError
 from attnmt.files import atomic_write, read_json, write_json, writer_lock
 from attnmt.server.api_errors import ApiError
 
 NAME_BYTES = 24  # 192 random bits: 32 URL-safe characters
-SUFFIXES = (".txt", ".html")
-NAME = re.compile(r"[A-Za-z0-9_-]{32}(?:\.txt|\.html)")
+SUFFIXES = tuple(s for s in DOCUMENT_SUFFIXES if s not in OUTPUT_SUFFIX)  # what translations are stored as
+NAME = re.compile(r"[A-Za-z0-9_-]{32}(?:" + "|".join(re.escape(s) for s in SUFFIXES) + ")")
 RECORD = ".{}.attnmt-files.json"  # beside the folder: {"format": RECORD_FORMAT, "files": [the names it keeps]}
 RECORD_FORMAT = "attnmt-filestore-1"
 

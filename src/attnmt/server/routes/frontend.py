@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, Request
 
 from attnmt.server.bodies import read_model
 from attnmt.server.api_errors import ApiError
-from attnmt.server.filestore import SUFFIXES
+from attnmt.documents import ALIASES, SUFFIXES
 from attnmt.server.routing import ModelSet
 from attnmt.server.routes.deps import get_models
 from attnmt.server.routes.libretranslate import ERRORS
@@ -36,7 +36,7 @@ async def frontend_settings(request: Request, models: ModelSet = Depends(get_mod
     return FrontendSettings(charLimit=-1, frontendTimeout=FRONTEND_TIMEOUT_MS, apiKeys=settings.api_key is not None,
                             keyRequired=settings.api_key is not None,
                             suggestions=getattr(request.app.state, "suggestions", None) is not None,
-                            filesTranslation=True, supportedFilesFormat=list(SUFFIXES),
+                            filesTranslation=True, supportedFilesFormat=[*SUFFIXES, *ALIASES],
                             language={"source": source, "target": target})
 
 

@@ -2,9 +2,13 @@
 `target`, `api_key`) answers {"translatedFileUrl": absolute URL}, which GET /download_file/<name>
 serves until it expires (server/filestore.py).
 
-.txt files are translated line by line, .html files with their markup kept (markup.py). A file
-over --file-limit-kb gets 413; an empty file, another extension, a second file or a file that is
-not UTF-8 get 400; a full store 429; a name that is not one the store gave out, or has expired, 404.
+.txt files are translated line by line, .html files with their markup kept (markup.py), and
+.docx, .pptx, .odt, .odp, .epub, .srt, .po and .xliff files in their own format with their
+structure kept (attnmt.documents); a .pdf comes back as .txt. A file over --file-limit-kb, or one
+that inflates past the limits of documents.Limits.for_upload, gets 413; an empty file, another
+extension, a second file, a file that is not UTF-8 or not what its extension says, a corrupt or
+encrypted one get 400; a full store 429; a name that is not one the store gave out, or has
+expired, 404.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
 from starlette.datastructures import UploadFile
 
-from attnmt.server.documents import decode_upload, parse_html, translate_document
+from attnmt.documents import SUFFIXES, DocumentError, normalize_suffix, output_suffix
+from attnmt.server.documents import decode_upload, parse_html, read_upload, translate_document, translate_parsed
 from attnmt.server.api_errors import ApiError
-from attnmt.server.filestore import SUFFIXES, FileStore
+from attnmt.server.filestore import FileStore
 from attnmt.server.limits import invalid_text
 from attnmt.server.routing import ModelSet
 from attnmt.server.routes.deps import get_models
@@ -29,10 +34,17 @@ router = APIRouter(tags=["LibreTranslate"])
 
 FIELDS = ("source", "target", "api_key")
 DETECT_CHARS = 4000  # `source: auto` guesses the language from the first characters of the file's text
-MEDIA_TYPES = {".txt": "text/plain; charset=utf-8", ".html": "text/html; charset=utf-8"}
+MEDIA_TYPES = {".txt": "text/plain; charset=utf-8", ".html": "text/html; charset=utf-8",
+               ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+               ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+               ".odt": "application/vnd.oasis.opendocument.text",
+               ".odp": "application/vnd.oasis.opendocument.presentation", ".epub": "application/epub+zip",
+               ".srt": "application/x-subrip; charset=utf-8", ".po": "text/x-gettext-translation; charset=utf-8",
+               ".xliff": "application/xliff+xml; charset=utf-8"}
+TEXT_SUFFIXES = (".txt", ".html")  # read as UTF-8 text here; every other format by attnmt.documents
 _FILE_DOC = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "additionalProperties": False, "required": ["file", "source", "target"], "properties": {
-        "file": {"type": "string", "format": "binary", "description": f"a {' or '.join(SUFFIXES)} file, UTF-8"},
+        "file": {"type": "string", "format": "binary", "description": f"a {', '.join(SUFFIXES)} file (.htm, .xlf, .pot too); text formats in UTF-8"},
         "source": {"type": "string", "description": "source language code, or 'auto'"},
         "target": {"type": "string", "description": "target language code"},
         "api_key": {"type": "string", "description": "needed when the server runs with --api-key"}}}}}}}
@@ -78,19 +90,18 @@ async def read_file_form(request: Request) -> tuple[dict[str, str], UploadFile]:
 
 
 def file_suffix(upload: UploadFile) -> str:
-    """The upload's extension, one of SUFFIXES (.htm counts as .html); 400 otherwise."""
-    suffix = PurePath(upload.filename or "").suffix.lower()
-    suffix = ".html" if suffix == ".htm" else suffix
-    if suffix not in SUFFIXES:
-        raise ApiError(400, f"Invalid request: {suffix or 'a file without an extension'} is not supported: "
-                            f"send {', '.join(SUFFIXES)}")
-    return suffix
+    """The upload's extension, one of SUFFIXES (.htm counts as .html, .xlf as .xliff, .pot as .po);
+    400 otherwise."""
+    try:
+        return normalize_suffix(PurePath(upload.filename or "").suffix)
+    except DocumentError as err:
+        raise ApiError(400, "Invalid request: " + str(err).removeprefix("the file: ")) from None
 
 
 @router.post("/translate_file", response_model=TranslateFileResponse, responses=ERRORS, openapi_extra=_FILE_DOC)
 async def translate_file(request: Request, models: ModelSet = Depends(get_models)) -> TranslateFileResponse:
-    """Translate a .txt or .html file; the answer is the URL of the translation (served for
-    --files-expire-minutes)."""
+    """Translate a file (.txt, .html, .docx, .pptx, .odt, .odp, .epub, .srt, .po, .xliff; .pdf into
+    .txt); the answer is the URL of the translation (served for --files-expire-minutes)."""
     store = get_files(request)
     fields, upload = await read_file_form(request)
     models.check_access(request, fields.get("api_key"))
@@ -102,16 +113,26 @@ async def translate_file(request: Request, models: ModelSet = Depends(get_models
     data = await upload.read(settings.file_limit_kb * 1000 + 1)
     if len(data) > settings.file_limit_kb * 1000:
         raise ApiError(413, f"Invalid request: the file is over {settings.file_limit_kb} kB (--file-limit-kb)")
-    text = decode_upload(data)
     source, target = fields["source"], fields["target"]
-    if source == "auto":
-        readable = (" ".join((await asyncio.to_thread(parse_html, [text], "the file"))[0].sentences)
-                    if suffix == ".html" else text)
-        source = (await detect_sources(request, models, [readable[:DETECT_CHARS]], target))[0]["language"]
-    models.route(source, target)
-    translated = await translate_document(models, text, suffix, source, target,
-                                          max_sentences=settings.max_sentences)
-    name = await asyncio.to_thread(store.save, translated, suffix)
+    if suffix in TEXT_SUFFIXES:
+        text = decode_upload(data)
+        if source == "auto":
+            readable = (" ".join((await asyncio.to_thread(parse_html, [text], "the file"))[0].sentences)
+                        if suffix == ".html" else text)
+            source = (await detect_sources(request, models, [readable[:DETECT_CHARS]], target))[0]["language"]
+        models.route(source, target)
+        translated = await translate_document(models, text, suffix, source, target,
+                                              max_sentences=settings.max_sentences)
+    else:
+        if source != "auto":
+            models.route(source, target)  # a pair the server lacks is refused before the file is read
+        document = await read_upload(data, suffix, target, file_limit_bytes=settings.file_limit_kb * 1000)
+        if source == "auto":
+            readable = " ".join(document.sentences)[:DETECT_CHARS]
+            source = (await detect_sources(request, models, [readable], target))[0]["language"]
+            models.route(source, target)
+        translated = await translate_parsed(models, document, source, target, max_sentences=settings.max_sentences)
+    name = await asyncio.to_thread(store.save, translated, output_suffix(suffix))
     return TranslateFileResponse(translatedFileUrl=str(request.url_for("download_file", name=name)))
 
 

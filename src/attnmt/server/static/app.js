@@ -562,4 +562,58 @@ function switchView() {
 $("view-heatmap").addEventListener("change", switchView);
 $("view-links").addEventListener("change", switchView);
 
+// ---- files: POST /translate_file (LibreTranslate's), then a link to /download_file/<name> ----------
+
+async function loadFileFormats() {
+  try {
+    const settings = await api("/frontend/settings");
+    const formats = settings.supportedFilesFormat || [];
+    $("file-formats").textContent = formats.join(", ");
+    $("file-input").accept = formats.join(",");
+  } catch (err) {
+    $("file-formats").textContent = "unknown";
+  }
+}
+
+async function translateFile() {
+  const file = $("file-input").files[0];
+  const link = $("file-download");
+  link.hidden = true;
+  if (!file) {
+    show("file-message", "Choose a file first.");
+    return;
+  }
+  const form = new FormData();
+  form.append("file", file, file.name);
+  form.append("source", state.model ? state.model.source_lang : "auto");
+  form.append("target", state.model ? state.model.target_lang : "en");
+  const key = $("api-key").value;
+  if (key) form.append("api_key", key);
+  $("file-button").disabled = true;
+  show("file-message", `Translating ${file.name}…`);
+  try {
+    let response;
+    try {
+      response = await fetch("/translate_file", { method: "POST", body: form });
+    } catch (err) {
+      throw new Error(`The server did not answer (${err.message}).`);
+    }
+    const data = await response.json().catch(() => null);
+    if (!response.ok) throw new Error(data && data.error ? data.error : `The server answered ${response.status}.`);
+    link.href = new URL(data.translatedFileUrl, window.location.href).pathname;  // named by the server
+    link.hidden = false;
+    show("file-message", `${file.name} is translated.`);
+  } catch (err) {
+    show("file-message", err.message);
+  } finally {
+    $("file-button").disabled = false;
+  }
+}
+
+$("file-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  translateFile();
+});
+
 loadModels();
+loadFileFormats();

@@ -1,0 +1,50 @@
+"""`attnmt translate RUN -i FILE.docx -o OUT.docx`: a document (attnmt.documents.SUFFIXES but
+.txt, which stays a line file) translated into the same format (.pdf into .txt), written
+atomically. The options of line files that have no meaning for a document are refused."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+from attnmt.errors import AttnmtError
+
+LINE_SUFFIXES = (".txt",)  # -i FILE.txt (or any other name) stays a line file
+
+
+def wanted(args) -> bool:
+    """Whether -i names a document (by its extension)."""
+    from attnmt.documents import ALIASES, SUFFIXES
+
+    if args.input is None:
+        return False
+    suffix = PurePath(args.input).suffix.lower()
+    return suffix not in LINE_SUFFIXES and (suffix in SUFFIXES or suffix in ALIASES)
+
+
+def run(args) -> int:
+    from attnmt.commands import file_jobs
+    from attnmt.documents import normalize_suffix, output_suffix, translate_file
+    from attnmt.files import atomic_write
+
+    suffix = normalize_suffix(PurePath(args.input).suffix, args.input)
+    expected = output_suffix(suffix)
+    if args.output is None:
+        raise AttnmtError(f"-i {args.input}: a {suffix} document is written to a file: give -o FILE{expected}")
+    if normalize_suffix(PurePath(args.output).suffix, args.output) != expected:
+        raise AttnmtError(f"-o {args.output}: a {suffix} document is translated into a {expected} file: "
+                          f"name the output *{expected}")
+    for flag, ok in (("--n-best", args.n_best == 1), ("--alignments", not args.alignments),
+                     ("--glossary", args.glossary is None), ("--sampling-topk", args.sampling_topk == 1),
+                     ("--workers", args.workers == 1), ("--shard-lines", args.shard_lines is None)):
+        if not ok:
+            raise AttnmtError(f"{flag} applies to line files; -i {args.input} is a {suffix} document")
+    file_jobs.refuse_overwriting_inputs(args.output, {"input (-i)": args.input}, args.run_dir)
+    beam = args.beam if args.beam is not None else 5
+    with file_jobs.torch_threads(args.threads), \
+            file_jobs.open_translator(args.run_dir, checkpoint=args.checkpoint, device=args.device,
+                                      engine=args.engine) as translator:
+        data, _ = translate_file(translator, args.input, beam_size=beam, length_penalty=args.length_penalty,
+                                 batch_size=args.batch_size, replace_unk=args.replace_unk,
+                                 source_lang=args.source_lang, target_lang=args.target_lang)
+    atomic_write(args.output, lambda tmp: tmp.write_bytes(data))
+    return 0

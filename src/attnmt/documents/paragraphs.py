@@ -1,0 +1,218 @@
+"""A document's text as units the model translates one at a time (a paragraph, a table cell, a
+subtitle, a PO entry), each with the spans that markup.place_spans puts back by word alignment.
+
+    pieces = [Text("Ein ", base), Text("roter", bold), Text(" Ball.", base)]   # as a format reads them
+    unit = build_unit(pieces, write=..., styled=True)   # "Ein roter Ball." with one Styled span
+    units = Units([unit, ...]); units.sentences; units.render(translations)   # each unit written back
+
+A format turns its paragraphs into pieces: text (with a style key: runs of a Word paragraph), atoms
+(kept whole and placed at their relative position: a tab, a footnote mark, a picture, an inline
+code) and groups (an element wrapping pieces: a link, an ODF span). Text that is not prose (URLs,
+e-mail addresses, a format's placeholders) becomes Literal atoms: the model never reads it, and it
+comes back exactly. A unit with no letters for the model (numbers, punctuation) is not translated.
+
+With `styled=True` (Word, PowerPoint: every character is in some run), the style holding the most
+characters of a level is its base, written as plain text; each stretch of another style is a
+Styled span, placed like an HTML <b>.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from attnmt.documents.safety import DocumentTooLarge
+from attnmt.markup import AlignedTranslation, Placed, Span, model_text, place_spans
+
+URL = re.compile(r"(?:https?://|ftp://|www\.)[^\s<>\"]*[^\s<>\".,;:!?)\]}'»]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# printf (%s, %(name)s, %1$d), brace ({name}, {0}), ${name} placeholders and tags inside localized strings
+PLACEHOLDER = re.compile(r"%(?:\d+\$)?(?:\([^)\s]*\))?[-+#0]*(?:\d+|\*)?(?:\.\d+)?[sdifFeEgGxXoucrab%]"
+                         r"|\$?\{[^{}\s]*\}|</?[A-Za-z][^<>\n]*>")
+LETTER = re.compile(r"[^\W\d_]")
+
+
+@dataclass(eq=False)
+class Styled:
+    """A stretch of text in a style other than its level's base: written back in `template`."""
+
+    template: Any
+    key: Any = None  # the style key it stands for
+
+
+@dataclass(eq=False)
+class Literal:
+    """Text kept exactly (a URL, a placeholder, inline code), in `template`'s style."""
+
+    text: str
+    template: Any = None
+
+
+@dataclass(eq=False)
+class Group:
+    """An element wrapping pieces (a link, a span): refilled with its placed content; its plain
+    text is written in `base`'s style."""
+
+    element: Any
+    base: Any = None
+
+
+@dataclass
+class Piece:
+    """What a format reads from a paragraph: kind "text" (with `style` key and `template`),
+    "atom" (`node` kept whole; `breaks`: it separates words) or "group" (`node`, `children`)."""
+
+    kind: str
+    text: str = ""
+    style: Any = None
+    template: Any = None
+    node: Any = None
+    breaks: bool = False
+    children: list[Piece] = field(default_factory=list)
+
+
+def text(value: str, style: Any = None, template: Any = None) -> Piece:
+    return Piece("text", text=value, style=style, template=template)
+
+
+def atom(node: Any, *, breaks: bool = False) -> Piece:
+    return Piece("atom", node=node, breaks=breaks)
+
+
+def group(node: Any, children: list[Piece]) -> Piece:
+    return Piece("group", node=node, children=children)
+
+
+@dataclass
+class Unit:
+    """One text the model translates: its source text, spans and break positions, and how its
+    translation is written back (`write(content)`, content as markup.place_spans gives it)."""
+
+    text: str
+    spans: list[Span]
+    breaks: list[int]
+    write: Callable[[list[str | Placed]], None]
+    base: Any = None  # the template of the top level's plain text (styled formats)
+
+    @property
+    def sentence(self) -> str:
+        return model_text(self.text, self.breaks)
+
+
+class _Builder:
+    def __init__(self, protect: re.Pattern | None, styled: bool):
+        self.parts: list[str] = []
+        self.length = 0
+        self.breaks: list[int] = []
+        self.protect = protect
+        self.styled = styled
+
+    def add_text(self, value: str, template: Any) -> list[Span]:
+        """Add `value`; its protected stretches become Literal atoms (returned)."""
+        spans = []
+        pos = 0
+        for match in self.protect.finditer(value) if self.protect else ():
+            self._add(value[pos:match.start()])
+            spans.append(Span(Literal(match.group(), template), self.length, self.length, atom=True))
+            pos = match.end()
+        self._add(value[pos:])
+        return spans
+
+    def _add(self, value: str) -> None:
+        self.parts.append(value)
+        self.length += len(value)
+
+    def level(self, pieces: Sequence[Piece]) -> tuple[list[Span], Any]:
+        """The spans of one level of pieces, and the template of its plain text."""
+        base_style, base = None, None
+        if self.styled:
+            counts: Counter = Counter()
+            templates = {}
+            for piece in pieces:
+                if piece.kind == "text":
+                    counts[piece.style] += len(piece.text)
+                    templates.setdefault(piece.style, piece.template)
+            if counts:
+                base_style = max(counts, key=lambda style: counts[style])  # most characters; first on ties
+                base = templates[base_style]
+        spans: list[Span] = []
+        styled: Span | None = None  # the open Styled span (consecutive text pieces of one style)
+        for piece in pieces:
+            if piece.kind == "text" and self.styled and piece.style != base_style:
+                if styled is None or styled.node.key != piece.style:
+                    styled = Span(Styled(piece.template, piece.style), self.length, self.length, atom=False)
+                    spans.append(styled)
+                styled.children.extend(self.add_text(piece.text, piece.template))
+                styled.end = self.length
+                continue
+            styled = None
+            start = self.length
+            if piece.kind == "text":
+                spans.extend(self.add_text(piece.text, piece.template))
+            elif piece.kind == "atom":
+                spans.append(Span(piece.node, start, start, atom=True))
+                if piece.breaks:
+                    self.breaks.append(start)
+            else:
+                children, inner_base = self.level(piece.children)
+                spans.append(Span(Group(piece.node, inner_base if inner_base is not None else base),
+                                  start, self.length, atom=False, children=children))
+        return spans, base
+
+
+def build_unit(pieces: Sequence[Piece], write: Callable[[list[str | Placed], Any], None], *,
+               protect: re.Pattern | None = URL, styled: bool = False) -> Unit | None:
+    """The unit of `pieces`, or None when it holds nothing for the model (no letters: empty,
+    numbers, punctuation, only URLs). `write(content, base)` writes a translation back."""
+    builder = _Builder(protect, styled)
+    spans, base = builder.level(pieces)
+    joined = "".join(builder.parts)
+    if not LETTER.search(joined):
+        return None
+    return Unit(joined, spans, builder.breaks, lambda content: write(content, base), base)
+
+
+def plain_text(content: Sequence[str | Placed]) -> str:
+    """Placed content as plain text: output text and Literal atoms (other atoms and groups
+    contribute their own content's text)."""
+    out = []
+    for piece in content:
+        if isinstance(piece, str):
+            out.append(piece)
+        elif isinstance(piece.node, Literal):
+            out.append(piece.node.text)
+        elif not piece.atom:
+            out.append(plain_text(piece.content))
+    return "".join(out)
+
+
+class Units:
+    """Units of one document, translated together: `sentences` in order, `render(translations)`."""
+
+    def __init__(self, name: str, max_units: int):
+        self.name = name
+        self.max_units = max_units
+        self.units: list[Unit] = []
+        self.seen = 0  # paragraphs looked at, empty ones included
+
+    def count(self, paragraphs: int, where: str) -> None:
+        """Count paragraphs read (translated or not) against the limit."""
+        self.seen += paragraphs
+        if self.seen > self.max_units:
+            raise DocumentTooLarge(f"{where}: more than {self.max_units:,} paragraphs (empty ones included); "
+                                   f"refused")
+
+    def add(self, unit: Unit | None) -> None:
+        if unit is not None:
+            self.units.append(unit)
+
+    @property
+    def sentences(self) -> list[str]:
+        return [unit.sentence for unit in self.units]
+
+    def render(self, translations: Sequence[AlignedTranslation]) -> None:
+        if len(translations) != len(self.units):
+            raise ValueError(f"{len(translations)} translations for {len(self.units)} sentences")
+        for unit, translation in zip(self.units, translations):
+            unit.write(place_spans(unit.text, unit.spans, translation))

@@ -1,0 +1,140 @@
+"""Text without a zip around it: .txt (line by line), .html (markup.py) and .pdf (text out).
+
+A .txt file keeps every line: empty lines and lines without letters as they are, each line's
+indentation and "\\r" around its translation. A .pdf comes back as .txt: pypdf (BSD) extracts the
+text of each page; lines are joined into paragraphs (a blank line, or a short line ending a
+sentence, ends one; a hyphen at a line's end joins the word), each paragraph translated and
+written on its own line, a blank line between paragraphs and a form feed between pages. Layout,
+fonts and pictures are not kept: writing a PDF back would need its text positions re-flowed.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Sequence
+
+from attnmt.documents.paragraphs import Units, build_unit, plain_text, text
+from attnmt.documents.safety import DocumentError, DocumentTooLarge, Limits
+from attnmt.markup import MAX_DEPTH, AlignedTranslation, MarkupDocument
+
+MAX_PAGES = 5_000
+
+
+def decode_text(data: bytes, name: str) -> str:
+    """UTF-8 text (a byte-order mark dropped); DocumentError naming the offset otherwise."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise DocumentError(f"{name}: not valid UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start})") from None
+
+
+class _Lines:
+    """Lines written back in place: `lines[i]` becomes the plain text of unit i's translation."""
+
+    def __init__(self, lines: list[str], name: str, limits: Limits, *, joiner: str = "\n"):
+        self.lines = lines
+        self.joiner = joiner
+        self.units = Units(name, limits.max_paragraphs)
+        self.units.count(len(lines), name)
+        for i, line in enumerate(lines):
+            self.units.add(build_unit([text(line)], self._writer(i)))
+
+    def _writer(self, i: int):
+        def write(content, base) -> None:
+            self.lines[i] = plain_text(content)
+        return write
+
+    @property
+    def sentences(self) -> list[str]:
+        return self.units.sentences
+
+    def render(self, translations: Sequence[AlignedTranslation]) -> bytes:
+        self.units.render(translations)
+        return self.joiner.join(self.lines).encode("utf-8")
+
+
+class TextDocument(_Lines):
+    """A .txt file, line by line."""
+
+    def __init__(self, data: bytes, name: str, limits: Limits):
+        super().__init__(decode_text(data, name).split("\n"), name, limits)
+
+
+class HtmlDocument:
+    """An .html file: markup.MarkupDocument (blocks as sentences, inline tags placed by alignment)."""
+
+    def __init__(self, data: bytes, name: str, limits: Limits):
+        try:
+            self.markup = MarkupDocument(decode_text(data, name))
+        except ValueError as err:  # nested past markup.MAX_DEPTH
+            raise DocumentTooLarge(f"{name}: not HTML that can be translated: {err}") from None
+        Units(name, limits.max_paragraphs).count(len(self.markup.runs), name)
+
+    @property
+    def sentences(self) -> list[str]:
+        return self.markup.sentences
+
+    def render(self, translations: Sequence[AlignedTranslation]) -> bytes:
+        return self.markup.render(list(translations)).encode("utf-8")
+
+
+SENTENCE_END = re.compile(r"[.!?:;\"'»”)]\s*$")
+
+
+def pdf_paragraphs(page_text: str) -> list[str]:
+    """A page's extracted lines joined into paragraphs."""
+    lines = [line.strip() for line in page_text.splitlines()]
+    longest = max((len(line) for line in lines), default=0)
+    paragraphs, current = [], ""
+    for line in lines:
+        if not line:
+            if current:
+                paragraphs.append(current)
+            current = ""
+            continue
+        if current.endswith("-") and len(current) > 1 and current[-2].isalpha() and line[:1].islower():
+            current = current[:-1] + line
+        else:
+            current = f"{current} {line}" if current else line
+        if SENTENCE_END.search(line) and len(line) < 0.7 * longest:
+            paragraphs.append(current)
+            current = ""
+    if current:
+        paragraphs.append(current)
+    return paragraphs
+
+
+class PdfDocument(_Lines):
+    """A .pdf file's text (pypdf), translated into a .txt."""
+
+    output_suffix = ".txt"
+
+    def __init__(self, data: bytes, name: str, limits: Limits):
+        from pypdf import PdfReader
+
+        try:
+            reader = PdfReader(io.BytesIO(data), strict=False)
+            if reader.is_encrypted and not reader.decrypt(""):
+                raise DocumentError(f"{name}: the PDF is encrypted: save it without a password")
+            count = len(reader.pages)
+        except DocumentError:
+            raise
+        except Exception as err:  # pypdf's many kinds of refusal of a broken file
+            raise DocumentError(f"{name}: a PDF that cannot be read ({type(err).__name__}: {err})") from None
+        if count > MAX_PAGES:
+            raise DocumentTooLarge(f"{name}: {count} pages; at most {MAX_PAGES} are read")
+        lines: list[str] = []
+        for number in range(count):
+            try:
+                page_text = reader.pages[number].extract_text() or ""
+            except Exception as err:
+                raise DocumentError(f"{name}: page {number + 1}: its text cannot be extracted "
+                                    f"({type(err).__name__}: {err})") from None
+            if number:
+                lines.append("\f")
+            for paragraph in pdf_paragraphs(page_text):
+                lines.extend([paragraph, ""])
+        if not any(line.strip() for line in lines):
+            raise DocumentError(f"{name}: the PDF has no text to extract (a scan needs OCR first)")
+        super().__init__(lines, name, limits)

@@ -1,0 +1,286 @@
+"""Paragraphs of XML formats as pieces (paragraphs.py), and their translations written back.
+
+Two shapes of XML hold a paragraph's text:
+- runs (Office Open XML: Word's w:p, DrawingML's a:p in slides): the paragraph is a list of runs,
+  each with its properties (rPr) and its text (t); links and tracked insertions wrap runs.
+  `RunDialect`, `run_unit`.
+- mixed content (OpenDocument's text:p, XLIFF's source/target): text and inline elements
+  interleaved, as in HTML. `MixedDialect`, `mixed_unit`.
+
+Only text is rewritten: paragraph properties, fields, drawings, bookmarks, footnote marks, tabs
+and breaks are kept (as atoms, placed at their relative position); the runs' properties are
+copied onto the runs that carry the translated text.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from lxml import etree
+
+from attnmt.documents.paragraphs import (URL, Group, Literal, Piece, Styled, Unit, atom, build_unit, group,
+                                         text)
+from attnmt.documents.safety import DocumentTooLarge
+from attnmt.markup import Placed
+
+XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
+CODE_STYLE = re.compile(r"code|verbatim|preformatted|source|monospace", re.IGNORECASE)
+MONO_FONTS = frozenset({"courier", "courier new", "consolas", "menlo", "monaco", "lucida console",
+                        "dejavu sans mono", "liberation mono", "source code pro", "fira code", "fira mono"})
+
+
+def local(element: Any) -> str:
+    return etree.QName(element).localname if isinstance(element.tag, str) else ""
+
+
+def namespace(element: Any) -> str | None:
+    return etree.QName(element).namespace if isinstance(element.tag, str) else None
+
+
+def _too_deep(depth: int, limit: int, where: str) -> None:
+    if depth > limit:
+        raise DocumentTooLarge(f"{where}: elements nested more than {limit} deep inside a paragraph; refused")
+
+
+# ---- runs (Office Open XML) ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunDialect:
+    """Where a run-based format keeps a paragraph's parts (local names in namespace `ns`)."""
+
+    ns: str
+    properties: str = "rPr"                   # a run's properties
+    text: str = "t"                           # a run's text
+    first: frozenset = frozenset({"pPr"})     # paragraph children kept first
+    last: frozenset = frozenset()             # ... and last (DrawingML's endParaRPr)
+    groups: frozenset = frozenset()           # paragraph children wrapping runs (links, insertions)
+    dropped: frozenset = frozenset()          # markers dropped (spelling marks, rendered page breaks)
+    breaks: frozenset = frozenset()           # run or paragraph children that separate words
+    key_ignores: frozenset = frozenset()      # properties (attributes / children) that do not split styles
+    preserve_space: bool = False              # text elements need xml:space="preserve"
+    code: Callable[[Any], bool] = lambda props: False
+    skip: Callable[[Any], bool] = lambda paragraph: False
+
+    def q(self, name: str) -> str:
+        return f"{{{self.ns}}}{name}"
+
+
+W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+A = "http://schemas.openxmlformats.org/drawingml/2006/main"
+
+
+def _word_code(props) -> bool:
+    if props is None:
+        return False
+    style = props.find(f"{{{W}}}rStyle")
+    fonts = props.find(f"{{{W}}}rFonts")
+    return bool((style is not None and CODE_STYLE.search(style.get(f"{{{W}}}val", ""))) or
+                (fonts is not None and fonts.get(f"{{{W}}}ascii", "").lower() in MONO_FONTS))
+
+
+def _word_skip(paragraph) -> bool:
+    style = paragraph.find(f"{{{W}}}pPr/{{{W}}}pStyle")
+    return style is not None and bool(CODE_STYLE.search(style.get(f"{{{W}}}val", "")))
+
+
+def _drawing_code(props) -> bool:
+    latin = props.find(f"{{{A}}}latin") if props is not None else None
+    return latin is not None and latin.get("typeface", "").lower() in MONO_FONTS
+
+
+WORD = RunDialect(W, groups=frozenset({"hyperlink", "ins", "smartTag", "fldSimple", "customXml", "dir", "bdo"}),
+                  dropped=frozenset({"proofErr", "lastRenderedPageBreak"}), breaks=frozenset({"tab", "br", "cr"}),
+                  key_ignores=frozenset({"lang", "noProof", "rtl"}), preserve_space=True, code=_word_code,
+                  skip=_word_skip)
+DRAWING = RunDialect(A, first=frozenset({"pPr"}), last=frozenset({"endParaRPr"}), breaks=frozenset({"br"}),
+                     key_ignores=frozenset({"lang", "altLang", "dirty", "err", "noProof", "smtClean", "smtId"}),
+                     code=_drawing_code)
+
+
+def _style_key(props, dialect: RunDialect) -> bytes:
+    """Run properties as a key: runs whose keys are equal are one style (language and spelling
+    marks ignored)."""
+    if props is None:
+        return b""
+    kept = copy.deepcopy(props)
+    for name in list(kept.attrib):
+        if etree.QName(name).localname in dialect.key_ignores:
+            del kept.attrib[name]
+    for child in list(kept):
+        if local(child) in dialect.key_ignores:
+            kept.remove(child)
+    kept.tail = None
+    return etree.tostring(kept, method="c14n")
+
+
+def _new_run(dialect: RunDialect, template, *children) -> Any:
+    run = etree.Element(dialect.q("r"))
+    if template is not None:
+        run.append(copy.deepcopy(template))
+    for child in children:
+        run.append(child)
+    return run
+
+
+def _text_element(dialect: RunDialect, value: str) -> Any:
+    element = etree.Element(dialect.q(dialect.text))
+    element.text = value
+    if dialect.preserve_space:
+        element.set(XML_SPACE, "preserve")
+    return element
+
+
+def run_pieces(parent, dialect: RunDialect, depth: int, limit: int, where: str) -> list[Piece]:
+    """The pieces of a paragraph (or of a group inside one). Nothing in the tree is changed."""
+    _too_deep(depth, limit, where)
+    pieces: list[Piece] = []
+    for child in parent:
+        name = local(child)
+        if namespace(child) != dialect.ns:
+            pieces.append(atom(child))  # a comment, math, alternate content: kept whole
+        elif name in dialect.first or name in dialect.last or name in dialect.dropped:
+            continue
+        elif name == "r":
+            props = child.find(dialect.q(dialect.properties))
+            key, code = _style_key(props, dialect), dialect.code(props)
+            for part in child:
+                part_name = local(part)
+                if part is props or (namespace(part) == dialect.ns and part_name in dialect.dropped):
+                    continue
+                if namespace(part) == dialect.ns and part_name == dialect.text:
+                    value = part.text or ""
+                    if code:
+                        pieces.append(atom(Literal(value, props)))
+                    elif value:
+                        pieces.append(text(value, key, props))
+                else:  # a tab, a break, a drawing, a field character, a footnote mark: its own run
+                    pieces.append(atom(_new_run(dialect, props, copy.deepcopy(part)),
+                                       breaks=part_name in dialect.breaks))
+        elif name in dialect.groups:
+            pieces.append(group(child, run_pieces(child, dialect, depth + 1, limit, where)))
+        else:
+            pieces.append(atom(child, breaks=name in dialect.breaks))
+    return pieces
+
+
+def _runs(content: list[str | Placed], base, dialect: RunDialect) -> list[Any]:
+    out: list[Any] = []
+    last: tuple[Any, Any] | None = None  # (template, text element) of the run just made from text
+    for piece in content:
+        if isinstance(piece, str):
+            if not piece:
+                continue
+            if last is not None and last[0] is base:
+                last[1].text += piece
+                continue
+            element = _text_element(dialect, piece)
+            out.append(_new_run(dialect, base, element))
+            last = (base, element)
+            continue
+        last = None
+        node = piece.node
+        if isinstance(node, Styled):
+            out.extend(_runs(piece.content, node.template, dialect))
+        elif isinstance(node, Literal):
+            out.append(_new_run(dialect, node.template, _text_element(dialect, node.text)))
+        elif isinstance(node, Group):
+            for child in list(node.element):
+                node.element.remove(child)
+            node.element.extend(_runs(piece.content, node.base, dialect))
+            out.append(node.element)
+        else:
+            out.append(node)
+    return out
+
+
+def run_unit(paragraph, dialect: RunDialect, *, limit: int, where: str) -> Unit | None:
+    """The unit of a run-based paragraph (None: nothing to translate, or a code paragraph)."""
+    if dialect.skip(paragraph):
+        return None
+    pieces = run_pieces(paragraph, dialect, 0, limit, where)
+
+    def write(content: list[str | Placed], base) -> None:
+        first = [c for c in paragraph if namespace(c) == dialect.ns and local(c) in dialect.first]
+        last = [c for c in paragraph if namespace(c) == dialect.ns and local(c) in dialect.last]
+        for child in list(paragraph):
+            paragraph.remove(child)
+        paragraph.extend(first + _runs(content, base, dialect) + last)
+
+    return build_unit(pieces, write, protect=URL, styled=True)
+
+
+# ---- mixed content (OpenDocument, XLIFF) --------------------------------------------------------
+
+@dataclass(frozen=True)
+class MixedDialect:
+    """Which inline elements of a mixed-content format wrap text (groups), separate words
+    (breaks) or stand for spaces; every other element is an atom. Qualified names."""
+
+    groups: frozenset
+    breaks: frozenset = frozenset()
+    spaces: str | None = None        # ODF's <text:s text:c="N"/>: N spaces
+    spaces_count: str | None = None
+    code: Callable[[Any], bool] = lambda element: False
+    protect: re.Pattern = URL
+
+
+def mixed_pieces(element, dialect: MixedDialect, depth: int, limit: int, where: str) -> list[Piece]:
+    _too_deep(depth, limit, where)
+    pieces: list[Piece] = []
+    if element.text:
+        pieces.append(text(element.text))
+    for child in element:
+        tag = child.tag if isinstance(child.tag, str) else None
+        if tag is not None and tag == dialect.spaces:
+            try:
+                count = min(max(int(child.get(dialect.spaces_count, "1")), 1), 1000)
+            except ValueError:
+                count = 1
+            pieces.append(text(" " * count))
+        elif tag in dialect.breaks:
+            pieces.append(atom(child, breaks=True))
+        elif tag in dialect.groups and not dialect.code(child):
+            pieces.append(group(child, mixed_pieces(child, dialect, depth + 1, limit, where)))
+        else:
+            pieces.append(atom(child))
+        if child.tail:
+            pieces.append(text(child.tail))
+    return pieces
+
+
+def fill_mixed(element, content: list[str | Placed]) -> None:
+    """Replace `element`'s text and children by placed content (its attributes and tail kept)."""
+    for child in list(element):
+        element.remove(child)
+    element.text = None
+    last = None
+
+    def add(value: str) -> None:
+        if last is None:
+            element.text = (element.text or "") + value
+        else:
+            last.tail = (last.tail or "") + value
+
+    for piece in content:
+        if isinstance(piece, str):
+            add(piece)
+        elif isinstance(piece.node, Literal):
+            add(piece.node.text)
+        elif isinstance(piece.node, Group):
+            fill_mixed(piece.node.element, piece.content)
+            piece.node.element.tail = None
+            element.append(piece.node.element)
+            last = piece.node.element
+        else:
+            piece.node.tail = None
+            element.append(piece.node)
+            last = piece.node
+
+
+def mixed_unit(element, dialect: MixedDialect, *, limit: int, where: str) -> Unit | None:
+    """The unit of a mixed-content element (None: nothing to translate), written back into it."""
+    pieces = mixed_pieces(element, dialect, 0, limit, where)
+    return build_unit(pieces, lambda content, base: fill_mixed(element, content), protect=dialect.protect)

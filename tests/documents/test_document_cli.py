@@ -1,0 +1,69 @@
+"""`attnmt translate RUN -i FILE.docx -o OUT.docx` and the Python API (documents.translate_file) on
+the toy RNN: the output is the format read back by its library, each paragraph the run's own
+translation of it; bad files and wrong -o names are one line on stderr and exit 2."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from attnmt.cli import main
+
+import document_samples as samples
+
+
+@pytest.fixture(scope="module")
+def translator(toy_run):
+    from attnmt.translator import Translator
+
+    return Translator.load(toy_run, device="cpu")
+
+
+def test_translate_docx_from_the_command_line(toy_run, translator, tmp_path):
+    import docx
+
+    source = tmp_path / "report.docx"
+    source.write_bytes(samples.docx_bytes(paragraphs=3))
+    out = tmp_path / "report.en.docx"
+    assert main(["translate", str(toy_run), "-i", str(source), "-o", str(out), "--beam", "2"]) == 0
+    paragraphs = [p.text for p in docx.Document(str(source)).paragraphs][2:]
+    expected = [r.text for r in translator.translate(paragraphs, beam_size=2)]
+    assert [p.text for p in docx.Document(str(out)).paragraphs][2:] == expected
+
+
+def test_python_api_takes_bytes_and_paths(translator, tmp_path):
+    import srt
+
+    from attnmt.documents import translate_file
+
+    data, suffix = translate_file(translator, samples.SRT.encode(), suffix=".srt", beam_size=1)
+    assert suffix == ".srt"
+    first = list(srt.parse(data.decode()))[0]
+    assert first.content == translator.translate(["Hund rot Haus ."], beam_size=1)[0].text
+    path = tmp_path / "a.pdf"
+    path.write_bytes(samples.pdf_bytes([["Katze blau ."]]))
+    data, suffix = translate_file(translator, path, beam_size=1)
+    assert suffix == ".txt" and data.decode().strip() == translator.translate(["Katze blau ."], beam_size=1)[0].text
+
+
+@pytest.mark.parametrize("name,data,output,pattern", [
+    ("a.docx", b"%PDF-1.4 x", "b.docx", r"a\.docx: not a \.docx file: it is a PDF file"),
+    ("a.docx", b"PK\x03\x04broken", "b.docx", r"a\.docx: a corrupt zip archive"),
+    ("a.docx", None, "b.txt", r"-o .*b\.txt: a \.docx document is translated into a \.docx file"),
+    ("a.pdf", None, "b.pdf", r"a \.pdf document is translated into a \.txt file"),
+    ("a.docx", None, None, r"-i .*a\.docx: a \.docx document is written to a file: give -o FILE\.docx"),
+    ("a.odt", None, "b.odt", r"--n-best applies to line files"),
+])
+def test_refusals_are_one_line_and_exit_2(toy_run, tmp_path, capsys, name, data, output, pattern):
+    source = tmp_path / name
+    source.write_bytes(data if data is not None else (samples.pdf_bytes([["Hund"]]) if name.endswith(".pdf")
+                                                      else samples.docx_bytes() if name.endswith(".docx")
+                                                      else samples.odt_bytes()))
+    argv = ["translate", str(toy_run), "-i", str(source)] + (["-o", str(tmp_path / output)] if output else [])
+    argv += ["--n-best", "2", "--beam", "2"] if "n-best" in pattern else []
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert re.search(pattern, err), err
+    assert not (tmp_path / (output or "x")).exists()
