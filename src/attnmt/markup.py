@@ -45,6 +45,14 @@ def aligned_translation(result, *, subword: bool) -> AlignedTranslation:
                               list(result.alignment or []))
 
 
+def through_pivot(first: AlignedTranslation, second: AlignedTranslation) -> AlignedTranslation:
+    """A translation made in two legs (source -> pivot language -> target) as one: `second`'s text,
+    each of its output words linked to the source word that its pivot word's link names in `first`."""
+    source_of = dict((mid, src) for src, mid in first.alignment)  # pivot word -> source word
+    links = [(source_of[mid], out) for mid, out in second.alignment if mid in source_of]
+    return AlignedTranslation(second.text, first.source_words, second.target_words, links)
+
+
 def _words(tokens: Sequence[str], subword: bool) -> list[str]:
     words: list[str] = []
     for token, index in zip(tokens, token_words(tokens, subword)):

@@ -152,3 +152,38 @@ def test_no_special_token_reaches_the_user_on_any_route(multilingual_pairs_run, 
     assert v1["tokens"][0] == "<2en>" and v1["tokens"][2] == "<2de>"  # the model did write them
     for answer in answers:
         assert answer.strip() and not any(s in answer for s in specials), answer
+
+
+def test_files_and_html_go_through_english_too(server, model):
+    """Issue 50 (also seen): /translate_file refused a pivot direction that /languages lists. A .txt
+    file, an .html file and HTML in /translate now go fr -> en -> de, the tags placed through the
+    pivot (each output word linked to the source word its English word came from)."""
+    import re
+
+    beam = model.cfg.search.beam_size
+    texts = ["chien rouge maison", "chat bleu"]
+    english = [r.text for r in model.translate(texts, source_lang="fr", target_lang="en", beam_size=beam)]
+    german = [r.text for r in model.translate(english, source_lang="en", target_lang="de", beam_size=beam)]
+    sent = httpx.post(server.url + "/translate_file", data={"source": "fr", "target": "de"},
+                      files={"file": ("a.txt", ("\n".join(texts) + "\n").encode())}, timeout=60)
+    assert sent.status_code == 200, sent.text
+    assert httpx.get(sent.json()["translatedFileUrl"], timeout=60).text == "\n".join(german) + "\n"
+    html = post(server, "/translate", {"q": "<p><b>chien</b> rouge maison</p>", "source": "fr", "target": "de",
+                                       "format": "html"}).json()
+    assert html["pivot"] == "en" and "<b>" in html["translatedText"]
+    assert re.sub(r"<[^>]+>", "", html["translatedText"]).split() == german[0].split()
+    sent = httpx.post(server.url + "/translate_file", data={"source": "fr", "target": "de"},
+                      files={"file": ("a.html", b"<p><b>chien</b> rouge maison</p>")}, timeout=60)
+    assert sent.status_code == 200, sent.text
+    page = httpx.get(sent.json()["translatedFileUrl"], timeout=60).text
+    assert re.sub(r"<[^>]+>", "", page).split() == german[0].split() and "<b>" in page
+
+
+def test_pivot_alignments_compose():
+    from attnmt.markup import AlignedTranslation, through_pivot
+
+    first = AlignedTranslation("A B C", ["x", "y"], ["A", "B", "C"], [(1, 0), (0, 1), (0, 2)])
+    second = AlignedTranslation("P Q", ["A", "B", "C"], ["P", "Q"], [(2, 0), (0, 1)])
+    joined = through_pivot(first, second)
+    assert joined.source_words == ["x", "y"] and joined.target_words == ["P", "Q"]
+    assert joined.alignment == [(0, 0), (1, 1)]  # P <- C <- x; Q <- A <- y

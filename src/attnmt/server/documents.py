@@ -17,7 +17,7 @@ import asyncio
 from typing import Sequence
 
 from attnmt.documents import Document, DocumentError, DocumentTooLarge, Limits, read_document
-from attnmt.markup import AlignedTranslation, MarkupDocument, aligned_translation
+from attnmt.markup import AlignedTranslation, MarkupDocument, aligned_translation, through_pivot
 from attnmt.server.api_errors import ApiError
 from attnmt.server.routing import ModelSet
 
@@ -35,15 +35,18 @@ async def translate_aligned(models: ModelSet, sentences: Sequence[str], sources:
     to the model (documents.translate_paragraphs is the Python API's): when sentence splitting
     lands, pass `split_sentences=True` through here."""
     aligned: list = [None] * len(sentences)
-    warnings: list = [None] * len(sentences)
+    warnings: list = [[] for _ in sentences]
     for source in dict.fromkeys(sources):
-        service = models.route(source, target)
+        legs, _ = models.legs(source, target)  # a direction no model has: through a pivot language
         where = [i for i, s in enumerate(sources) if s == source]
-        results = await service.translate([sentences[i] for i in where], service.settings_for(beam_size=None),
-                                          alignments=True)
-        for i, result in zip(where, results):
-            aligned[i] = aligned_translation(result, subword=service.translator.subword)
-            warnings[i] = result.warnings
+        current = [sentences[i] for i in where]
+        for leg, service in enumerate(legs):
+            results = await service.translate(current, service.settings_for(beam_size=None), alignments=True)
+            for i, result in zip(where, results):
+                made = aligned_translation(result, subword=service.translator.subword)
+                aligned[i] = made if leg == 0 else through_pivot(aligned[i], made)
+                warnings[i] += result.warnings
+            current = [r.text for r in results]
     return aligned, warnings
 
 
@@ -87,11 +90,13 @@ async def translate_lines(models: ModelSet, text: str, source: str, target: str,
     lines = text.split("\n")
     todo = [i for i, line in enumerate(lines) if line.strip()]
     check_sentences(len(todo), max_sentences)
-    service = models.route(source, target)
-    results = await service.translate([lines[i].strip() for i in todo], service.settings_for(beam_size=None))
-    for i, result in zip(todo, results):
+    legs, _ = models.legs(source, target)  # a direction no model has: through a pivot language
+    texts = [lines[i].strip() for i in todo]
+    for service in legs:
+        texts = [r.text for r in await service.translate(texts, service.settings_for(beam_size=None))]
+    for i, translation in zip(todo, texts):
         line = lines[i]
-        lines[i] = line[:len(line) - len(line.lstrip())] + result.text + line[len(line.rstrip()):]
+        lines[i] = line[:len(line) - len(line.lstrip())] + translation + line[len(line.rstrip()):]
     return "\n".join(lines)
 
 

@@ -71,7 +71,7 @@ class ModelSet:
         via = self.pivot(source, target)
         if via is not None:
             raise ApiError(400, f"{source} -> {target} is not supported directly: {self.describe_directions()} "
-                                f"(LibreTranslate's /translate, plain text, translates it through {via[2]})")
+                                f"(LibreTranslate's /translate and /translate_file translate it through {via[2]})")
         raise ApiError(400, f"{source} -> {target} is not supported: {self.describe_directions()}")
 
     def pivot(self, source: str, target: str) -> tuple[TranslationService, TranslationService, str] | None:

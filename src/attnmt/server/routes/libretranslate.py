@@ -86,7 +86,7 @@ async def translate(request: Request, models: ModelSet = Depends(get_models)):
         translated, warnings = await translate_html_texts(models, texts, sources, body.target,
                                                           max_sentences=models.default.settings.max_sentences)
         others: list[list[str]] = [[] for _ in texts]
-        pivots: list[str | None] = [None for _ in texts]
+        pivots = [models.legs(source, body.target)[1] for source in sources]  # tags placed through the pivot too
     else:
         translated, others, warnings, pivots = await translate_plain(models, texts, sources, body.target,
                                                                      alternatives)
@@ -109,7 +109,7 @@ async def _detect(request: Request, models: ModelSet, body: LibreTranslateReques
     """With `source: auto`, each text's language (of its text without tags, for HTML); otherwise
     None, once the pair is known to be served."""
     if body.source != "auto":
-        models.legs(body.source, body.target) if not html else models.route(body.source, body.target)
+        models.legs(body.source, body.target)  # directly or through a pivot; 400 when nothing joins them
         return None
     readable = [" ".join(d.sentences) for d in await asyncio.to_thread(parse_html, texts, "q")] if html else texts
     return await detect_sources(request, models, readable, body.target)

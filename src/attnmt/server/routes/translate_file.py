@@ -120,17 +120,17 @@ async def translate_file(request: Request, models: ModelSet = Depends(get_models
             readable = (" ".join((await asyncio.to_thread(parse_html, [text], "the file"))[0].sentences)
                         if suffix == ".html" else text)
             source = (await detect_sources(request, models, [readable[:DETECT_CHARS]], target))[0]["language"]
-        models.route(source, target)
+        models.legs(source, target)  # directly, or through a pivot language (400 when nothing joins them)
         translated = await translate_document(models, text, suffix, source, target,
                                               max_sentences=settings.max_sentences)
     else:
         if source != "auto":
-            models.route(source, target)  # a pair the server lacks is refused before the file is read
+            models.legs(source, target)  # a direction the server cannot reach is refused before the file is read
         document = await read_upload(data, suffix, target, file_limit_bytes=settings.file_limit_kb * 1000)
         if source == "auto":
             readable = " ".join(document.sentences)[:DETECT_CHARS]
             source = (await detect_sources(request, models, [readable], target))[0]["language"]
-            models.route(source, target)
+            models.legs(source, target)
         translated = await translate_parsed(models, document, source, target, max_sentences=settings.max_sentences)
     name = await asyncio.to_thread(store.save, translated, output_suffix(suffix))
     return TranslateFileResponse(translatedFileUrl=str(request.url_for("download_file", name=name)))
