@@ -10,7 +10,7 @@ input has most likely dropped something. Here, after decoding:
                                             output token's worth of attention
     uncovered  = { j : received_j < WORD_ATTENTION_MIN }    (words, not punctuation)
     length_ratio = len(tokens) / source tokens
-    flagged    = uncovered is not empty, or length_ratio < LENGTH_RATIO_MIN
+    flagged    = uncovered is not empty, coverage < COVERAGE_MIN, or length_ratio < LENGTH_RATIO_MIN
 
 The attention is the one the result carries: for the native engine by default the mean over the
 Transformer's decoder layers and heads (or the RNN's one attention), for CTranslate2 the exported
@@ -29,6 +29,7 @@ from attnmt.decoding.alignment import token_words
 
 WORD_ATTENTION_MIN = 0.1  # a source word that received less than this over the output is "uncovered"
 LENGTH_RATIO_MIN = 0.5  # output tokens per source token below this: the output is "too short"
+COVERAGE_MIN = 0.5  # a sentence whose coverage is below this is flagged
 
 
 @dataclass
@@ -40,7 +41,8 @@ class SentenceCoverage:
     coverage: float | None         # mean over source words of min(1, attention received); None: no attention
     length_ratio: float            # output tokens / source tokens
     uncovered: list[int] = field(default_factory=list)  # source words (result's word indices) under the minimum
-    flagged: bool = False          # a word uncovered or the output too short
+    flagged: bool = False          # a word uncovered, the coverage low or the output too short
+    least: float | None = None     # the least attention a source word (not punctuation) received
 
 
 def _is_word(text: str) -> bool:
@@ -72,5 +74,8 @@ def measure_coverage(attention, source_tokens: Sequence[str], tokens: Sequence[s
     for token, word in zip(source_tokens, words):
         texts[word] += token
     coverage = float(np.minimum(received, 1.0).mean())
+    counted = [float(amount) for amount, text in zip(received, texts) if _is_word(text)]
     uncovered = [j for j, amount in enumerate(received) if amount < WORD_ATTENTION_MIN and _is_word(texts[j])]
-    return SentenceCoverage(source, target, coverage, ratio, uncovered, bool(uncovered) or too_short)
+    return SentenceCoverage(source, target, coverage, ratio, uncovered,
+                            bool(uncovered) or too_short or coverage < COVERAGE_MIN,
+                            min(counted) if counted else None)

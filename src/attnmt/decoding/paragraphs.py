@@ -120,7 +120,7 @@ def join_sentences(text: str, spans: Sequence[tuple[int, int]], results: Sequenc
     for result, span, target, src_map in zip(results, spans, where, src_maps):
         for c in result.sentences or []:
             sentences.append(SentenceCoverage(span, target, c.coverage, c.length_ratio,
-                                              [src_map[j] for j in c.uncovered], c.flagged))
+                                              [src_map[j] for j in c.uncovered], c.flagged, c.least))
     warnings = list(dict.fromkeys(w for r in results for w in r.warnings))
     paragraph = TranslationResult(fields["text"], fields["tokens"], [t for s in source_tokens for t in s],
                                   fields["attention"], fields["score"], alternatives, warnings, fields["replaced"],
