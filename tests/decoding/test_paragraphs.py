@@ -62,9 +62,9 @@ def test_join_keeps_the_source_spacing_and_shifts_every_index():
     assert [a.text for a in paragraph.alternatives] == ["  A dog runs.\n\nCat.\t"]
 
 
-def test_a_blank_paragraph_comes_back_as_itself():
+def test_a_blank_paragraph_gives_an_empty_translation():
     paragraph = join_sentences(" \n ", [], [], subword=False)
-    assert paragraph.text == " \n " and paragraph.tokens == [] and paragraph.attention.shape == (0, 0)
+    assert paragraph.text == "" and paragraph.tokens == [] and paragraph.attention.shape == (0, 0)
     assert not paragraph.flagged
 
 

@@ -24,7 +24,7 @@ from typing import Sequence
 
 from attnmt.decoding.alignment import token_words
 from attnmt.decoding.coverage import SentenceCoverage
-from attnmt.decoding.results import Alternative, TranslationResult
+from attnmt.decoding.results import Alternative, TranslationResult, empty_result
 
 
 def _word_maps(token_lists: Sequence[Sequence[str]], subword: bool) -> list[dict[int, int]]:
@@ -100,7 +100,9 @@ def join_sentences(text: str, spans: Sequence[tuple[int, int]], results: Sequenc
                    subword: bool) -> TranslationResult:
     """One TranslationResult for `text` from the results of its sentences (`text[a:b]` for each
     span, in order; `spans` from data.sentences.split_sentences). A text without sentences (blank)
-    comes back as itself, with no tokens."""
+    gives an empty translation, as it does unsplit."""
+    if not spans:
+        return empty_result([], [])
     source_tokens = [r.source_tokens for r in results]
     src_maps = _word_maps(source_tokens, subword)
     fields, where = _join_hypotheses(text, spans, results, source_tokens, src_maps, subword=subword)
