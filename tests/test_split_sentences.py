@@ -46,7 +46,12 @@ def test_a_paragraph_is_its_sentences_translated_alone(translator, beam):
 def test_splitting_is_off_by_default(translator):
     whole, = translator.translate(["Hund katze haus. Rot blau."])
     assert whole.source_tokens == ["Hund", "katze", "haus", ".", "Rot", "blau", "."]
-    assert len(whole.sentences) == 1
+    # its coverage still counts per source sentence, both over the one output
+    assert [s.source for s in whole.sentences] == [(0, 16), (17, 26)]
+    assert all(s.target == (0, len(whole.text)) for s in whole.sentences)
+    received = whole.attention.sum(axis=0)  # (src_len,): moses tokens are words
+    assert [s.coverage for s in whole.sentences] == pytest.approx(
+        [np.minimum(received[:4], 1).mean(), np.minimum(received[4:], 1).mean()])
 
 
 def test_a_prefix_goes_to_the_first_sentence(translator):

@@ -15,6 +15,7 @@ the result's `warnings` says so. `n_best=K` fills `result.alternatives` with the
 
 from __future__ import annotations
 
+import itertools
 import logging
 from pathlib import Path
 from typing import Callable, Sequence
@@ -27,7 +28,7 @@ from attnmt.data.batching import make_batches
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
 from attnmt.data.sentences import split_sentences as find_sentences
 from attnmt.decoding.alignment import replace_unknowns, word_alignment
-from attnmt.decoding.coverage import measure_coverage
+from attnmt.decoding.coverage import measure_parts
 from attnmt.decoding.inputs import applicable_constraints, check_constraints, check_prefixes, encode_targets
 from attnmt.decoding.paragraphs import join_sentences
 from attnmt.decoding.results import Alternative, Engine, ScoreResult, TranslationResult
@@ -295,17 +296,30 @@ class Translator:
         prefixes, _ = encode_targets(self.pipeline, [p or "" for p in prefix_texts], self.cfg.search)
         for sentence, result, prefix in zip(sentences, results, prefixes):
             self._finish(result, prefix, replace_unk=replace, alignments=alignments)
-            self._measure(sentence, result)
+            self._measure(sentence, result, source_lang, target_lang)
         return results
 
-    def _measure(self, sentence: str, result: TranslationResult) -> None:
-        """The result's coverage (decoding/coverage.py), its source the sentence's non-blank characters."""
+    def _measure(self, sentence: str, result: TranslationResult, source_lang: str | None = None,
+                 target_lang: str | None = None) -> None:
+        """The result's coverage (decoding/coverage.py): per source sentence of `sentence` (found by
+        data.sentences.split_sentences; the whole text when it is one sentence, or when its
+        sentences' tokens do not add up to the source's, e.g. a cut input)."""
         words = len(result.source_tokens) - (1 if self.pipeline.source_eos and result.source_tokens else 0)
+        source_tokens = result.source_tokens[:words]
         stripped = sentence.strip()
         start = len(sentence) - len(sentence.lstrip())
-        result.sentences = [measure_coverage(result.attention, result.source_tokens[:words], result.tokens,
-                                             subword=self.subword, source=(start, start + len(stripped)),
-                                             target=(0, len(result.text)))]
+        parts = [((start, start + len(stripped)), 0, len(source_tokens))]
+        try:
+            spans = find_sentences(sentence, self.source_language(source_lang, target_lang))
+        except LanguageError:  # a multilingual model's call without its source language: one part
+            spans = []
+        if len(spans) > 1:
+            counts = [len(self.pipeline.src_tokenizer.tokenize(sentence[a:b])) for a, b in spans]
+            if sum(counts) == len(source_tokens):
+                ends = list(itertools.accumulate(counts))
+                parts = [(span, end - count, end) for span, count, end in zip(spans, counts, ends)]
+        result.sentences = measure_parts(result.attention, source_tokens, result.tokens, subword=self.subword,
+                                         parts=parts, target=(0, len(result.text)))
         result.summarize_coverage()
 
     def _finish(self, result: TranslationResult, prefix: list[str], *, replace_unk: bool, alignments: bool) -> None:

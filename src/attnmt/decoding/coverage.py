@@ -12,6 +12,11 @@ input has most likely dropped something. Here, after decoding:
     length_ratio = len(tokens) / source tokens
     flagged    = uncovered is not empty, coverage < COVERAGE_MIN, or length_ratio < LENGTH_RATIO_MIN
 
+A text translated whole (not split) that holds several sentences gets these per source sentence
+(`measure_parts`: the sentences found by data.sentences.split_sentences, all sharing the one
+output's attention and length ratio), so a sentence the model dropped shows as a sentence with
+little attention, and `attnmt translate --report` names it.
+
 The attention is the one the result carries: for the native engine by default the mean over the
 Transformer's decoder layers and heads (or the RNN's one attention), for CTranslate2 the exported
 layer averaged over its heads. The two thresholds were chosen on Multi30k val (docs/results.md,
@@ -58,14 +63,29 @@ def measure_coverage(attention, source_tokens: Sequence[str], tokens: Sequence[s
         source_tokens: the source's tokens without a Marian </s>.
         source, target: the character spans to report.
     """
+    return measure_parts(attention, source_tokens, tokens, subword=subword,
+                         parts=[(source, 0, len(source_tokens))], target=target)[0]
+
+
+def measure_parts(attention, source_tokens: Sequence[str], tokens: Sequence[str], *, subword: bool,
+                  parts: Sequence[tuple[tuple[int, int], int, int]], target: tuple[int, int]) -> list[SentenceCoverage]:
+    """The coverage of each part of one translation's source: the sentences of a text translated
+    whole. A part is (its character span, its first token, its end token); its coverage and
+    uncovered words count its own words, its length ratio is the whole translation's (an output
+    cannot be cut by source sentence). A sentence the output left out receives little attention.
+
+    Args:
+        attention: (len(tokens), len(source_tokens)) array, or None (then only the length counts).
+        source_tokens: the source's tokens without a Marian </s>.
+    """
     import numpy as np
 
     ratio = len(tokens) / len(source_tokens) if source_tokens else 1.0
-    if not source_tokens:
-        return SentenceCoverage(source, target, 1.0, ratio)
     too_short = ratio < LENGTH_RATIO_MIN
+    if not source_tokens:
+        return [SentenceCoverage(span, target, 1.0, ratio) for span, _, _ in parts]
     if attention is None:
-        return SentenceCoverage(source, target, None, ratio, [], too_short)
+        return [SentenceCoverage(span, target, None, ratio, [], too_short) for span, _, _ in parts]
     words = np.asarray(token_words(source_tokens, subword))  # (src_len,)
     weights = np.asarray(attention, dtype=np.float64).reshape(len(tokens), -1)[:, :len(source_tokens)]
     received = np.zeros(words[-1] + 1)  # (src_words,)
@@ -73,9 +93,16 @@ def measure_coverage(attention, source_tokens: Sequence[str], tokens: Sequence[s
     texts = [""] * len(received)
     for token, word in zip(source_tokens, words):
         texts[word] += token
-    coverage = float(np.minimum(received, 1.0).mean())
-    counted = [float(amount) for amount, text in zip(received, texts) if _is_word(text)]
-    uncovered = [j for j, amount in enumerate(received) if amount < WORD_ATTENTION_MIN and _is_word(texts[j])]
-    return SentenceCoverage(source, target, coverage, ratio, uncovered,
-                            bool(uncovered) or too_short or coverage < COVERAGE_MIN,
-                            min(counted) if counted else None)
+    found = []
+    for span, first, end in parts:
+        own = sorted(set(words[first:end].tolist()))
+        if not own:
+            found.append(SentenceCoverage(span, target, 1.0, ratio, [], too_short))
+            continue
+        coverage = float(np.minimum(received[own], 1.0).mean())
+        counted = [float(received[j]) for j in own if _is_word(texts[j])]
+        uncovered = [j for j in own if received[j] < WORD_ATTENTION_MIN and _is_word(texts[j])]
+        found.append(SentenceCoverage(span, target, coverage, ratio, uncovered,
+                                      bool(uncovered) or too_short or coverage < COVERAGE_MIN,
+                                      min(counted) if counted else None))
+    return found
