@@ -87,3 +87,21 @@ def test_every_character_outside_the_spans_is_whitespace(text, lang):
         assert "\n" not in text[start:end] and "\r" not in text[start:end]
         position = end
     assert not text[position:].strip()
+
+
+def test_long_hostile_lines_do_not_hang():
+    """A body of 1 MiB is what the service takes: splitting it must stay linear (a regex that
+    backtracked over a long word, and rules that re-read a growing sentence, took minutes). Run in
+    a child process: a regex holds the GIL, so only a process can be stopped at the limit."""
+    import subprocess
+
+    script = ("from attnmt.data.sentences import split_sentences\n"
+              "for text in ['a' * 1_000_000, 'x@' * 500_000, '1. a ' * 200_000, 'J. ' * 300_000]:\n"
+              "    spans = split_sentences(text, 'de')\n"
+              "    assert spans[0][0] == 0 and spans[-1][1] == len(text.rstrip()), spans[:3]\n"
+              "print('done')\n")
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("split_sentences did not finish 4 lines of 1 MB within 60 s")
+    assert done.stdout.strip() == "done", done.stderr[-2000:]

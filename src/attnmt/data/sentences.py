@@ -46,7 +46,10 @@ _OPENING = "\"'„“‚‘«»([{–—-"  # may come before a sentence's first
 _ORDINAL = re.compile(r"(?:^|[\s(\[„\"'«»\-–])(?:\d{1,2}\.)?\d{1,3}\.$")
 _LIST_MARKER = re.compile(r"^[(\[]?(?:\d{1,3}|[^\W\d_])[.)]$")
 # a sentence that ends with a word that never ends one in sentencex's lists, or an address
-_FORCED_END = re.compile(r"(?:\b(?:etc|usw|usf|atd|aj)\.|(?:\S+@|https?://|www\.)\S*?[\w/][.!?])(\s+)")
+# (an address is matched from its first character only, (?<!\S): linear in the line's length)
+_FORCED_END = re.compile(r"(?:\b(?:etc|usw|usf|atd|aj)\.|(?<!\S)[\"'(\[\u201e\u00ab]?(?:[^\s@]+@|https?://|www\.)\S*?[\w/][.!?])"
+                         r"(\s+)")
+_TAIL = 16  # characters of a sentence's end (and of the next one's start) that the corrections read
 _LINE = re.compile(r"[^\r\n\u2028\u2029\x0b\x0c\x85]+")  # a line's characters (str.splitlines' breaks)
 _LANG = re.compile(r"^[a-z]{2,3}$")
 
@@ -138,10 +141,13 @@ def refine(line: str, spans: list[Span], lang: str) -> list[Span]:
     merged: list[Span] = []
     for start, end in split:  # boundaries the segmenter put where none is
         if merged:
-            before = line[merged[-1][0]:merged[-1][1]]
+            # the sentence before, or its last characters (all that the rules read: linear in the line)
+            before = line[max(merged[-1][0], merged[-1][1] - _TAIL):merged[-1][1]]
+            whole = merged[-1][1] - merged[-1][0] <= _TAIL
             join = before.endswith(".") and (
-                _starts_lower(line[start:end]) or _ends_with_initial(before, lang) or _LIST_MARKER.match(before)
-                or (lang in ORDINAL_DOT and _ORDINAL.search(before) is not None))
+                _starts_lower(line[start:min(end, start + _TAIL)]) or _ends_with_initial(before, lang)
+                or (whole and _LIST_MARKER.match(before))
+                or (lang in ORDINAL_DOT and _ORDINAL.search(before if whole else " " + before[-8:]) is not None))
             if join:
                 merged[-1] = (merged[-1][0], end)
                 continue
