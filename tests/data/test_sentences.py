@@ -75,7 +75,7 @@ def test_a_language_that_is_no_code_is_refused(lang):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("ab Z.!?\n\r\t\u201e\u201c(1)-@")), max_size=60),
+@given(st.text(alphabet=st.sampled_from(list("ab Z.!?\n\r\t\u201e\u201c(1)-@\ud800\U0001f600")), max_size=60),
        st.sampled_from(["de", "en", "fr", "cs"]))
 def test_every_character_outside_the_spans_is_whitespace(text, lang):
     spans = split_sentences(text, lang)

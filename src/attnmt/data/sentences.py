@@ -49,6 +49,7 @@ _LIST_MARKER = re.compile(r"^[(\[]?(?:\d{1,3}|[^\W\d_])[.)]$")
 # (an address is matched from its first character only, (?<!\S): linear in the line's length)
 _FORCED_END = re.compile(r"(?:\b(?:etc|usw|usf|atd|aj)\.|(?<!\S)[\"'(\[\u201e\u00ab]?(?:[^\s@]+@|https?://|www\.)\S*?[\w/][.!?])"
                          r"(\s+)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _TAIL = 16  # characters of a sentence's end (and of the next one's start) that the corrections read
 _LINE = re.compile(r"[^\r\n\u2028\u2029\x0b\x0c\x85]+")  # a line's characters (str.splitlines' breaks)
 _LANG = re.compile(r"^[a-z]{2,3}$")
@@ -86,6 +87,7 @@ def spans_by_line(text: str, segment: Callable[[str], Iterable[str]], lang: str 
         line, offset = match.group(), match.start()
         if not line.strip():
             continue
+        line = _SURROGATE.sub("\ufffd", line)  # a lone surrogate (not UTF-8) as one character of the same place
         found = _line_spans(line, segment)
         if lang is not None:
             found = refine(line, found, lang)
