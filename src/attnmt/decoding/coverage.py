@@ -32,7 +32,7 @@ from typing import Sequence
 
 from attnmt.decoding.alignment import token_words
 
-WORD_ATTENTION_MIN = 0.1  # a source word that received less than this over the output is "uncovered"
+WORD_ATTENTION_MIN = 0.02  # a source word that received less than this over the output is "uncovered" (val)
 LENGTH_RATIO_MIN = 0.5  # output tokens per source token below this: the output is "too short"
 COVERAGE_MIN = 0.5  # a sentence whose coverage is below this is flagged
 
