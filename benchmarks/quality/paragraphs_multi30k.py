@@ -122,6 +122,7 @@ def main(argv=None) -> int:
 
     from attnmt import Translator
     from attnmt.data.corpus import load_multi30k
+    from attnmt.data.sentences import split_sentences
     from attnmt.decoding import coverage as cov
     from attnmt.evaluation import score_translations
 
@@ -136,6 +137,18 @@ def main(argv=None) -> int:
     ref_paragraphs = [" ".join(refs[i] for i in g) for g in groups]
     print(f"{args.split}: {len(sources)} captions, {len(paragraphs)} paragraphs of 3-5; engine {engine}, "
           f"beam {args.beam}")
+
+    gold_right = gold_wrong = 0  # the caption joins are the gold boundaries of split_sentences
+    for g, paragraph in zip(groups, paragraphs):
+        starts, position = set(), 0
+        for i in g:
+            starts.add(paragraph.index(sources[i], position))
+            position = max(starts) + len(sources[i])
+        gold = starts - {0}
+        predicted = {a for a, _ in split_sentences(paragraph, src_lang)} - {0}
+        gold_right, gold_wrong = gold_right + len(gold & predicted), gold_wrong + len(gold ^ predicted)
+    print(f"  split_sentences on the paragraphs: {gold_right} caption boundaries found, {gold_wrong} wrong "
+          f"(missed or made up), {100 * gold_right / (gold_right + gold_wrong):.1f}%")
 
     timings, outputs = {}, {}
     start = time.perf_counter()

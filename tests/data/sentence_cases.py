@@ -50,6 +50,8 @@ HARD_CASES = {
          ["Das ist u. a. wichtig, bzw. nötig.", "Es kamen ca. 20 Leute."]),
         ("Einkaufsliste:\n- Mehl\n- Zucker\n\nBitte bis Mo. besorgen.",
          ["Einkaufsliste:", "- Mehl", "- Zucker", "Bitte bis Mo. besorgen."]),
+        ("Er trägt das Trikot mit der Nummer 10. Ein Mann schaut zu.",
+         ["Er trägt das Trikot mit der Nummer 10.", "Ein Mann schaut zu."]),
         ("Eine Frau sitzt auf einer Bank.\nEin Mann steht daneben. Er raucht.",
          ["Eine Frau sitzt auf einer Bank.", "Ein Mann steht daneben.", "Er raucht."]),
     ],

@@ -17,7 +17,8 @@ The rules, in order:
        evening", "1. flour, 2. sugar"), after a lone capital initial ("M. Dupont", "J.-P.
        Sartre"), or after a list marker alone ("1." of "1. Dies ist ...");
      - in languages that write ordinals with a dot (de, cs, ...: ORDINAL_DOT), none after a
-       number of 1-3 digits ("im 19. Jahrhundert", "3. října", "am 3. Oktober");
+       number of 1-3 digits ("im 19. Jahrhundert", "3. října", "am 3. Oktober"), unless (German)
+       an article or a pronoun follows ("mit der Nummer 10. Ein Mann ...");
      - a boundary after "etc." / "usw." / "atd." and after an e-mail address or URL ending a
        sentence, when a capital letter follows ("..., etc. C'était drôle.");
   4. each span is stripped of surrounding whitespace; whitespace-only parts give no span.
@@ -117,6 +118,15 @@ def _line_spans(line: str, segment: Callable[[str], Iterable[str]]) -> list[Span
     return spans
 
 
+# words that follow a sentence-ending number but never an ordinal ("... mit der Nummer 10. Ein Mann ...")
+_STARTERS = {"de": frozenset("Der Die Das Den Dem Des Ein Eine Einer Eines Einem Einen Er Sie Es Wir Ich Ihr Man "
+                             "Zwei Drei Vier Fünf Viele Alle Dann Hier Dort".split())}
+
+
+def _first_word(line: str, start: int, end: int) -> str:
+    return line[start:min(end, start + _TAIL)].lstrip(_OPENING).split(" ", 1)[0]
+
+
 def _starts_lower(sentence: str) -> bool:
     first = sentence.lstrip(_OPENING)[:1]
     return first.isalpha() and first.islower()
@@ -149,7 +159,8 @@ def refine(line: str, spans: list[Span], lang: str) -> list[Span]:
             join = before.endswith(".") and (
                 _starts_lower(line[start:min(end, start + _TAIL)]) or _ends_with_initial(before, lang)
                 or (whole and _LIST_MARKER.match(before))
-                or (lang in ORDINAL_DOT and _ORDINAL.search(before if whole else " " + before[-8:]) is not None))
+                or (lang in ORDINAL_DOT and _ORDINAL.search(before if whole else " " + before[-8:]) is not None
+                    and _first_word(line, start, end) not in _STARTERS.get(lang, ())))
             if join:
                 merged[-1] = (merged[-1][0], end)
                 continue
