@@ -12,13 +12,13 @@ from attnmt.decoding.results import Alternative, TranslationResult
 SPM = "\u2581"
 
 
-def sentence(text, tokens, source_tokens, attention, *, score=-1.0, alignment=None, replaced=(), logps=None,
-             alternatives=None):
+def sentence(text, tokens, source_tokens, attention, *, source_chars, score=-1.0, alignment=None, replaced=(),
+             logps=None, alternatives=None):
     attention = np.asarray(attention, dtype=np.float32)
     result = TranslationResult(text, tokens, source_tokens, attention, score, [], [], list(replaced), alignment,
                                logps)
     result.alternatives = alternatives or [Alternative(text, tokens, score, attention, list(replaced), alignment, logps)]
-    result.sentences = [measure_coverage(attention, source_tokens, tokens, subword=True, source=(0, 0),
+    result.sentences = [measure_coverage(attention, source_tokens, tokens, subword=True, source=(0, source_chars),
                                          target=(0, len(text)))]
     return result
 
@@ -28,10 +28,10 @@ def two_sentences():
     first = sentence("A dog runs.", [f"{SPM}A", f"{SPM}dog", f"{SPM}ru", "ns", "."],
                      [f"{SPM}Ein", f"{SPM}Hund", f"{SPM}läuft", "."],
                      [[.9, .1, 0, 0], [0, .8, .2, 0], [0, 0, 1, 0], [0, 0, .7, .3], [0, 0, 0, 1]],
-                     score=-0.5, alignment=[(0, 0), (1, 1), (2, 2)], replaced=[1], logps=[-.1, -.2, -.3, -.4, -.5, -.6])
+                     source_chars=15, score=-0.5, alignment=[(0, 0), (1, 1), (2, 2)], replaced=[1], logps=[-.1, -.2, -.3, -.4, -.5, -.6])
     # sentence 2: source "▁Ka tze ▁." (2 words), output "▁Cat ▁." ; the source word "Ka tze" gets 0.02
     second = sentence("Cat.", [f"{SPM}Cat", f"{SPM}."], [f"{SPM}Ka", "tze", f"{SPM}."],
-                      [[0.01, 0.01, .98], [0, 0, 1]], score=-2.0, alignment=[(0, 0)], logps=[-1.0, -2.0, -3.0])
+                      [[0.01, 0.01, .98], [0, 0, 1]], source_chars=6, score=-2.0, alignment=[(0, 0)], logps=[-1.0, -2.0, -3.0])
     return first, second
 
 
@@ -60,6 +60,16 @@ def test_join_keeps_the_source_spacing_and_shifts_every_index():
     assert paragraph.flagged and paragraph.uncovered == [3]
     assert paragraph.coverage == pytest.approx(min(s.coverage for s in paragraph.sentences))
     assert [a.text for a in paragraph.alternatives] == ["  A dog runs.\n\nCat.\t"]
+
+
+def test_one_sentence_keeps_its_result_and_the_whitespace_around_it():
+    first, _ = two_sentences()
+    tokens, attention = list(first.tokens), first.attention.copy()
+    text = "\t Ein Hund läuft.\n"
+    paragraph = join_sentences(text, [(2, 17)], [first], subword=True)
+    assert paragraph.text == "\t A dog runs.\n" and paragraph.alternatives[0].text == "\t A dog runs.\n"
+    assert paragraph.tokens == tokens and np.array_equal(paragraph.attention, attention)
+    assert paragraph.sentences[0].source == (2, 17) and paragraph.sentences[0].target == (2, 13)
 
 
 def test_a_blank_paragraph_gives_an_empty_translation():

@@ -20,6 +20,7 @@ Shapes: attention (tgt_len, src_len) numpy; paragraph (sum tgt_len, sum src_len)
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 from attnmt.decoding.alignment import token_words
@@ -96,6 +97,17 @@ def _join_hypotheses(text: str, spans, hyps: Sequence, source_tokens: Sequence[S
                 score=score, token_log_probs=logps), where
 
 
+def _around(text: str, span: tuple[int, int], result: TranslationResult) -> TranslationResult:
+    """A one-sentence text's result: the sentence's, with the whitespace before and after it."""
+    lead, trail = text[:span[0]], text[span[1]:]
+    result.sentences = [replace(c, source=(span[0] + c.source[0], span[0] + c.source[1]),
+                                target=(len(lead), len(lead) + len(result.text))) for c in result.sentences]
+    if lead or trail:
+        for hyp in [result, *result.alternatives]:
+            hyp.text = lead + hyp.text + trail
+    return result
+
+
 def join_sentences(text: str, spans: Sequence[tuple[int, int]], results: Sequence[TranslationResult], *,
                    subword: bool) -> TranslationResult:
     """One TranslationResult for `text` from the results of its sentences (`text[a:b]` for each
@@ -103,6 +115,8 @@ def join_sentences(text: str, spans: Sequence[tuple[int, int]], results: Sequenc
     gives an empty translation, as it does unsplit."""
     if not spans:
         return empty_result([], [])
+    if len(spans) == 1:  # one sentence: its own result, the text's whitespace around it
+        return _around(text, spans[0], results[0])
     source_tokens = [r.source_tokens for r in results]
     src_maps = _word_maps(source_tokens, subword)
     fields, where = _join_hypotheses(text, spans, results, source_tokens, src_maps, subword=subword)
@@ -121,7 +135,8 @@ def join_sentences(text: str, spans: Sequence[tuple[int, int]], results: Sequenc
     sentences = []
     for result, span, target, src_map in zip(results, spans, where, src_maps):
         for c in result.sentences or []:
-            sentences.append(SentenceCoverage(span, target, c.coverage, c.length_ratio,
+            sentences.append(SentenceCoverage((span[0] + c.source[0], span[0] + c.source[1]), target, c.coverage,
+                                              c.length_ratio,
                                               [src_map[j] for j in c.uncovered], c.flagged, c.least))
     warnings = list(dict.fromkeys(w for r in results for w in r.warnings))
     paragraph = TranslationResult(fields["text"], fields["tokens"], [t for s in source_tokens for t in s],
