@@ -330,8 +330,8 @@ function renderCoverage(t) {
   box.hidden = !t.flagged;
   const flagged = sentences.filter((s) => s.flagged);
   show("coverage-warning", t.flagged ?
-    `Part of the source may be missing from the translation: ${flagged.length} of ${count} flagged` +
-    (uncovered.size ? `; the marked words got almost no attention.` : `; the output is far shorter than the input.`) : "");
+    `Part of the source may be missing from the translation: ${flagged.length} of ${count} flagged ` +
+    `(lowest coverage ${figure})` + (uncovered.size ? "; the marked words got almost no attention." : ".") : "");
 }
 
 function markSelected(index) {
