@@ -17,6 +17,11 @@ whitespace; a point is right when the segmenter and the gold agree on it. Speed:
 second over test_2016_flickr's German sentences joined into paragraphs of 4 (ATTNMT_DATA).
 
     benchmarks/quality/sentence_split.py [--golden-dir DIR] [--segmenters sentencex pysbd ...]
+
+Only sentencex is attnmt's dependency; the others (pysbd, syntok, blingfire, sentence-splitter)
+are installed by hand to compare. pysbd's wheel also installs a top-level `benchmarks` package
+into site-packages: uninstall it after measuring, or `import benchmarks` outside this repository
+finds pysbd's.
 """
 
 from __future__ import annotations
@@ -165,6 +170,11 @@ def main(argv=None) -> int:
     print(f"{'segmenter':24} {'set':7} " + " ".join(f"{lang:>16}" for lang in LANGS) + "   speed")
     for name, rules in [(name, rules) for name in args.segmenters for rules in (False, True)]:
         make = segmenters()[name]
+        try:
+            make("en")
+        except ImportError as err:
+            print(f"{name}: not installed ({err}); pip install it to compare")
+            break
         label = name + (" + attnmt" if rules else "")
         for set_name, sets in (("hard", hard), ("golden", golden)):
             cells = []
