@@ -15,6 +15,7 @@ the result's `warnings` says so. `n_best=K` fills `result.alternatives` with the
 
 from __future__ import annotations
 
+import itertools
 import logging
 from pathlib import Path
 from typing import Callable, Sequence
@@ -25,8 +26,11 @@ from torch import nn
 from attnmt.config import Config
 from attnmt.data.batching import make_batches
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
+from attnmt.data.sentences import split_sentences as find_sentences
 from attnmt.decoding.alignment import replace_unknowns, word_alignment
+from attnmt.decoding.coverage import measure_parts
 from attnmt.decoding.inputs import applicable_constraints, check_constraints, check_prefixes, encode_targets
+from attnmt.decoding.paragraphs import join_sentences
 from attnmt.decoding.results import Alternative, Engine, ScoreResult, TranslationResult
 from attnmt.devices import resolve_device
 from attnmt.direction import Direction
@@ -160,6 +164,22 @@ class Translator:
                                 f"{Direction(src, tgt)} only")
         return None
 
+    def source_language(self, source_lang: str | None = None, target_lang: str | None = None) -> str:
+        """The language a call reads (to split its sentences): `source_lang`, else the model's only
+        source language (into `target_lang`).
+
+        Raises:
+            LanguageError: a multilingual model reads several languages into the target: say which.
+        """
+        if source_lang is not None:
+            return source_lang
+        target = self.target_language(source_lang, target_lang)
+        sources = sorted({s for s, t in self.directions if target is None or t == target})
+        if len(sources) != 1:
+            raise LanguageError(f"splitting sentences needs the source language (source_lang; CLI --source-lang): "
+                                f"this model reads {', '.join(sources)}")
+        return sources[0]
+
     @property
     def subword(self) -> bool:
         """Whether tokens are sentencepiece pieces (merged into words for alignments) or words."""
@@ -178,8 +198,19 @@ class Translator:
                   sampling_temperature: float = 1.0, seed: int | None = None, replace_unk: bool | None = None,
                   alignments: bool = False, target_prefix: Sequence[str | None] | None = None,
                   constraints: Sequence | None = None, source_lang: str | None = None,
-                  target_lang: str | None = None) -> list[TranslationResult]:
+                  target_lang: str | None = None, split_sentences: bool = False) -> list[TranslationResult]:
         """Translate sentences (a list, or one string); beam_size 1 is greedy search.
+
+        `split_sentences` translates each text as a paragraph: its sentences found by
+        data.sentences.split_sentences in the source language, translated in one engine call with
+        every other text's, and joined back with the text's own whitespace (decoding/paragraphs.py:
+        tokens, block-diagonal attention, alignment, coverage per sentence in paragraph indices).
+        Off by default: a file of one sentence per line translates exactly as before. A target
+        prefix goes to a paragraph's first sentence; of its constraints, (source, target) pairs
+        apply to every sentence where the source phrase occurs, bare target phrases to the first.
+
+        Every result carries its coverage (decoding/coverage.py): `sentences` (per sentence:
+        coverage, length ratio, uncovered source words, flagged), `coverage`, `flagged`, `uncovered`.
 
         `target_lang` says which language a multilingual model writes (needed when it writes
         several); `source_lang`, when given, must make one of its directions with it. A
@@ -213,6 +244,37 @@ class Translator:
             constraints = None if constraints is None else [constraints]
         if replace_unk is not None and not isinstance(replace_unk, bool):
             raise ValueError(f"replace_unk={replace_unk!r} must be true, false or None")
+        if not isinstance(split_sentences, bool):
+            raise ValueError(f"split_sentences={split_sentences!r} must be true or false")
+        options = dict(beam_size=beam_size, length_penalty=length_penalty, batch_size=batch_size, layer=layer,
+                       head=head, n_best=n_best, sampling_topk=sampling_topk,
+                       sampling_temperature=sampling_temperature, seed=seed, replace_unk=replace_unk,
+                       alignments=alignments, source_lang=source_lang, target_lang=target_lang)
+        if not split_sentences:
+            return self._translate(list(sentences), target_prefix=target_prefix, constraints=constraints, **options)
+        texts = list(sentences)
+        prefix_texts = check_prefixes(target_prefix, len(texts))
+        per_text = check_constraints(constraints, len(texts))
+        lang = self.source_language(source_lang, target_lang)
+        spans = [find_sentences(text, lang) for text in texts]
+        units, unit_prefixes, unit_constraints = [], [], []
+        for text, found, prefix, items in zip(texts, spans, prefix_texts, per_text):
+            for k, (start, end) in enumerate(found):
+                units.append(text[start:end])
+                unit_prefixes.append(prefix if k == 0 else None)
+                unit_constraints.append(list(items) if k == 0 else [i for i in items if not isinstance(i, str)])
+        found_results = self._translate(units, target_prefix=unit_prefixes if target_prefix is not None else None,
+                                        constraints=unit_constraints if constraints is not None else None, **options)
+        results, start = [], 0
+        for text, found in zip(texts, spans):
+            results.append(join_sentences(text, found, found_results[start:start + len(found)], subword=self.subword))
+            start += len(found)
+        return results
+
+    def _translate(self, sentences: list[str], *, beam_size, length_penalty, batch_size, layer, head, n_best,
+                   sampling_topk, sampling_temperature, seed, replace_unk, alignments, target_prefix, constraints,
+                   source_lang, target_lang) -> list[TranslationResult]:
+        """translate() of one sentence per text."""
         prefix_texts = check_prefixes(target_prefix, len(sentences))
         beam = self.cfg.search.beam_size if beam_size is None else beam_size
         options = {}
@@ -232,9 +294,33 @@ class Translator:
                                         seed=seed, target_prefix=target_prefix, **options)
         replace = self.replaces_unk if replace_unk is None else replace_unk
         prefixes, _ = encode_targets(self.pipeline, [p or "" for p in prefix_texts], self.cfg.search)
-        for result, prefix in zip(results, prefixes):
+        for sentence, result, prefix in zip(sentences, results, prefixes):
             self._finish(result, prefix, replace_unk=replace, alignments=alignments)
+            self._measure(sentence, result, source_lang, target_lang)
         return results
+
+    def _measure(self, sentence: str, result: TranslationResult, source_lang: str | None = None,
+                 target_lang: str | None = None) -> None:
+        """The result's coverage (decoding/coverage.py): per source sentence of `sentence` (found by
+        data.sentences.split_sentences; the whole text when it is one sentence, or when its
+        sentences' tokens do not add up to the source's, e.g. a cut input)."""
+        words = len(result.source_tokens) - (1 if self.pipeline.source_eos and result.source_tokens else 0)
+        source_tokens = result.source_tokens[:words]
+        stripped = sentence.strip()
+        start = len(sentence) - len(sentence.lstrip())
+        parts = [((start, start + len(stripped)), 0, len(source_tokens))]
+        try:
+            spans = find_sentences(sentence, self.source_language(source_lang, target_lang))
+        except LanguageError:  # a multilingual model's call without its source language: one part
+            spans = []
+        if len(spans) > 1:
+            counts = [len(self.pipeline.src_tokenizer.tokenize(sentence[a:b])) for a, b in spans]
+            if sum(counts) == len(source_tokens):
+                ends = list(itertools.accumulate(counts))
+                parts = [(span, end - count, end) for span, count, end in zip(spans, counts, ends)]
+        result.sentences = measure_parts(result.attention, source_tokens, result.tokens, subword=self.subword,
+                                         parts=parts, target=(0, len(result.text)))
+        result.summarize_coverage()
 
     def _finish(self, result: TranslationResult, prefix: list[str], *, replace_unk: bool, alignments: bool) -> None:
         """Put the prefix's own tokens back (the engines see words the vocabulary lacks as <unk>),

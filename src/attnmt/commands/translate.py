@@ -4,6 +4,11 @@ line, then an empty line. --alignments appends a tab and the word alignment ('0-
 source-output word indices) to each translation; --no-replace-unk keeps <unk> in the output.
 --glossary TERMS.TSV ('source phrase<TAB>target phrase' lines) puts each target phrase whose
 source phrase occurs in a line into its translation exactly once (constrained beam search).
+--split-sentences translates each line as a paragraph, sentence by sentence (data/sentences.py),
+joined back with the line's own spacing; off by default, so a file of one sentence per line
+translates exactly as before. --report lists on stderr each line whose translation may have left
+part of its source out (decoding/coverage.py: a source word with almost no attention, or an
+output far shorter than the input).
 From a file into a file (-i and -o), and on every rank under torchrun, the input is translated in
 shards of --shard-lines lines that survive a kill (commands/file_jobs.py, sharding.py). --workers N
 decodes in N processes (workers.py), outputs in input order. An -i FILE with a document's extension
@@ -63,6 +68,13 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alignments", action="store_true",
                         help="append a tab and the word alignment in Pharaoh format ('0-0 1-2 ...': "
                              "source-output word indices, from attention)")
+    parser.add_argument("--split-sentences", action="store_true",
+                        help="translate each line sentence by sentence (split in the source language) and join "
+                             "the translations with the line's own spacing; for paragraphs, not for a file of "
+                             "one sentence per line (the default: each line is one sentence to the model)")
+    parser.add_argument("--report", action="store_true",
+                        help="list on stderr each line whose translation may have left part of its source out: "
+                             "coverage, the source words with almost no attention, the length ratio")
     parser.add_argument("--glossary", default=None, metavar="TERMS.TSV",
                         help="terminology: 'source phrase<TAB>target phrase' lines; where the source phrase "
                              "occurs in a sentence, the target phrase appears in its translation exactly once "
@@ -85,10 +97,11 @@ def run(args) -> int:
                    n_best=args.n_best, sampling_topk=args.sampling_topk,
                    sampling_temperature=args.sampling_temperature, seed=args.seed,
                    replace_unk=args.replace_unk, alignments=args.alignments, glossary=glossary,
-                   source_lang=args.source_lang, target_lang=args.target_lang)
+                   source_lang=args.source_lang, target_lang=args.target_lang,
+                   split_sentences=args.split_sentences, report=args.report)
     chunk_size = args.batch_size * 8
     if file_jobs.wanted(args):
-        settings = {k: v for k, v in options.items() if k not in ("batch_size", "glossary")}
+        settings = {k: v for k, v in options.items() if k not in ("batch_size", "glossary", "report")}
         settings["glossary"] = sha256_file(args.glossary) if args.glossary is not None else None
         if args.sampling_topk != 1:  # a seed repeats a sample for one split among the workers only
             settings["workers"] = args.workers
@@ -138,14 +151,15 @@ def _stream(args, options: dict, chunk_size: int) -> None:
                                    workers=args.workers, threads=args.threads) as translator, \
             open_input(args.input) as source, open_output(args.output) as target:
         chunk: list[str] = []
+        done = 0  # lines translated before the chunk
         for line in read_lines(source, args.input or "<stdin>"):
             chunk.append(line)
             if len(chunk) >= chunk_size:
-                target.writelines(_translate(translator, chunk, options))
+                target.writelines(_translate(translator, chunk, options, first_line=done + 1))
                 target.flush()
-                chunk = []
+                done, chunk = done + len(chunk), []
         if chunk:
-            target.writelines(_translate(translator, chunk, options))
+            target.writelines(_translate(translator, chunk, options, first_line=done + 1))
 
 
 def _work(translator: Translator | WorkerPool, options: dict, chunk_size: int) -> Work:
@@ -170,9 +184,37 @@ def _links(result, options: dict) -> str:
     return "\t" + pharaoh(result.alignment or []) if options["alignments"] else ""
 
 
-def _translate(translator: Translator | WorkerPool, lines: list[str], options: dict) -> list[str]:
-    """The output lines of `lines`: one per line, or with --n-best K lines and an empty one."""
+def report_line(result, source: str, where: str) -> str | None:
+    """--report's line for a flagged translation (None when it is not flagged): where, the coverage,
+    the source words with almost no attention, and the length ratio of each flagged sentence."""
+    if not result.flagged:
+        return None
+    from attnmt.decoding.alignment import SPM_WORD_START, token_words
+
+    subword = any(t.startswith(SPM_WORD_START) for t in result.source_tokens)
+    words: list[str] = []
+    for token, index in zip(result.source_tokens, token_words(result.source_tokens, subword)):
+        piece = token.replace(SPM_WORD_START, "") if subword else token
+        words.append(piece) if index == len(words) else words.__setitem__(index, words[index] + piece)
+    parts = []
+    for sentence in result.sentences:
+        if not sentence.flagged:
+            continue
+        text = source[sentence.source[0]:sentence.source[1]]
+        coverage = "n/a" if sentence.coverage is None else f"{sentence.coverage:.2f}"
+        parts.append(f"sentence {text[:60]!r}: coverage {coverage}, output/input length "
+                     f"{sentence.length_ratio:.2f}" +
+                     (", almost no attention on: " + " ".join(words[j] for j in sentence.uncovered)
+                      if sentence.uncovered else ""))
+    return f"attnmt translate: {where}: part of the source may be missing from the translation: " + "; ".join(parts)
+
+
+def _translate(translator: Translator | WorkerPool, lines: list[str], options: dict,
+               first_line: int | None = None) -> list[str]:
+    """The output lines of `lines`: one per line, or with --n-best K lines and an empty one. With
+    --report, each flagged line is named on stderr (by number when `first_line` is known)."""
     options = dict(options)
+    report = options.pop("report", False)
     glossary = options.pop("glossary")
     if glossary:
         options["constraints"] = [glossary] * len(lines)  # each pair applies where its source phrase occurs
@@ -181,7 +223,12 @@ def _translate(translator: Translator | WorkerPool, lines: list[str], options: d
     except ValueError as err:  # a bad combination of options: a user error, not a traceback
         raise AttnmtError(str(err)) from None
     out = []
-    for result in results:
+    for i, (line, result) in enumerate(zip(lines, results)):
+        if report:
+            where = f"line {first_line + i}" if first_line is not None else f"the line {line[:40]!r}"
+            note = report_line(result, line, where)
+            if note is not None:
+                print(note, file=sys.stderr)
         if options["n_best"] == 1:
             out.append(output_line(result.text + _links(result, options)))
             continue

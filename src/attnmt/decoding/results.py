@@ -9,6 +9,7 @@ from typing import Protocol, Sequence
 
 from attnmt.config import SearchConfig
 from attnmt.data.pipeline import TextPipeline
+from attnmt.decoding.coverage import SentenceCoverage
 
 
 @dataclass
@@ -42,6 +43,18 @@ class TranslationResult:
     replaced: list[int] = field(default_factory=list)  # positions in tokens whose <unk> became a source word
     alignment: list[tuple[int, int]] | None = None  # (source word, output word) links, when asked
     token_log_probs: list[float] | None = None  # TOKEN_LOG_PROBS_DOC
+    # how much of the source the translation covered (decoding/coverage.py), filled by Translator:
+    sentences: list[SentenceCoverage] = field(default_factory=list)  # per sentence (one unless split)
+    coverage: float | None = None  # the lowest of the sentences' coverage (None: no attention)
+    flagged: bool = False          # a sentence has an uncovered source word or a too short output
+    uncovered: list[int] = field(default_factory=list)  # source words (word indices) that got too little attention
+
+    def summarize_coverage(self) -> None:
+        """coverage, flagged and uncovered from `sentences`."""
+        figures = [s.coverage for s in self.sentences if s.coverage is not None]
+        self.coverage = min(figures) if figures else None
+        self.flagged = any(s.flagged for s in self.sentences)
+        self.uncovered = sorted({j for s in self.sentences for j in s.uncovered})
 
 
 @dataclass

@@ -93,10 +93,10 @@ def translate_document(data: bytes, suffix: str, translate: Callable[[list[str]]
 
 def translate_paragraphs(translator, paragraphs: Sequence[str], **options) -> list[AlignedTranslation]:
     """THE call that sends a document's paragraphs to the model (Python API and CLI; the service's
-    twin is server/documents.translate_aligned). When sentence splitting lands, pass
-    `split_sentences=True` here: each paragraph comes back as one result whose text, attention and
-    alignment cover the whole paragraph, which is all the placement needs."""
-    results = translator.translate(list(paragraphs), alignments=True, **options)
+    twin is server/documents.translate_aligned, whose TranslationService always splits): each
+    paragraph is translated sentence by sentence and comes back as one result whose text,
+    attention and alignment cover the whole paragraph, which is all the placement needs."""
+    results = translator.translate(list(paragraphs), alignments=True, split_sentences=True, **options)
     return [aligned_translation(result, subword=translator.subword) for result in results]
 
 

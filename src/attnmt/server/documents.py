@@ -32,8 +32,8 @@ async def translate_aligned(models: ModelSet, sentences: Sequence[str], sources:
                             target: str) -> tuple[list[AlignedTranslation], list[list[str]]]:
     """Each sentence translated from its source language into `target`, with its word alignment;
     and each one's warnings (an input cut). The service's call that sends a document's paragraphs
-    to the model (documents.translate_paragraphs is the Python API's): when sentence splitting
-    lands, pass `split_sentences=True` through here."""
+    to the model (documents.translate_paragraphs is the Python API's); TranslationService splits
+    each paragraph into sentences."""
     aligned: list = [None] * len(sentences)
     warnings: list = [[] for _ in sentences]
     for source in dict.fromkeys(sources):

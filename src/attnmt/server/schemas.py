@@ -224,6 +224,22 @@ class V1Alternative(BaseModel):
     token_probs: Optional[list[float]] = Field(None, description=TOKEN_PROBS_DOC)
 
 
+COVERAGE_DOC = ("the lowest of the sentences' coverage: per sentence, the mean over its source words of "
+                "min(1, the attention the word received over the output); null without attention")
+
+
+class V1Sentence(BaseModel):
+    """One sentence of a text (the service splits every text into sentences) and its coverage."""
+
+    source: list[int] = Field(..., description="[start, end) characters of the sentence in the text")
+    target: list[int] = Field(..., description="[start, end) characters of its translation in `text`")
+    coverage: Optional[float] = Field(None, description="mean over its source words of min(1, attention received)")
+    length_ratio: float = Field(..., description="output tokens / source tokens")
+    uncovered: list[int] = Field(default_factory=list,
+                                 description="source words (indices as in `alignment`) that received almost no attention")
+    flagged: bool = Field(False, description="a source word uncovered, or the output far shorter than the input")
+
+
 class V1Translation(BaseModel):
     text: str = Field(..., description="the detokenized translation")
     tokens: list[str] = Field(..., description="output tokens (words or subwords), without <eos>")
@@ -238,6 +254,12 @@ class V1Translation(BaseModel):
     alignment: Optional[list[list[int]]] = Field(None, description=ALIGNMENT_DOC)
     token_log_probs: Optional[list[float]] = Field(None, description="log of token_probs")
     token_probs: Optional[list[float]] = Field(None, description=TOKEN_PROBS_DOC)
+    coverage: Optional[float] = Field(None, description=COVERAGE_DOC)
+    flagged: bool = Field(False, description="some source may be missing from the translation: a sentence is flagged")
+    uncovered: list[int] = Field(default_factory=list,
+                                 description="source words (indices as in `alignment`) that received almost no attention")
+    sentences: list[V1Sentence] = Field(default_factory=list,
+                                        description="the text's sentences in order, each with its coverage")
 
 
 class V1TranslateResponse(BaseModel):

@@ -10,6 +10,7 @@ The routes stay thin: they parse, call `TranslationService.translate`, and shape
 
 from __future__ import annotations
 
+import functools
 import hmac
 import logging
 from pathlib import Path
@@ -49,7 +50,7 @@ class TranslationService:
         self.beam_size = settings.beam_size or cfg.search.beam_size
         run_dir = getattr(translator, "run_dir", None)
         self.name = name or (Path(run_dir).name if run_dir else "model")
-        self.batcher = batcher or MicroBatcher(translator.translate, max_wait_ms=settings.max_wait_ms,
+        self.batcher = batcher or MicroBatcher(split_translate(translator), max_wait_ms=settings.max_wait_ms,
                                                max_batch_sentences=settings.max_batch_sentences)
         self.in_flight = 0
         self._card: dict | None = None
@@ -101,8 +102,9 @@ class TranslationService:
 
     async def translate(self, texts: Sequence[str], settings: DecodeSettings, *, alignments: bool = False,
                         target_prefix: Sequence[str | None] | None = None, constraints: Sequence | None = None) -> list:
-        """TranslationResults for texts; a fault inside the model becomes a 500 ApiError, a
-        refused combination of arguments (e.g. a glossary with the CTranslate2 engine) a 422.
+        """TranslationResults for texts, each split into sentences and joined back (the service
+        always splits); a fault inside the model becomes a 500 ApiError, a refused combination of
+        arguments (e.g. a glossary with the CTranslate2 engine) a 422.
 
         Plain requests share micro-batches; a request with alignments, target prefixes or
         constraints runs as its own batch in the model's worker thread (the batcher's settings
@@ -120,7 +122,9 @@ class TranslationService:
             return self.translator.translate(texts, beam_size=settings.beam_size,
                                              length_penalty=settings.length_penalty, n_best=settings.n_best,
                                              layer=settings.layer, head=settings.head, alignments=alignments,
-                                             target_prefix=prefixes, constraints=constraints, **self.languages)
+                                             target_prefix=prefixes, constraints=constraints,
+                                             split_sentences=True, source_lang=self.source_lang,
+                                             **({"target_lang": self.target_lang} if self.multilingual else {}))
         return await self._guarded(self.batcher.run_in_worker(run))
 
     async def score(self, sources: Sequence[str], translations: Sequence[str]) -> list:
@@ -167,12 +171,19 @@ class TranslationService:
         return card
 
 
+def split_translate(translator):
+    """translator.translate with split_sentences=True: the service always translates a text (a
+    line of a file, a block of HTML) sentence by sentence (data/sentences.py), each paragraph
+    joined back as one result; the micro-batcher batches the texts of concurrent requests."""
+    return functools.partial(translator.translate, split_sentences=True)
+
+
 def services_for(translator, settings: ServeSettings, *, name: str | None = None) -> list[TranslationService]:
     """The services of one loaded model: one, or one per direction of a multilingual model (they
     share its micro-batcher, so the model is used by one thread)."""
     if getattr(translator.pipeline, "languages", None) is None:
         return [TranslationService(translator, settings, name=name)]
-    batcher = MicroBatcher(translator.translate, max_wait_ms=settings.max_wait_ms,
+    batcher = MicroBatcher(split_translate(translator), max_wait_ms=settings.max_wait_ms,
                            max_batch_sentences=settings.max_batch_sentences)
     return [TranslationService(translator, settings, name=name, direction=direction, batcher=batcher)
             for direction in translator.directions]

@@ -14,7 +14,7 @@ from attnmt.server.routing import ModelSet
 from attnmt.server.routes.deps import get_models, get_service
 from attnmt.server.routes.libretranslate import ERRORS
 from attnmt.server.schemas import (ErrorResponse, V1Alternative, V1Model, V1Score, V1ScoreRequest, V1ScoreResponse,
-                                   V1TranslateRequest, V1TranslateResponse, V1Translation)
+                                   V1Sentence, V1TranslateRequest, V1TranslateResponse, V1Translation)
 from attnmt.server.service import TranslationService
 
 router = APIRouter(prefix="/v1", tags=["attnmt"])
@@ -52,6 +52,10 @@ def _translation(result, with_attention: bool) -> V1Translation:
                                                      alignment=_links(a.alignment), **_token_probs(a))
                                        for a in result.alternatives],
                          warnings=result.warnings, replaced=list(result.replaced), alignment=_links(result.alignment),
+                         coverage=result.coverage, flagged=result.flagged, uncovered=list(result.uncovered),
+                         sentences=[V1Sentence(source=list(s.source), target=list(s.target), coverage=s.coverage,
+                                               length_ratio=s.length_ratio, uncovered=list(s.uncovered),
+                                               flagged=s.flagged) for s in result.sentences],
                          **_token_probs(result))
 
 
@@ -64,11 +68,13 @@ def _route(models: ModelSet, source: Optional[str], target: Optional[str]) -> Tr
 @router.post("/translate", response_model=V1TranslateResponse, responses=RESPONSES)
 async def translate(body: V1TranslateRequest, request: Request, x_api_key: Optional[str] = Header(None),
                     models: ModelSet = Depends(get_models)) -> V1TranslateResponse:
-    """Translate texts; per text the tokens, the score, each token's probability (native engine),
+    """Translate texts, each sentence by sentence (split in the source language, joined back with
+    the text's own spacing); per text the tokens, the score, each token's probability (native engine),
     the n-best list (each with its attention) and the attention matrix (output tokens x source
     tokens). `layer`/`head` pick a Transformer's cross-attention; `alignments` adds word links; `target_prefix` (one text or null per text)
     fixes the start of a translation; `glossary` pairs are terminology constraints on every text;
-    `source` and `target` pick the model (default: the first)."""
+    `source` and `target` pick the model (default: the first). `coverage`, `flagged`, `uncovered`
+    and `sentences` say how much of each text the translation covered (attention, length)."""
     models.check_access(request, body.api_key if body.api_key is not None else x_api_key)
     service = _route(models, body.source, body.target)
     service.check_texts(body.texts)

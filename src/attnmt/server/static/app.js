@@ -288,6 +288,7 @@ function render(t) {
   $("result").hidden = false;
   $("own-result").hidden = true;  // it compared with the translation replaced now
   $("output-text").textContent = t.text;
+  renderCoverage(t);
   const list = $("alternatives");
   list.replaceChildren();
   t.alternatives.forEach((alt, i) => {
@@ -306,6 +307,31 @@ function render(t) {
     list.append(item);
   });
   selectAlternative(0);
+}
+
+// How much of the source the translation covered (/v1/translate's coverage, flagged, uncovered,
+// sentences): the figure, a warning when a sentence is flagged, and the source words with the
+// ones that got almost no attention marked.
+function renderCoverage(t) {
+  const sentences = t.sentences || [];
+  const figure = t.coverage === null || t.coverage === undefined ? "–" : t.coverage.toFixed(2);
+  const count = sentences.length === 1 ? "1 sentence" : `${sentences.length} sentences`;
+  show("coverage-info", `Coverage ${figure} (${count}; lowest sentence)`);
+  const uncovered = new Set(t.uncovered || []);
+  const box = $("coverage-source");
+  box.replaceChildren();
+  mergeWords(t.source_tokens).forEach((word, i) => {
+    const el = document.createElement(uncovered.has(i) ? "mark" : "span");
+    el.className = uncovered.has(i) ? "word uncovered" : "word";
+    el.dataset.src = i;
+    el.textContent = word;
+    box.append(el, " ");
+  });
+  box.hidden = !t.flagged;
+  const flagged = sentences.filter((s) => s.flagged);
+  show("coverage-warning", t.flagged ?
+    `Part of the source may be missing from the translation: ${flagged.length} of ${count} flagged ` +
+    `(lowest coverage ${figure})` + (uncovered.size ? "; the marked words got almost no attention." : ".") : "");
 }
 
 function markSelected(index) {

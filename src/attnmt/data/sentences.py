@@ -1,0 +1,168 @@
+"""Sentence splitting: a text's sentences as character spans, by its source language.
+
+    split_sentences("Ein Hund läuft. Eine Katze schläft.\\nZwei Kinder", "de")
+    # [(0, 15), (16, 35), (36, 47)]
+
+attnmt's models are trained on one sentence per line; a paragraph handed to one as a single
+"sentence" comes back with sentences missing (docs/results.md, "Sentence splitting"). So every
+text the service takes, and `attnmt translate --split-sentences`, goes through here first.
+
+The rules, in order:
+  1. a line break always ends a sentence (a list, a heading, a poem's line: one unit each);
+  2. within a line, sentencex (Wikimedia's rule-based segmenter: the language's abbreviations,
+     decimals, quotes and brackets after the stop, ellipses, URLs) finds the boundaries;
+  3. attnmt's corrections of what sentencex 1.0 gets wrong on the hard cases
+     (tests/data/sentence_cases.py), as `refine` applies them:
+     - no boundary after a "." when the next sentence starts with a lower-case letter ("by Mon.
+       evening", "1. flour, 2. sugar"), after a lone capital initial ("M. Dupont", "J.-P.
+       Sartre"), or after a list marker alone ("1." of "1. Dies ist ...");
+     - in languages that write ordinals with a dot (de, cs, ...: ORDINAL_DOT), none after a
+       number of 1-3 digits ("im 19. Jahrhundert", "3. října", "am 3. Oktober"), unless (German)
+       an article or a pronoun follows ("mit der Nummer 10. Ein Mann ...");
+     - a boundary after "etc." / "usw." / "atd." and after an e-mail address or URL ending a
+       sentence, when a capital letter follows ("..., etc. C'était drôle.");
+  4. each span is stripped of surrounding whitespace; whitespace-only parts give no span.
+
+The whitespace between spans (and before the first, after the last) is the caller's to keep: a
+paragraph's translation is its sentences' translations joined with the source's own spacing
+(`decoding.paragraphs`). The segmenter was chosen by measurement (docs/results.md: boundary
+accuracy on de, en, fr, cs hard cases and the pragmatic segmenter's golden rules, and speed).
+
+Shapes: none (character offsets into a str).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterable
+
+from attnmt.errors import LanguageError
+
+Span = tuple[int, int]  # [start, end) character offsets into the text
+
+# languages whose ordinals are a number and a dot ("3. Oktober", "3. října")
+ORDINAL_DOT = frozenset({"de", "cs", "sk", "pl", "da", "no", "nb", "nn", "fi", "hu", "sl", "hr", "sr", "bs", "et",
+                         "lv", "lt", "is", "fo", "tr"})
+_OPENING = "\"'„“‚‘«»([{–—-"  # may come before a sentence's first letter
+_ORDINAL = re.compile(r"(?:^|[\s(\[„\"'«»\-–])(?:\d{1,2}\.)?\d{1,3}\.$")
+_LIST_MARKER = re.compile(r"^[(\[]?(?:\d{1,3}|[^\W\d_])[.)]$")
+# a sentence that ends with a word that never ends one in sentencex's lists, or an address
+# (an address is matched from its first character only, (?<!\S): linear in the line's length)
+_FORCED_END = re.compile(r"(?:\b(?:etc|usw|usf|atd|aj)\.|(?<!\S)[\"'(\[\u201e\u00ab]?(?:[^\s@]+@|https?://|www\.)\S*?[\w/][.!?])"
+                         r"(\s+)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_TAIL = 16  # characters of a sentence's end (and of the next one's start) that the corrections read
+_LINE = re.compile(r"[^\r\n\u2028\u2029\x0b\x0c\x85]+")  # a line's characters (str.splitlines' breaks)
+_LANG = re.compile(r"^[a-z]{2,3}$")
+
+
+def _sentencex(lang: str) -> Callable[[str], Iterable[str]]:
+    from sentencex import segment
+
+    return lambda line: segment(lang, line)
+
+
+def split_sentences(text: str, lang: str) -> list[Span]:
+    """The sentences of `text` in `lang` (an ISO 639 code: de, en, fr, cs, ...), as [start, end)
+    character spans in order, stripped of whitespace; none for an empty or blank text.
+
+    Raises:
+        LanguageError: `lang` is not a lower-case ISO 639 code (sentencex falls back to English
+            rules for a language it lacks; a code that names none is a caller's mistake).
+    """
+    if not isinstance(lang, str) or not _LANG.match(lang):
+        raise LanguageError(f"split_sentences: lang={lang!r} is not an ISO 639 language code (e.g. 'de')")
+    return spans_by_line(text, _sentencex(lang), lang)
+
+
+def spans_by_line(text: str, segment: Callable[[str], Iterable[str]], lang: str | None = None) -> list[Span]:
+    """Rules 1-4 above with any segmenter (rule 3 only with `lang`): `segment(line)` gives a line's
+    sentences as substrings of it, in order (whitespace around each may be kept or dropped).
+    Benchmarks pass other segmenters.
+    No character of the text is lost whatever the segmenter returns: a sentence that is not the
+    next part of its line is skipped, text it skipped joins the next span, a tail it dropped is a
+    span of its own.
+    """
+    spans: list[Span] = []
+    for match in _LINE.finditer(text):
+        line, offset = match.group(), match.start()
+        if not line.strip():
+            continue
+        line = _SURROGATE.sub("\ufffd", line)  # a lone surrogate (not UTF-8) as one character of the same place
+        found = _line_spans(line, segment)
+        if lang is not None:
+            found = refine(line, found, lang)
+        spans += [(offset + start, offset + end) for start, end in found]
+    return spans
+
+
+def _line_spans(line: str, segment: Callable[[str], Iterable[str]]) -> list[Span]:
+    """A line's sentences as spans within it (rules 2 and 4)."""
+    spans: list[Span] = []
+    position = 0
+    for sentence in segment(line):
+        stripped = sentence.strip()
+        if not stripped:
+            continue
+        start = line.find(stripped, position)
+        if start < 0:
+            continue
+        if line[position:start].strip():  # text the segmenter left out: part of this sentence
+            start = position + len(line[position:start]) - len(line[position:start].lstrip())
+        spans.append((start, start + len(stripped)))
+        position = start + len(stripped)
+    rest = line[position:]
+    if rest.strip():  # a segmenter that dropped the line's tail: the tail is a sentence of its own
+        start = position + len(rest) - len(rest.lstrip())
+        spans.append((start, len(line.rstrip())))
+    return spans
+
+
+# words that follow a sentence-ending number but never an ordinal ("... mit der Nummer 10. Ein Mann ...")
+_STARTERS = {"de": frozenset("Der Die Das Den Dem Des Ein Eine Einer Eines Einem Einen Er Sie Es Wir Ich Ihr Man "
+                             "Zwei Drei Vier Fünf Viele Alle Dann Hier Dort".split())}
+
+
+def _first_word(line: str, start: int, end: int) -> str:
+    return line[start:min(end, start + _TAIL)].lstrip(_OPENING).split(" ", 1)[0]
+
+
+def _starts_lower(sentence: str) -> bool:
+    first = sentence.lstrip(_OPENING)[:1]
+    return first.isalpha() and first.islower()
+
+
+def _ends_with_initial(sentence: str, lang: str) -> bool:
+    """"J." or "-P." at the end: one capital letter after a space, a hyphen or an opening mark, and
+    a dot (not "U.S.", nor English's "I")."""
+    return (len(sentence) >= 2 and sentence[-1] == "." and sentence[-2].isupper()
+            and (len(sentence) == 2 or sentence[-3].isspace() or sentence[-3] in _OPENING)
+            and not (lang == "en" and sentence[-2] == "I"))
+
+
+def refine(line: str, spans: list[Span], lang: str) -> list[Span]:
+    """Rule 3 of the module docstring over a line's sentence spans (stripped, in order)."""
+    split: list[Span] = []
+    for start, end in spans:  # boundaries the segmenter missed
+        for match in _FORCED_END.finditer(line, start, end):
+            after = match.end()
+            if after < end and line[after:end].lstrip(_OPENING)[:1].isupper():
+                split.append((start, match.start(1)))
+                start = after
+        split.append((start, end))
+    merged: list[Span] = []
+    for start, end in split:  # boundaries the segmenter put where none is
+        if merged:
+            # the sentence before, or its last characters (all that the rules read: linear in the line)
+            before = line[max(merged[-1][0], merged[-1][1] - _TAIL):merged[-1][1]]
+            whole = merged[-1][1] - merged[-1][0] <= _TAIL
+            join = before.endswith(".") and (
+                _starts_lower(line[start:min(end, start + _TAIL)]) or _ends_with_initial(before, lang)
+                or (whole and _LIST_MARKER.match(before))
+                or (lang in ORDINAL_DOT and _ORDINAL.search(before if whole else " " + before[-8:]) is not None
+                    and _first_word(line, start, end) not in _STARTERS.get(lang, ())))
+            if join:
+                merged[-1] = (merged[-1][0], end)
+                continue
+        merged.append((start, end))
+    return merged
