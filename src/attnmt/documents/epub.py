@@ -10,7 +10,6 @@ import posixpath
 from typing import Sequence
 from urllib.parse import unquote
 
-from lxml import etree
 
 from attnmt.documents.paragraphs import Units
 from attnmt.documents.plain import decode_text

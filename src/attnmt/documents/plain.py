@@ -16,7 +16,7 @@ from typing import Sequence
 
 from attnmt.documents.paragraphs import Units, build_unit, plain_text, text
 from attnmt.documents.safety import DocumentError, DocumentTooLarge, Limits
-from attnmt.markup import MAX_DEPTH, AlignedTranslation, MarkupDocument
+from attnmt.markup import AlignedTranslation, MarkupDocument
 
 MAX_PAGES = 5_000
 
