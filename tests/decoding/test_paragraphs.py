@@ -126,3 +126,15 @@ def test_a_short_output_is_flagged_even_with_attention_everywhere():
     assert got.uncovered == [] and got.length_ratio == pytest.approx(1 / 3) and got.flagged
     fine = measure_coverage(np.eye(6), source, list("uvwxyz"), subword=False, source=(0, 11), target=(0, 11))
     assert fine.coverage == pytest.approx(1.0) and not fine.flagged
+
+
+def test_an_empty_output_covers_nothing_and_is_flagged():
+    """A model that writes nothing at once (eos first) for a non-empty source: no attention row,
+    so every word is uncovered and the sentence is flagged (before: a reshape error)."""
+    import numpy as np
+
+    from attnmt.decoding.coverage import measure_parts
+
+    found = measure_parts(np.zeros((0, 3), dtype=np.float32), ["ein", "hund", "."], [], subword=False,
+                          parts=[((0, 10), 0, 3)], target=(0, 0))
+    assert len(found) == 1 and found[0].flagged and found[0].coverage == 0.0

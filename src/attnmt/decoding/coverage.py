@@ -87,7 +87,8 @@ def measure_parts(attention, source_tokens: Sequence[str], tokens: Sequence[str]
     if attention is None:
         return [SentenceCoverage(span, target, None, ratio, [], too_short) for span, _, _ in parts]
     words = np.asarray(token_words(source_tokens, subword))  # (src_len,)
-    weights = np.asarray(attention, dtype=np.float64).reshape(len(tokens), -1)[:, :len(source_tokens)]
+    weights = (np.asarray(attention, dtype=np.float64).reshape(len(tokens), -1)[:, :len(source_tokens)] if tokens
+               else np.zeros((0, len(source_tokens))))  # (tgt_len, src_len); an empty output attends to nothing
     received = np.zeros(words[-1] + 1)  # (src_words,)
     np.add.at(received, words, weights.sum(axis=0))
     texts = [""] * len(received)
