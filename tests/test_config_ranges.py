@@ -159,7 +159,7 @@ def test_valid_edge_values_round_trip(tmp_path):
 
     raw = {"train": {"seed": 2**63 - 1, "lr": RANGES["train.lr"].high, "clip": 0.0, "max_minutes": 1e-3},
            "search": {"length_penalty": 0.0, "max_len_offset": 0},
-           "data": {"corpus": "files", "train": "t", "src_lang": "x", "tgt_lang": "y"}}
+           "data": {"corpus": "files", "train": "t", "src_lang": "xx", "tgt_lang": "yy"}}
     cfg = config_from_dict(raw)
     save_config(cfg, tmp_path / "config.json")
     assert load_saved_config(tmp_path / "config.json") == cfg

@@ -78,6 +78,8 @@ SHARD_LINES = Bound(1, 1_000_000)             # translate/score --shard-lines: a
 # ---- text files the CLI reads line by line (translate/score -i and -r, stdin, compare --hyp/--ref, --glossary,
 # the sharded path's planning): a longer line is refused naming file:line, read in pieces of at most this size
 LINE_BYTES = 1 << 20                          # 1 MiB, as one whole request to the service (MAX_BODY_BYTES)
+CORPUS_LINE_BYTES = 64 << 20                  # a training corpus's line: long pairs are dropped and counted by
+                                              # data.max_len; one past this is no text file (/dev/zero)
 
 # ---- the service: its settings (`attnmt serve` flags) and request bodies
 PORT = Bound(0, 65535)

@@ -126,15 +126,15 @@ def test_a_folder_given_as_a_corpus_is_said_to_be_a_folder(tmp_path):
 
 
 def test_a_training_line_past_the_bound_is_refused_naming_file_and_line(tmp_path):
-    """Issue 50 F for corpora: a line past bounds.LINE_BYTES (a file with no line breaks) is refused
-    with file:line, never read whole."""
-    from attnmt.bounds import LINE_BYTES
+    """Issue 50 F for corpora: a line past bounds.CORPUS_LINE_BYTES (a file with no line breaks) is
+    refused with file:line, never read whole; a line up to it is read (data.max_len drops it later)."""
+    from attnmt.bounds import CORPUS_LINE_BYTES
     from attnmt.data.corpus import CorpusFiles, read_chunks
 
-    (tmp_path / "c.de").write_bytes(b"ein hund\n" + b"x" * (LINE_BYTES + 10) + b"\nzwei\n")
+    (tmp_path / "c.de").write_bytes(b"ein hund\n" + b"x" * (CORPUS_LINE_BYTES + 10) + b"\nzwei\n")
     (tmp_path / "c.en").write_bytes(b"a dog\nlong\ntwo\n")
-    with pytest.raises(DataError, match=rf"c\.de:2: a line longer than {LINE_BYTES} bytes"):
+    with pytest.raises(DataError, match=rf"c\.de:2: a line longer than {CORPUS_LINE_BYTES} bytes"):
         list(read_chunks(CorpusFiles(tmp_path / "c.de", tmp_path / "c.en")))
-    (tmp_path / "c.de").write_bytes(b"ein hund\n" + b"x" * (LINE_BYTES - 1) + b"\nzwei\n")  # at the bound: read
+    (tmp_path / "c.de").write_bytes(b"ein hund\n" + b"x" * (CORPUS_LINE_BYTES - 1) + b"\nzwei\n")  # at the bound
     pairs = [p for chunk in read_chunks(CorpusFiles(tmp_path / "c.de", tmp_path / "c.en")) for p in chunk.pairs()]
-    assert len(pairs) == 3 and len(pairs[1][1]) == LINE_BYTES - 1
+    assert len(pairs) == 3 and len(pairs[1][1]) == CORPUS_LINE_BYTES - 1

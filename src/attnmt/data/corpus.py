@@ -26,6 +26,7 @@ from pathlib import Path
 from itertools import islice
 from typing import IO, Any, Iterator
 
+from attnmt.bounds import CORPUS_LINE_BYTES
 from attnmt.direction import Direction
 from attnmt.direction import names as direction_names
 from attnmt.errors import DataError
@@ -143,11 +144,11 @@ def _open_binary(path: Path) -> IO[bytes]:
 
 def _lines(path: Path, limit: int | None = None) -> Iterator[list[bytes]]:
     """The raw lines of `path` (plain or gzip, split at b"\\n" only), in lists of `CHUNK_LINES`; a line
-    past bounds.LINE_BYTES is refused as the CLI's line readers refuse it (a file with no line
-    breaks, /dev/zero: never held whole)."""
+    past bounds.CORPUS_LINE_BYTES is refused naming file:line (a file with no line breaks, /dev/zero:
+    never held whole); shorter long lines are read and dropped by data.max_len, and counted."""
     handle = _open_binary(path)
     raw = getattr(handle, "fileobj", None)
-    source = bounded_lines(handle, str(path))
+    source = bounded_lines(handle, str(path), CORPUS_LINE_BYTES)
     try:
         while True:
             try:
