@@ -198,8 +198,8 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
     "distill": [
         ("distill {rnn}", r"distill needs a TEACHER and -o DIR \(or --resume DIR\)$"),
         ("distill {rnn} -o {tmp}/d --filter-share 1", r"argument --filter-share: 1.0 must be in \[0, 1\)"),
-        ("distill {rnn} -o {tmp}/d --original-weight -1", r"argument --original-weight: -1.0 must be in \[0, 1000\]"),
-        ("distill {rnn} -o {tmp}/d --max-minutes nan", r"argument --max-minutes: nan must be a positive number"),
+        ("distill {rnn} -o {tmp}/d --original-weight -1", r"argument --original-weight: -1 must be a finite number >= 0"),
+        ("distill {rnn} -o {tmp}/d --max-minutes nan", r"argument --max-minutes: nan must be a finite number > 0"),
         ("distill {rnn} -o {tmp}/d --beam 0", r"argument --beam"),
         ("distill {rnn} -o {tmp}/d --student {tmp}/none.yaml", r"none.yaml: config file not found"),
         ("distill {rnn} -o {tmp}/d --student {config} --set data.tgt_lang=fr", r"names de-fr, which the teacher"),

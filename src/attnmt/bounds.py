@@ -66,6 +66,11 @@ SAMPLING_TOPK = Bound(0, 2**20)               # more than any vocabulary (0 = al
 DECODING_SEED = Bound(0, 2**32 - 1)           # what both torch and CTranslate2 take
 CONSTRAINTS = Bound(0, 64)                    # terminology constraints of one sentence (search rows grow with them)
 
+# ---- time and weights: the config, the CLI
+MINUTES = positive(1e6)                       # train.max_minutes, distill --max-minutes (~2 years)
+WEIGHT = non_negative(1000.0)                 # examples per epoch over pairs: data.train[i].weight (> 0 there),
+                                              # distill --original-weight (0: the original targets left out)
+
 # ---- processes and threads: the config, the CLI
 THREADS = Bound(1, 1024)                      # train.num_threads, translate/score --threads
 PREPARE_WORKERS = Bound(1, 1024)              # data.workers, prepare --workers

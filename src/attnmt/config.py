@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from attnmt.untrusted import load_json, load_yaml, plain_copy, read_text
-from attnmt.bounds import BEAM, LENGTH_PENALTY, PREPARE_WORKERS, THREADS, VOCAB, Bound, non_negative, positive
+from attnmt.bounds import (BEAM, LENGTH_PENALTY, MINUTES, PREPARE_WORKERS, THREADS, VOCAB, WEIGHT, Bound, non_negative,
+                           positive)
 from attnmt.devices import check_device_name
 from attnmt.direction import Direction, check_language
 from attnmt.direction import names as direction_names
@@ -210,7 +211,6 @@ MAX_COUNT = 1_000_000_000     # steps, sentences, pairs: a count nothing could r
 MAX_PARAMETERS = 1_000_000_000  # the model's estimated parameters (4 GB of float32 weights)
 NOMINAL_VOCAB = 50_000        # the vocabulary the estimate assumes for Moses without data.max_vocab
 MAX_POSITIONS = 1024          # the Transformer's position table (models/transformer.py)
-MAX_WEIGHT = 1000.0         # data.train[i].weight: copies of a corpus per epoch
 MAX_TEXT = 4096               # characters in a string setting (a path's limit on Linux)
 
 def _count(high: int) -> Bound:
@@ -231,7 +231,7 @@ RANGES: dict[str, Bound] = {
     **{f"model.{k}": _count(MAX_LAYERS) for k in ("layers", "enc_layers", "dec_layers")},
     "model.heads": _count(1024),
     "train.seed": Bound(0, 2**63 - 1),  # torch.manual_seed's range, with room for seed + rank
-    "train.epochs": _count(100_000), "train.max_minutes": positive(1e6),  # ~2 years
+    "train.epochs": _count(100_000), "train.max_minutes": MINUTES,
     "train.batch_size": _count(1_000_000), "train.lr": positive(10.0),
     "train.weight_decay": non_negative(10.0), "train.warmup_steps": Bound(0, MAX_COUNT),
     "train.plateau_patience": Bound(0, 1_000_000), "train.min_lr": non_negative(10.0),
@@ -493,8 +493,8 @@ def _check_data(cfg: Config) -> str | None:
             return "data.train must name your training data when data.corpus is 'files'"
         for i, corpus in enumerate(data_cfg.train_corpora()):
             where = "data.train" if isinstance(data_cfg.train, str) else f"data.train[{i}]"
-            if not (math.isfinite(corpus.weight) and 0 < corpus.weight <= MAX_WEIGHT):
-                return f"{where}.weight={_show(corpus.weight)} must be a number in (0, {MAX_WEIGHT:g}]"
+            if not (WEIGHT.contains(corpus.weight) and corpus.weight > 0):
+                return f"{where}.weight={_show(corpus.weight)} must be a number in (0, {WEIGHT.high:g}]"
             if corpus.pair is not None and (not data_cfg.multilingual or corpus.pair not in map(str, data_cfg.directions())):
                 return (f"{where}.pair={_show(corpus.pair)} must be one of the model's directions "
                         f"({direction_names(data_cfg.directions())})")

@@ -8,10 +8,9 @@ stage is resumable; the directory DIR holds every stage's output and the state f
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
-from attnmt.bounds import BEAM, DECODING_WORKERS, SHARD_LINES
+from attnmt.bounds import BEAM, DECODING_WORKERS, MINUTES, SHARD_LINES, WEIGHT
 from attnmt.commands.arguments import bounded, non_negative_int, positive_int
 from attnmt.errors import AttnmtError
 
@@ -30,26 +29,6 @@ def _share(text: str) -> float:
     return value
 
 
-def _weight(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (0.0 <= value <= 1000.0):
-        raise argparse.ArgumentTypeError(f"{value} must be in [0, 1000] (0: the original targets are left out)")
-    return value
-
-
-def _minutes(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{value} must be a positive number of minutes")
-    return value
-
-
 def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("teacher", nargs="?", default=None, metavar="TEACHER",
                         help="a run, runs joined by '+' (an ensemble: runs/a+runs/b) or a CTranslate2 export")
@@ -62,13 +41,13 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", default=None, metavar="DIR", help="continue the distillation in DIR")
     parser.add_argument("--redo", choices=STAGE_NAMES, default=None,
                         help="with --resume: make this stage (and the later ones) again")
-    parser.add_argument("--max-minutes", type=_minutes, default=None, metavar="M",
+    parser.add_argument("--max-minutes", type=bounded(MINUTES), default=None, metavar="M",
                         help="bound this call; the student's training gets what the other stages leave")
     parser.add_argument("--beam", type=bounded(BEAM), default=5, help="the teacher's beam (default 5)")
     parser.add_argument("--filter-share", type=_share, default=0.0, metavar="S",
                         help="drop this share of each corpus's pairs, the worst by the teacher's cross-entropy "
                              "(forced decoding; default 0: no filter)")
-    parser.add_argument("--original-weight", type=_weight, default=0.0, metavar="W",
+    parser.add_argument("--original-weight", type=bounded(WEIGHT), default=0.0, metavar="W",
                         help="also train on the original targets with this weight (data.train weight; default 0: not)")
     parser.add_argument("--student-beam", type=bounded(BEAM), default=1,
                         help="the student's beam in the evaluation (default 1: greedy)")
