@@ -25,14 +25,7 @@ import toy
 from attnmt.bounds import LINE_BYTES
 from attnmt.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def one_error_line(err: str, verb: str) -> str:
-    assert "Traceback" not in err, err
-    lines = [line for line in err.splitlines() if line.startswith(f"attnmt {verb}: error: ")]
-    assert len(lines) == 1, err
-    return lines[0]
+from test_run_safety import REPO, one_error_line  # the CLI's one error line, as the run-safety tests read it
 
 
 def snapshot(root: Path) -> dict[str, str]:
