@@ -338,3 +338,13 @@ def test_a_killed_process_resumes_to_the_same_outputs(base, teacher, student_con
     for name in ("teacher/train0.en", "corpus/train0.en", "student-ct2-int8/vmap.txt"):
         assert _sha(folder / name) == _sha(ref / name), name
     assert not math.isnan(json.loads((folder / "report.json").read_text())["rows"][1]["BLEU"])
+
+
+def test_the_student_configs_own_time_bound_holds_under_a_larger_budget(tmp_path, teacher, student_config):
+    """--max-minutes gives the student what the other stages leave, but never more than the
+    student config's own train.max_minutes (how a distilled and a reference student get equal time)."""
+    d = tmp_path / "d"
+    assert main(["distill", str(teacher), "--student", str(student_config), "-o", str(d), "--beam", "2",
+                 "--max-minutes", "30", "--set", "train.max_minutes=0.25"]) == 0
+    trained = json.loads((d / "student" / "config.json").read_text())["train"]["max_minutes"]
+    assert trained == 0.25

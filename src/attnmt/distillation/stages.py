@@ -9,7 +9,7 @@ Shapes: none; line files in, line files, a run and an export out.
     corpus    the student's corpus (the teacher's outputs; beside them, weighted, the original
               targets), its config (data.train: a list of {path, weight}) and its prepared data
     student   the student config trained (training.train; with --max-minutes, on what the other
-              stages leave), resumed exactly after a kill
+              stages leave, at most its own train.max_minutes), resumed exactly after a kill
     export    the student exported to CTranslate2 (int8) with a vocabulary map (engines/vocab_map.py)
     evaluate  teacher and student side by side on the test set (report.py)
 
@@ -418,8 +418,13 @@ def stage_student(d: DistillDir, settings: DistillSettings, cfg: Config, runtime
         if left < MIN_TRAIN_S:
             raise OutOfTime(f"{d.path}: {max(left, 0):.0f} s of --max-minutes {runtime.budget.minutes:g} left for the "
                             f"student's training: continue with `attnmt distill --resume {d.path} --max-minutes M`")
-        student = student.replace(train=dataclasses.replace(student.train, max_minutes=(trained + left) / 60))
-        log.info("student: %.1f minutes of training (the rest of --max-minutes)", left / 60)
+        minutes = (trained + left) / 60
+        own = student.train.max_minutes  # the student config's own bound, if any, still holds
+        if own is not None and own < minutes:
+            minutes = own
+        student = student.replace(train=dataclasses.replace(student.train, max_minutes=minutes))
+        log.info("student: %.1f minutes of training (train.max_minutes or the rest of --max-minutes, the smaller)",
+                 minutes - trained / 60)
     if resuming:
         save_config(student, run_path / CONFIG)  # the budget of this call (train --resume --set train.max_minutes)
         run.record_checksums([CONFIG])
