@@ -103,18 +103,25 @@ def test_the_table_is_printed(reference):
     folder, printed = reference
     report = json.loads((folder / "report.json").read_text())
     systems = [row["system"] for row in report["rows"]]
-    assert systems == ["teacher teacher", "student int8", "student int8 + vmap"]
+    # the teacher at its beam (2 here) and at the student's (1): what the student has to beat
+    assert systems == ["teacher teacher", "teacher teacher", "student int8", "student int8 + vmap"]
+    assert [row["beam"] for row in report["rows"]] == [2, 1, 1, 1]
     head = printed.splitlines()[0].split()
     assert head[:5] == ["pair", "system", "engine", "beam", "BLEU"] and head[-2:] == ["sent/s", "MB"]
     rows = [line for line in printed.splitlines() if line.startswith("de-en ")]
-    assert len(rows) == 3
+    assert len(rows) == 4
     # the scores are sacreBLEU's on the files the stages wrote
     import sacrebleu
+    from attnmt.translator import Translator
 
     refs = _lines(folder / "data" / "test.en")
     bleu = sacrebleu.corpus_bleu(_lines(folder / "teacher" / "test.en"), [refs]).score
     assert report["rows"][0]["BLEU"] == pytest.approx(bleu, abs=0.01)
     assert f"{bleu:.2f}" in rows[0]
+    greedy = _lines(folder / "teacher" / "test-beam1.en")
+    direct = Translator.load(folder.parent / "teacher")  # the teacher's greedy output, made here independently
+    assert greedy == [r.text for r in direct.translate(_lines(folder / "data" / "test.de"), beam_size=1)]
+    assert report["rows"][1]["BLEU"] == pytest.approx(sacrebleu.corpus_bleu(greedy, [refs]).score, abs=0.01)
     for row in report["rows"][1:]:
         assert row["dBLEU"] == pytest.approx(row["BLEU"] - report["rows"][0]["BLEU"], abs=0.02)
         assert row["sentences_per_s"] > 0 and 0 <= row["p_ar"] <= 1
@@ -194,8 +201,8 @@ def test_resume_after_stops_between_and_inside_stages_gives_the_same_outputs(bas
     assert (first_epoch.stat().st_ino, first_epoch.stat().st_mtime_ns) == written
 
     ref, _ = reference
-    for name in ("data/train0.de", "teacher/train0.en", "teacher/test.en", "filter/train0.ce", "filter/train0.dropped",
-                 "corpus/train0.de", "corpus/train0.en", "student-ct2-int8/vmap.txt"):
+    for name in ("data/train0.de", "teacher/train0.en", "teacher/test.en", "teacher/test-beam1.en", "filter/train0.ce",
+                 "filter/train0.dropped", "corpus/train0.de", "corpus/train0.en", "student-ct2-int8/vmap.txt"):
         assert _sha(folder / name) == _sha(ref / name), name
     best = json.loads((ref / "student" / "best.json").read_text())["file"]
     from attnmt.checkpoint import recorded_digest
@@ -292,6 +299,8 @@ def test_a_multilingual_teacher_gives_one_student_of_its_directions(tmp_path, ca
     assert main(["train", str(config), "--run-dir", str(tmp_path / "teacher")]) == 0
     import yaml
 
+    from attnmt.translator import Translator
+
     student = yaml.safe_load(config.read_text())
     student["model"].update(enc_layers=1, dec_layers=1)
     student["train"].update(epochs=1)
@@ -303,13 +312,14 @@ def test_a_multilingual_teacher_gives_one_student_of_its_directions(tmp_path, ca
     folder = tmp_path / "d"
     report = json.loads((folder / "report.json").read_text())
     assert [(r["pair"], r["system"].split()[0]) for r in report["rows"]] == [
-        (p, s) for p in pairs for s in ("teacher", "student", "student")]
-    assert sum(line.startswith(("de-en ", "de-fr ")) for line in printed.splitlines()) == 6
+        (p, s) for p in pairs for s in ("teacher", "teacher", "student", "student")]  # teacher: beam 2, then 1
+    assert sum(line.startswith(("de-en ", "de-fr ")) for line in printed.splitlines()) == 8
+    assert _lines(folder / "teacher" / "test-de-fr-beam1.fr") == [
+        r.text for r in Translator.load(tmp_path / "teacher").translate(
+            _lines(folder / "data" / "test-de-fr.de"), beam_size=1, source_lang="de", target_lang="fr")]
     trained = json.loads((folder / "student.json").read_text())["data"]
     assert [(c["path"].rsplit("/", 1)[1], c["pair"]) for c in trained["train"]] == [
         ("train0-de-en", "de-en"), ("train1-de-fr", "de-fr")]
-    from attnmt.translator import Translator
-
     multi = Translator.load(tmp_path / "teacher")
     sources = _lines(folder / "data" / "train1-de-fr.de")
     assert _lines(folder / "teacher" / "train1-de-fr.fr") == [

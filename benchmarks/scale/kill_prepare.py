@@ -31,6 +31,7 @@ WORDS = "hund katze haus baum auto mann frau kind ball wasser rot blau".split()
 
 
 def live(pid: int) -> bool:
+    """A process that exists and is not a zombie (a dead child its parent has not reaped)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
     except (OSError, IndexError):
@@ -38,6 +39,7 @@ def live(pid: int) -> bool:
 
 
 def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc; Linux only)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import toy
+from benchmarks.scale.kill_prepare import children, live  # the /proc helpers the benchmark times kills with
 from fuzzing import DEEP
 
 PAIRS = 20_000  # with 1,000-line chunks and 2 workers: about 2 s of preparation on one core
@@ -49,27 +50,6 @@ def corpus_config(tmp_path) -> Path:
     config.write_text(toy.config_text(folder), encoding="utf-8")
     (tmp_path / "prepare.py").write_text(SCRIPT, encoding="utf-8")
     return config
-
-
-def live(pid: int) -> bool:
-    """A process that exists and is not a zombie (a dead child its parent has not reaped)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry))
-            except (OSError, IndexError, ValueError):
-                pass
-    return found
 
 
 class Preparation:

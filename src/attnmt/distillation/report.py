@@ -2,9 +2,10 @@
 
 Shapes: none; translations in, one table out.
 
-For each direction: the teacher (its beam-5 translations of stage "teacher", timed there), the
-student's CTranslate2 export without and with its vocabulary map (timed here, tokenizing
-included): BLEU, chrF, the difference to the teacher with its 95% paired-bootstrap interval and
+For each direction: the teacher (its beam-5 translations of stage "teacher", timed there; and
+at the student's beam, when that differs: what the student has to beat), the student's
+CTranslate2 export without and with its vocabulary map (timed here, tokenizing included): BLEU,
+chrF, the difference to the teacher's first row with its 95% paired-bootstrap interval and
 the approximate-randomization p-value (significance.compare_systems, sacreBLEU's), sentences/s
 and the model's size on disk. Written to report.json and report.txt, and printed by the command.
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from attnmt.config import Config
 from attnmt.distillation.state import (REPORT_JSON, REPORT_TEXT, DistillDir, DistillSettings, check_export,
-                                       iter_tests, language_options)
+                                       iter_tests, language_options, teacher_tests)
 from attnmt.files import atomic_write_text, write_json
 from attnmt.run_dir import RunDir
 
@@ -53,8 +54,15 @@ def stage_evaluate(d: DistillDir, settings: DistillSettings, cfg: Config, runtim
         teacher_hyps = out_path.read_text(encoding="utf-8").splitlines()
         languages = language_options(cfg.data.multilingual, direction)
         systems, timings = [(f"teacher {teacher_name}", teacher_hyps)], []
+        engines, beams, sizes = [settings.teacher_engine], [settings.beam], [teacher_mb]
         timed = speed.get(str(direction), {})
         timings.append(timed.get("sentences", 0) / timed["seconds"] if timed.get("seconds") else None)
+        for beam, path in teacher_tests(d, cfg, settings, direction)[1:]:
+            if d.recorded(path):  # checked; a distillation whose teacher stage predates this row has none
+                systems.append((f"teacher {teacher_name}", path.read_text(encoding="utf-8").splitlines()))
+                seconds = timed.get(f"seconds_beam{beam}")
+                timings.append(timed.get("sentences", 0) / seconds if seconds else None)
+                engines.append(settings.teacher_engine), beams.append(beam), sizes.append(teacher_mb)
         for use_vmap in (False, True):
             student.engine.use_vmap = use_vmap
             student.translate(sources[:1], beam_size=settings.student_beam, **languages)  # warm up
@@ -63,10 +71,8 @@ def stage_evaluate(d: DistillDir, settings: DistillSettings, cfg: Config, runtim
                                                       batch_size=settings.batch_size, **languages)]
             timings.append(len(sources) / max(time.perf_counter() - began, 1e-9))
             systems.append((f"student {settings.quantization}" + (" + vmap" if use_vmap else ""), hyps))
+            engines.append("ctranslate2"), beams.append(settings.student_beam), sizes.append(student_mb)
         comparison = compare_systems(systems, refs)
-        engines = [settings.teacher_engine, "ctranslate2", "ctranslate2"]
-        beams = [settings.beam, settings.student_beam, settings.student_beam]
-        sizes = [teacher_mb, student_mb, student_mb]
         for i, (name, _) in enumerate(systems):
             paired = comparison.paired[i - 1]["BLEU"] if i else None
             rows.append({"pair": str(direction), "system": name, "engine": engines[i], "beam": beams[i],
@@ -100,6 +106,7 @@ def format_report(report: dict) -> str:
     line = "  ".join(h.ljust(w) if i < 3 else h.rjust(w) for i, (h, w) in enumerate(zip(COLUMNS, widths)))
     out = [line, "-" * len(line)]
     out += ["  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))) for row in cells]
-    out.append("dBLEU: student - teacher, with its 95% paired-bootstrap interval; p(ar): approximate randomization")
+    out.append("dBLEU: the row - the teacher's first row, with its 95% paired-bootstrap interval; "
+               "p(ar): approximate randomization")
     out += [f"{pair}: {signature}" for pair, signature in report["signature"].items()]
     return "\n".join(out)

@@ -32,7 +32,7 @@ from attnmt.direction import Direction
 from attnmt.distillation.report import stage_evaluate
 from attnmt.distillation.state import (STAGES, STUDENT_CONFIG, STUDENT_CONFIG_GIVEN, STUDENT_RUN, Budget,
                                        DistillDir, DistillSettings, OutOfTime, export_folder, language_options,
-                                       source_paths, test_name)
+                                       source_paths, teacher_tests, test_name)
 from attnmt.errors import AttnmtError, ConfigError, DataError
 from attnmt.files import atomic_write, read_json, writer_lock
 from attnmt.run_dir import RunDir
@@ -233,18 +233,18 @@ def stage_teacher(d: DistillDir, settings: DistillSettings, cfg: Config, runtime
     identity = teacher_identity(settings)
     with open_teacher(settings, runtime, workers=runtime.workers) as teacher:
         for direction, src_path in tests:  # timed: the teacher's sentences/s of the evaluation
-            out = source_paths(d, test_name(cfg, direction), direction, "teacher")[1]
-            if d.recorded(out):
-                continue
-            sources = src_path.read_text(encoding="utf-8").splitlines()
-            began = time.perf_counter()
-            results = teacher.translate(sources, beam_size=settings.beam, batch_size=settings.batch_size,
-                                        **language_options(multilingual, direction))
-            seconds = time.perf_counter() - began
-            _write_lines(out, (r.text for r in results))
-            speed[str(direction)] = {"sentences": len(sources), "seconds": round(seconds, 3),
-                                     "workers": runtime.workers}
-            d.record(out, "teacher", len(sources))
+            for beam, out in teacher_tests(d, cfg, settings, direction):
+                if d.recorded(out):
+                    continue
+                sources = src_path.read_text(encoding="utf-8").splitlines()
+                began = time.perf_counter()
+                results = teacher.translate(sources, beam_size=beam, batch_size=settings.batch_size,
+                                            **language_options(multilingual, direction))
+                seconds = time.perf_counter() - began
+                _write_lines(out, (r.text for r in results))
+                timed = speed.setdefault(str(direction), {"sentences": len(sources), "workers": runtime.workers})
+                timed["seconds" if beam == settings.beam else f"seconds_beam{beam}"] = round(seconds, 3)
+                d.record(out, "teacher", len(sources))
         for entry in todo:
             runtime.budget.check(d.path, "teacher")
             src_path, _ = source_paths(d, entry.name, entry.direction)

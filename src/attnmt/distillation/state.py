@@ -278,6 +278,18 @@ def test_name(cfg: Config, direction: Direction) -> str:
     return f"test-{direction}" if cfg.data.multilingual else "test"
 
 
+def teacher_tests(d: DistillDir, cfg: Config, settings: DistillSettings, direction: Direction) -> list[tuple[int, Path]]:
+    """(beam, file) of the teacher's test translations: at its own beam (teacher/test.TGT) and, when
+    the student decodes with another, at the student's too (teacher/test-beamN.TGT): the report's
+    answer to "does the student buy anything over its teacher decoded the same way?"."""
+    name = test_name(cfg, direction)
+    found = [(settings.beam, source_paths(d, name, direction, "teacher")[1])]
+    if settings.student_beam != settings.beam:
+        found.append((settings.student_beam,
+                      source_paths(d, f"{name}-beam{settings.student_beam}", direction, "teacher")[1]))
+    return found
+
+
 def export_folder(d: DistillDir, settings: DistillSettings) -> Path:
     return d.path / f"student-ct2-{settings.quantization}"
 
