@@ -18,7 +18,7 @@ from pathlib import Path
 
 from attnmt.config import Config
 from attnmt.distillation.state import (REPORT_JSON, REPORT_TEXT, DistillDir, DistillSettings, check_export,
-                                       iter_tests, language_options, teacher_tests)
+                                       iter_tests, language_options, seconds_key, teacher_tests)
 from attnmt.files import atomic_write_text, write_json
 from attnmt.run_dir import RunDir
 
@@ -51,38 +51,36 @@ def stage_evaluate(d: DistillDir, settings: DistillSettings, cfg: Config, runtim
     for direction, src_path, ref_path, out_path in iter_tests(d, cfg):
         sources = src_path.read_text(encoding="utf-8").splitlines()
         refs = ref_path.read_text(encoding="utf-8").splitlines()
-        teacher_hyps = out_path.read_text(encoding="utf-8").splitlines()
         languages = language_options(cfg.data.multilingual, direction)
-        systems, timings = [(f"teacher {teacher_name}", teacher_hyps)], []
-        engines, beams, sizes = [settings.teacher_engine], [settings.beam], [teacher_mb]
+        systems = []  # (name, translations, engine, beam, sentences/s, MB)
         timed = speed.get(str(direction), {})
-        timings.append(timed.get("sentences", 0) / timed["seconds"] if timed.get("seconds") else None)
-        for beam, path in teacher_tests(d, cfg, settings, direction)[1:]:
-            if d.recorded(path):  # checked; a distillation whose teacher stage predates this row has none
-                systems.append((f"teacher {teacher_name}", path.read_text(encoding="utf-8").splitlines()))
-                seconds = timed.get(f"seconds_beam{beam}")
-                timings.append(timed.get("sentences", 0) / seconds if seconds else None)
-                engines.append(settings.teacher_engine), beams.append(beam), sizes.append(teacher_mb)
+        for beam, path in teacher_tests(d, cfg, settings, direction):
+            if path != out_path and not d.recorded(path):  # (checked; a teacher stage older than this row has none)
+                continue
+            seconds = timed.get(seconds_key(settings, beam))
+            systems.append((f"teacher {teacher_name}", path.read_text(encoding="utf-8").splitlines(),
+                            settings.teacher_engine, beam, timed.get("sentences", 0) / seconds if seconds else None,
+                            teacher_mb))
         for use_vmap in (False, True):
             student.engine.use_vmap = use_vmap
             student.translate(sources[:1], beam_size=settings.student_beam, **languages)  # warm up
             began = time.perf_counter()
             hyps = [r.text for r in student.translate(sources, beam_size=settings.student_beam,
                                                       batch_size=settings.batch_size, **languages)]
-            timings.append(len(sources) / max(time.perf_counter() - began, 1e-9))
-            systems.append((f"student {settings.quantization}" + (" + vmap" if use_vmap else ""), hyps))
-            engines.append("ctranslate2"), beams.append(settings.student_beam), sizes.append(student_mb)
-        comparison = compare_systems(systems, refs)
-        for i, (name, _) in enumerate(systems):
+            rate = len(sources) / max(time.perf_counter() - began, 1e-9)
+            systems.append((f"student {settings.quantization}" + (" + vmap" if use_vmap else ""), hyps,
+                            "ctranslate2", settings.student_beam, rate, student_mb))
+        comparison = compare_systems([(name, hyps) for name, hyps, *_ in systems], refs)
+        for i, (name, _, engine, beam, rate, megabytes) in enumerate(systems):
             paired = comparison.paired[i - 1]["BLEU"] if i else None
-            rows.append({"pair": str(direction), "system": name, "engine": engines[i], "beam": beams[i],
+            rows.append({"pair": str(direction), "system": name, "engine": engine, "beam": beam,
                          "BLEU": round(comparison.scores["BLEU"][i], 2),
                          "chrF": round(comparison.scores["chrF2"][i], 2),
                          "dBLEU": None if paired is None else round(paired.difference, 2),
                          "ci": None if paired is None else [round(paired.ci_low, 2), round(paired.ci_high, 2)],
                          "p_ar": None if paired is None else round(paired.p_randomization, 4),
-                         "sentences_per_s": None if timings[i] is None else round(timings[i], 1),
-                         "megabytes": round(sizes[i], 2)})
+                         "sentences_per_s": None if rate is None else round(rate, 1),
+                         "megabytes": round(megabytes, 2)})
         signatures[str(direction)] = comparison.signatures["BLEU"]["score"]
     report = {"sentences": {str(direction): len(src.read_text(encoding="utf-8").splitlines())
                             for direction, src, _, _ in iter_tests(d, cfg)},

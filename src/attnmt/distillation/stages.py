@@ -32,7 +32,7 @@ from attnmt.direction import Direction
 from attnmt.distillation.report import stage_evaluate
 from attnmt.distillation.state import (STAGES, STUDENT_CONFIG, STUDENT_CONFIG_GIVEN, STUDENT_RUN, Budget,
                                        DistillDir, DistillSettings, OutOfTime, export_folder, language_options,
-                                       source_paths, teacher_tests, test_name)
+                                       seconds_key, source_paths, teacher_tests, test_name)
 from attnmt.errors import AttnmtError, ConfigError, DataError
 from attnmt.files import atomic_write, read_json, writer_lock
 from attnmt.run_dir import RunDir
@@ -243,7 +243,7 @@ def stage_teacher(d: DistillDir, settings: DistillSettings, cfg: Config, runtime
                 seconds = time.perf_counter() - began
                 _write_lines(out, (r.text for r in results))
                 timed = speed.setdefault(str(direction), {"sentences": len(sources), "workers": runtime.workers})
-                timed["seconds" if beam == settings.beam else f"seconds_beam{beam}"] = round(seconds, 3)
+                timed[seconds_key(settings, beam)] = round(seconds, 3)
                 d.record(out, "teacher", len(sources))
         for entry in todo:
             runtime.budget.check(d.path, "teacher")

@@ -290,6 +290,11 @@ def teacher_tests(d: DistillDir, cfg: Config, settings: DistillSettings, directi
     return found
 
 
+def seconds_key(settings: DistillSettings, beam: int) -> str:
+    """Where stage "teacher" keeps the time of its test translation at `beam` (in its speed record)."""
+    return "seconds" if beam == settings.beam else f"seconds_beam{beam}"
+
+
 def export_folder(d: DistillDir, settings: DistillSettings) -> Path:
     return d.path / f"student-ct2-{settings.quantization}"
 

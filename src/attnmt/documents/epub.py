@@ -69,16 +69,11 @@ class EpubDocument:
 
     @property
     def sentences(self) -> list[str]:
-        return self.units.sentences + [s for _, chapter in self.chapters for s in chapter.sentences]
+        return self.units.sentences_with(self.chapters)
 
     def render(self, translations: Sequence[AlignedTranslation]) -> bytes:
-        translations = list(translations)
-        count = len(self.units.units)
-        self.units.render(translations[:count])
+        shares = self.units.render_with(self.chapters, translations)  # the NCX labels written into their trees
         replaced = {path: serialize_xml(root) for path, root in self.trees.items()}
-        start = count
-        for path, chapter in self.chapters:
-            end = start + len(chapter.sentences)
-            replaced[path] = chapter.render(translations[start:end]).encode("utf-8")
-            start = end
+        for (path, chapter), share in zip(self.chapters, shares):
+            replaced[path] = chapter.render(share).encode("utf-8")
         return self.package.write(replaced)

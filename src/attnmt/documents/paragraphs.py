@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from attnmt.documents.safety import DocumentTooLarge
-from attnmt.markup import AlignedTranslation, Placed, Span, model_text, place_spans
+from attnmt.markup import AlignedTranslation, MarkupDocument, Placed, Span, model_text, place_spans
 
 URL = re.compile(r"(?:https?://|ftp://|www\.)[^\s<>\"]*[^\s<>\".,;:!?)\]}'»]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 # printf (%s, %(name)s, %1$d), brace ({name}, {0}), ${name} placeholders and tags inside localized strings
@@ -216,3 +216,19 @@ class Units:
             raise ValueError(f"{len(translations)} translations for {len(self.units)} sentences")
         for unit, translation in zip(self.units, translations):
             unit.write(place_spans(unit.text, unit.spans, translation))
+
+    def sentences_with(self, parts: Sequence[tuple[Any, MarkupDocument]]) -> list[str]:
+        """The units' sentences, then each markup part's (a document holding both: EPUB, subtitles)."""
+        return self.sentences + [s for _, part in parts for s in part.sentences]
+
+    def render_with(self, parts: Sequence[tuple[Any, MarkupDocument]],
+                    translations: Sequence[AlignedTranslation]) -> list[list[AlignedTranslation]]:
+        """Write the units back with the first translations (in the order of `sentences_with`) and
+        return each part's share of the rest, for the caller to render."""
+        translations = list(translations)
+        self.render(translations[:len(self.units)])
+        shares, start = [], len(self.units)
+        for _, part in parts:
+            shares.append(translations[start:start + len(part.sentences)])
+            start += len(part.sentences)
+        return shares

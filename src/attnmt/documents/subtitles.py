@@ -71,17 +71,12 @@ class SubtitleDocument:
 
     @property
     def sentences(self) -> list[str]:
-        return self.units.sentences + [s for _, part in self.parts for s in part.sentences]
+        return self.units.sentences_with(self.parts)
 
     def render(self, translations: Sequence[AlignedTranslation]) -> bytes:
         import srt
 
-        translations = list(translations)
-        count = len(self.units.units)
-        self.units.render(translations[:count])
-        start = count
-        for i, part in self.parts:
-            end = start + len(part.sentences)
-            self.subtitles[i].content = part.render(translations[start:end]) if part.runs else self.subtitles[i].content
-            start = end
+        for (i, part), share in zip(self.parts, self.units.render_with(self.parts, translations)):
+            if part.runs:
+                self.subtitles[i].content = part.render(share)
         return srt.compose(self.subtitles, reindex=False).encode("utf-8")
