@@ -6,7 +6,8 @@ or --src/--ref files), tokenizing and detokenizing included, loading and one war
 --rounds alternate between the systems (round r times each once) and the median is reported:
 
     teacher         the teacher at --teacher-beam (5): a CTranslate2 export (int8 for the issue's
-                    figure) or a run (native engine)
+                    figure), a run or an ensemble of runs (runs/a+runs/b; native engine, weights
+                    from --teacher-checkpoint)
     student         the student's CTranslate2 export at --student-beam (1: greedy), no vocabulary map
     student + vmap  the same export decoding with its vmap.txt (attnmt export --vocab-map)
 
@@ -52,8 +53,12 @@ def load_systems(args) -> list[tuple[str, object, int]]:
     from attnmt.errors import AttnmtError
     from attnmt.run_dir import RunDir
 
-    teacher_engine = "ctranslate2" if RunDir(args.teacher).is_export else "native"
-    teacher = Translator.load(args.teacher, engine=teacher_engine)
+    members = [part for part in args.teacher.split("+") if part]
+    if len(members) == 1 and RunDir(members[0]).is_export:
+        teacher = Translator.load(members[0], engine="ctranslate2")
+    else:  # a run or an ensemble of runs (runs/a+runs/b): the native engine, at --teacher-checkpoint
+        teacher = Translator.load(members if len(members) > 1 else members[0], engine="native",
+                                  checkpoint=args.teacher_checkpoint)
     if not RunDir(args.student).is_export:
         raise AttnmtError(f"{args.student}: the student must be a CTranslate2 export (attnmt export --vocab-map)")
     if not (Path(args.student) / "vmap.txt").is_file():
@@ -114,7 +119,7 @@ def run_bench(args: argparse.Namespace, argv: list[str] | None = None) -> dict:
                         "tokens_per_s": rate(tokens, seconds), "vs_teacher": round(teacher_s / seconds, 2),
                         "bleu": round(scores["bleu"], 2), "chrf": round(scores["chrf"], 2),
                         "rounds": timings[name]})
-    settings = {"teacher": args.teacher, "student": args.student, "split": None if args.src else args.split,
+    settings = {"teacher": args.teacher, "teacher_checkpoint": args.teacher_checkpoint, "student": args.student, "split": None if args.src else args.split,
                 "src": args.src, "ref": args.ref, "sentences": len(sources), "rounds": args.rounds,
                 "teacher_beam": args.teacher_beam, "student_beam": args.student_beam, "batch_size": args.batch_size}
     return make_report("bench_distill", command=command(__file__, argv), environment=environment(), settings=settings,
@@ -138,7 +143,10 @@ def format_table(report: dict) -> str:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--teacher", required=True, help="the teacher: a CTranslate2 export or a run")
+    p.add_argument("--teacher", required=True,
+                   help="the teacher: a CTranslate2 export, a run or runs joined by '+' (an ensemble)")
+    p.add_argument("--teacher-checkpoint", default="best",
+                   help="a run teacher's weights: best, last, average or a file (default best)")
     p.add_argument("--student", required=True, help="the student's CTranslate2 export, with vmap.txt")
     p.add_argument("--split", default="test_2016_flickr", help="the student's test split (own data: test)")
     p.add_argument("--src", default=None, help="source sentences instead of --split (with --ref)")

@@ -54,3 +54,25 @@ def test_a_student_without_a_map_is_refused(exports, capsys):
     assert bench_distill.main(["--teacher", str(exports / "teacher"), "--student", str(exports / "teacher"),
                                "--src", "x", "--ref", "y", "--json", ""]) == 2
     assert "has no vmap.txt: export the student with --vocab-map" in capsys.readouterr().err
+
+
+def test_an_ensemble_teacher_decodes_natively(exports, capsys):
+    """runs/a+runs/b as the teacher: the native engine's ensemble. An ensemble of a model with
+    itself averages equal probabilities, so its translations are the single model's."""
+    import sacrebleu
+
+    from attnmt import Translator
+
+    src, ref = exports / "toy" / "test.de", exports / "toy" / "test.en"
+    run = exports / "run"
+    report_path = exports / "bench-ensemble.json"
+    assert bench_distill.main(["--teacher", f"{run}+{run}", "--teacher-checkpoint", "last", "--student",
+                               str(exports / "student"), "--src", str(src), "--ref", str(ref), "--rounds", "1",
+                               "--json", str(report_path)]) == 0
+    report = json.loads(report_path.read_text())
+    teacher_row = report["results"][0]
+    assert (teacher_row["system"], teacher_row["engine"], teacher_row["beam"]) == ("teacher", "native", 5)
+    assert report["settings"]["teacher_checkpoint"] == "last"
+    sources, refs = src.read_text().splitlines(), ref.read_text().splitlines()
+    single = [r.text for r in Translator.load(run, checkpoint="last").translate(sources, beam_size=5)]
+    assert teacher_row["bleu"] == pytest.approx(sacrebleu.corpus_bleu(single, [refs]).score, abs=0.01)
