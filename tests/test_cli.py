@@ -292,6 +292,17 @@ def test_argument_types():
             check(text)
 
 
+def test_a_model_argument_names_one_folder_or_an_ensemble(tmp_path):
+    from attnmt.commands.arguments import ensemble_paths
+
+    assert ensemble_paths("runs/a") == ["runs/a"]
+    assert ensemble_paths("runs/a+runs/b") == ["runs/a", "runs/b"]
+    assert ensemble_paths("runs/a++runs/b+") == ["runs/a", "runs/b"]
+    plus = tmp_path / "de+en"  # a folder whose own name has a '+' is that folder
+    plus.mkdir()
+    assert ensemble_paths(str(plus)) == [str(plus)]
+
+
 def test_every_verb_has_bad_value_rows():
     from attnmt.cli import COMMANDS
 

@@ -51,9 +51,10 @@ def load_systems(args) -> list[tuple[str, object, int]]:
     """(name, translator, beam) of the teacher, the student and the student with its vocabulary map."""
     from attnmt import Translator
     from attnmt.errors import AttnmtError
+    from attnmt.commands.arguments import ensemble_paths
     from attnmt.run_dir import RunDir
 
-    members = [part for part in args.teacher.split("+") if part]
+    members = ensemble_paths(args.teacher)
     if len(members) == 1 and RunDir(members[0]).is_export:
         teacher = Translator.load(members[0], engine="ctranslate2")
     else:  # a run or an ensemble of runs (runs/a+runs/b): the native engine, at --teacher-checkpoint

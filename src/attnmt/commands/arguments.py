@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from attnmt.bounds import BEAM, DECODING_WORKERS, LENGTH_PENALTY, SHARD_LINES, THREADS, VOCAB, Bound
 from attnmt.direction import Direction, check_language
@@ -91,6 +92,15 @@ def image_path(text: str) -> str:
     if os.path.splitext(text)[1].lower() not in IMAGE_FORMATS:
         raise argparse.ArgumentTypeError(f"{text!r}: the file name must end in one of {', '.join(IMAGE_FORMATS)}")
     return text
+
+
+def ensemble_paths(spec: str) -> list[str]:
+    """The folders a model argument names (compare's SYSTEM, distill's TEACHER, serve's MODEL):
+    itself, or its '+'-joined parts, an ensemble (runs/a+runs/b). A folder whose own name has a
+    '+' is itself."""
+    if "+" in spec and not Path(spec).exists():
+        return [part for part in spec.split("+") if part]
+    return [spec]
 
 
 def add_data_args(p: argparse.ArgumentParser) -> None:

@@ -17,9 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from pathlib import Path
 
-from attnmt.commands.arguments import add_engine_arg, direction, non_negative_float, positive_int
+from attnmt.commands.arguments import add_engine_arg, direction, ensemble_paths, non_negative_float, positive_int
 from attnmt.commands.text_io import read_file
 from attnmt.config import DataConfig
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
@@ -33,13 +32,6 @@ HELP = ("BLEU / chrF of several systems and paired significance tests (bootstrap
 log = logging.getLogger(__name__)
 
 
-def system_paths(system: str) -> list[str]:
-    """The run directories a SYSTEM argument names: itself, or its '+'-joined parts (an ensemble)."""
-    if "+" in system and not Path(system).exists():
-        return [part for part in system.split("+") if part]
-    return [system]
-
-
 def _test_set(systems: list[str], split: str, pair: Direction | None) -> ParallelCorpus:
     """The split the systems translate, from the first system's data config (Multi30k without
     one), of --pair's direction when given.
@@ -49,7 +41,7 @@ def _test_set(systems: list[str], split: str, pair: Direction | None) -> Paralle
     """
     from attnmt.run_dir import RunDir
 
-    data = RunDir(system_paths(systems[0])[0]).config().data if systems else DataConfig()
+    data = RunDir(ensemble_paths(systems[0])[0]).config().data if systems else DataConfig()
     if data.multilingual and pair is None:
         raise AttnmtError(f"{systems[0]} is multilingual: name the direction to compare with --pair SRC-TGT "
                           f"({direction_names(data.directions())})")
@@ -59,7 +51,7 @@ def _test_set(systems: list[str], split: str, pair: Direction | None) -> Paralle
 def _translate(system: str, sources: list[str], args) -> list[str]:
     from attnmt.translator import Translator
 
-    translator = Translator.load(system_paths(system), checkpoint=args.checkpoint, device=args.device,
+    translator = Translator.load(ensemble_paths(system), checkpoint=args.checkpoint, device=args.device,
                                  engine=args.engine)
     log.info("translating %d sentences with %s (beam %d)", len(sources), system, args.beam)
     direction = args.pair

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from attnmt.bounds import BEAM, DECODING_WORKERS, MINUTES, SHARD_LINES, WEIGHT
-from attnmt.commands.arguments import bounded, non_negative_int, positive_int
+from attnmt.commands.arguments import bounded, ensemble_paths, non_negative_int, positive_int
 from attnmt.errors import AttnmtError
 
 HELP = "distill a teacher (run, ensemble or export) into a small student, export it (int8 + vmap) and compare"
@@ -65,13 +65,6 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
 
 
-def teacher_paths(teacher: str) -> list[str]:
-    """The folders a TEACHER names: itself, or its '+'-joined parts (an ensemble)."""
-    if "+" in teacher and not Path(teacher).exists():
-        return [part for part in teacher.split("+") if part]
-    return [teacher]
-
-
 def run(args) -> int:
     from attnmt.config import load_config
     from attnmt.distillation import Budget, DistillSettings, Runtime, resume, start
@@ -90,7 +83,7 @@ def run(args) -> int:
             raise AttnmtError("distill needs a TEACHER and -o DIR (or --resume DIR)")
         if args.redo:
             raise AttnmtError("--redo works with --resume DIR")
-        paths = teacher_paths(args.teacher)
+        paths = ensemble_paths(args.teacher)
         engine = "ctranslate2" if RunDir(paths[0]).is_export else "native"
         if engine == "ctranslate2" and len(paths) > 1:
             raise AttnmtError(f"{args.teacher}: an ensemble is of runs (native engine), not of exports")

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnmt.bounds import EXPIRE_MINUTES, FILE_KB, FILES, SENTENCES, WAIT_MS
-from attnmt.commands.arguments import beam_size, bounded, non_negative_int, positive_int
-from attnmt.commands.compare import system_paths
+from attnmt.commands.arguments import beam_size, bounded, ensemble_paths, non_negative_int, positive_int
 from attnmt.errors import AttnmtError
 from attnmt.server.settings import ServeSettings
 
@@ -60,7 +59,7 @@ def model_specs(arguments: list[str], engine: str | None) -> list[ModelSpec]:
 
     specs, pairs = [], {}
     for argument in arguments:
-        paths = tuple(system_paths(argument))
+        paths = tuple(ensemble_paths(argument))
         chosen = engine or ("ctranslate2" if RunDir(paths[0]).is_export else "native")
         refuse_ensemble_engine(len(paths), chosen)
         for path in paths:
