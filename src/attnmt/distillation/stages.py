@@ -233,10 +233,10 @@ def stage_teacher(d: DistillDir, settings: DistillSettings, cfg: Config, runtime
     identity = teacher_identity(settings)
     with open_teacher(settings, runtime, workers=runtime.workers) as teacher:
         for direction, src_path in tests:  # timed: the teacher's sentences/s of the evaluation
+            sources = src_path.read_text(encoding="utf-8").splitlines()
             for beam, out in teacher_tests(d, cfg, settings, direction):
                 if d.recorded(out):
                     continue
-                sources = src_path.read_text(encoding="utf-8").splitlines()
                 began = time.perf_counter()
                 results = teacher.translate(sources, beam_size=beam, batch_size=settings.batch_size,
                                             **language_options(multilingual, direction))
