@@ -50,16 +50,13 @@ def _read(path: str) -> list[str]:
 def load_systems(args) -> list[tuple[str, object, int]]:
     """(name, translator, beam) of the teacher, the student and the student with its vocabulary map."""
     from attnmt import Translator
-    from attnmt.errors import AttnmtError
     from attnmt.commands.arguments import ensemble_paths
+    from attnmt.errors import AttnmtError
     from attnmt.run_dir import RunDir
 
-    members = ensemble_paths(args.teacher)
-    if len(members) == 1 and RunDir(members[0]).is_export:
-        teacher = Translator.load(members[0], engine="ctranslate2")
-    else:  # a run or an ensemble of runs (runs/a+runs/b): the native engine, at --teacher-checkpoint
-        teacher = Translator.load(members if len(members) > 1 else members[0], engine="native",
-                                  checkpoint=args.teacher_checkpoint)
+    members = ensemble_paths(args.teacher)  # one folder, or runs/a+runs/b: an ensemble (native engine only)
+    engine = "ctranslate2" if RunDir(members[0]).is_export else "native"
+    teacher = Translator.load(members, engine=engine, checkpoint=args.teacher_checkpoint)
     if not RunDir(args.student).is_export:
         raise AttnmtError(f"{args.student}: the student must be a CTranslate2 export (attnmt export --vocab-map)")
     if not (Path(args.student) / "vmap.txt").is_file():
@@ -120,8 +117,9 @@ def run_bench(args: argparse.Namespace, argv: list[str] | None = None) -> dict:
                         "tokens_per_s": rate(tokens, seconds), "vs_teacher": round(teacher_s / seconds, 2),
                         "bleu": round(scores["bleu"], 2), "chrf": round(scores["chrf"], 2),
                         "rounds": timings[name]})
-    settings = {"teacher": args.teacher, "teacher_checkpoint": args.teacher_checkpoint, "student": args.student, "split": None if args.src else args.split,
-                "src": args.src, "ref": args.ref, "sentences": len(sources), "rounds": args.rounds,
+    settings = {"teacher": args.teacher, "teacher_checkpoint": args.teacher_checkpoint, "student": args.student,
+                "split": None if args.src else args.split, "src": args.src, "ref": args.ref,
+                "sentences": len(sources), "rounds": args.rounds,
                 "teacher_beam": args.teacher_beam, "student_beam": args.student_beam, "batch_size": args.batch_size}
     return make_report("bench_distill", command=command(__file__, argv), environment=environment(), settings=settings,
                        results=results, notes=["tokenizing and detokenizing included; loading and a warm-up not"])
