@@ -155,12 +155,13 @@ def test_resume_after_stops_between_and_inside_stages_gives_the_same_outputs(bas
         run_shards(job, counted)
 
     monkeypatch.setattr(stages, "run_shards", shards_then_stop)
+    monkeypatch.chdir(base)  # started as `-o stopped` here; resumed from another folder once the corpus is made
     with pytest.raises(Stop):  # teacher: 2 of 4 shards of train0 done
-        main(["distill", str(teacher), "--student", str(student_config), "-o", str(folder), *COMMON])
+        main(["distill", str(teacher), "--student", str(student_config), "-o", "stopped", *COMMON])
     assert len(list((folder / "teacher" / "train0.en.shards").glob("shard-*.txt"))) == 2
     left["shards"] = 2 + 1  # the teacher's last 2 shards, the filter's first; its second stops
     with pytest.raises(Stop):
-        main(["distill", "--resume", str(folder)])
+        main(["distill", "--resume", "stopped"])
     state = json.loads((folder / "distill.json").read_text())
     assert state["stages"]["teacher"]["done"] and not state["stages"]["filter"].get("done")
     assert len(list((folder / "filter" / "train0.ce.shards").glob("shard-*.txt"))) == 1
@@ -170,8 +171,8 @@ def test_resume_after_stops_between_and_inside_stages_gives_the_same_outputs(bas
         raise Stop("between stages")
     monkeypatch.setattr(stages, "stage_student", stop)
     with pytest.raises(Stop):
-        main(["distill", "--resume", str(folder)])
-    monkeypatch.undo()
+        main(["distill", "--resume", "stopped"])
+    monkeypatch.undo()  # and back in the folder the tests started in
     state = json.loads((folder / "distill.json").read_text())
     assert state["stages"]["corpus"]["done"] and not state["stages"].get("student", {}).get("done")
 

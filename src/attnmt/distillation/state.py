@@ -119,7 +119,7 @@ class DistillDir:
     """A distillation directory and its state file (one object for the whole run)."""
 
     def __init__(self, path: str | Path):
-        self.path = Path(path)
+        self.path = Path(path).expanduser().absolute()  # the student config names its corpus by this path
         self.state: dict = {}
 
     @property
