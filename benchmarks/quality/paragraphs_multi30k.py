@@ -125,8 +125,9 @@ def main(argv=None) -> int:
     from attnmt.data.sentences import split_sentences
     from attnmt.decoding import coverage as cov
     from attnmt.evaluation import score_translations
+    from attnmt.run_dir import RunDir
 
-    engine = args.engine or ("ctranslate2" if (Path(args.run) / "model.bin").exists() else "native")
+    engine = args.engine or RunDir(args.run).engine
     translator = Translator.load(args.run, engine=engine, device="cpu")
     src_lang, tgt_lang = translator.directions[0]
     corpus = load_multi30k(args.split, src_lang, tgt_lang)

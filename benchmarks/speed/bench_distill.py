@@ -55,8 +55,7 @@ def load_systems(args) -> list[tuple[str, object, int]]:
     from attnmt.run_dir import RunDir
 
     members = ensemble_paths(args.teacher)  # one folder, or runs/a+runs/b: an ensemble (native engine only)
-    engine = "ctranslate2" if RunDir(members[0]).is_export else "native"
-    teacher = Translator.load(members, engine=engine, checkpoint=args.teacher_checkpoint)
+    teacher = Translator.load(members, engine=RunDir(members[0]).engine, checkpoint=args.teacher_checkpoint)
     if not RunDir(args.student).is_export:
         raise AttnmtError(f"{args.student}: the student must be a CTranslate2 export (attnmt export --vocab-map)")
     if not (Path(args.student) / "vmap.txt").is_file():

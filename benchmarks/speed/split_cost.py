@@ -39,9 +39,10 @@ def main(argv=None) -> int:
     from attnmt.data.corpus import load_multi30k
     from attnmt.data.sentences import split_sentences
     from attnmt.decoding.paragraphs import join_sentences
+    from attnmt.run_dir import RunDir
 
     torch.set_num_threads(args.threads)
-    engine = args.engine or ("ctranslate2" if (Path(args.run) / "model.bin").exists() else "native")
+    engine = args.engine or RunDir(args.run).engine
     translator = Translator.load(args.run, engine=engine, device="cpu")
     src_lang, tgt_lang = translator.directions[0]
     sentences = load_multi30k(args.split, src_lang, tgt_lang).src

@@ -83,6 +83,11 @@ class RunDir:
         """True for a folder written by `attnmt export`."""
         return (self.path / EXPORT_INFO).is_file()
 
+    @property
+    def engine(self) -> str:
+        """The engine that reads this folder: "ctranslate2" for an export, "native" for a run."""
+        return "ctranslate2" if self.is_export else "native"
+
     def require_run(self) -> None:
         """Raises AttnmtError unless this is a training run (an export is refused with the way out)."""
         if self.is_export:

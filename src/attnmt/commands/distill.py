@@ -84,7 +84,7 @@ def run(args) -> int:
         if args.redo:
             raise AttnmtError("--redo works with --resume DIR")
         paths = ensemble_paths(args.teacher)
-        engine = "ctranslate2" if RunDir(paths[0]).is_export else "native"
+        engine = RunDir(paths[0]).engine
         if engine == "ctranslate2" and len(paths) > 1:
             raise AttnmtError(f"{args.teacher}: an ensemble is of runs (native engine), not of exports")
         if engine == "ctranslate2" and args.workers > 1:

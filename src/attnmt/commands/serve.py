@@ -60,7 +60,7 @@ def model_specs(arguments: list[str], engine: str | None) -> list[ModelSpec]:
     specs, pairs = [], {}
     for argument in arguments:
         paths = tuple(ensemble_paths(argument))
-        chosen = engine or ("ctranslate2" if RunDir(paths[0]).is_export else "native")
+        chosen = engine or RunDir(paths[0]).engine
         refuse_ensemble_engine(len(paths), chosen)
         for path in paths:
             if chosen == "ctranslate2":
