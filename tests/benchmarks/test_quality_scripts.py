@@ -137,3 +137,39 @@ def test_constraints_script_covers_every_constraint(toy_run, tmp_path, capsys):
     rows = {r["decoding"]: r for r in json.loads(out.read_text())["results"]}
     assert rows["constrained"]["coverage"] == 1.0 and rows["unconstrained"]["sentences"] == 10
     assert constraints_multi30k.main([str(toy_run), "--beam", "1"]) == 2
+
+
+def test_vocab_sweep_trains_each_size_and_compares_with_the_configs_own(tmp_path, capsys):
+    """Two joint sentencepiece sizes of a tiny Transformer, side by side: each run's subword model
+    has its size (read back with sentencepiece), each trained its two epochs in its own process,
+    and each row's test difference is its BLEU minus the baseline's (the config's own size)."""
+    import sentencepiece as spm
+
+    import toy
+    from benchmarks.quality import vocab_sweep
+
+    config = toy.write_config(tmp_path / "toy.yaml", "copy", "transformer", epochs=2,
+                              data=dict(tokenizer="sentencepiece", spm_vocab_size=70, spm_joint=True),
+                              model=dict(share_embeddings=True, tie_embeddings=True), train=dict(num_threads=1))
+    out, report_path = tmp_path / "sweep", tmp_path / "sweep.json"
+    argv = ["--out", str(out), "--config", str(config), "--sizes", "50,70", "--minutes", "5", "--set",
+            "train.epochs=2", "--beam", "2", "--val-split", "valid", "--test-split", "test", "--json", str(report_path)]
+    assert vocab_sweep.main(argv) == 0
+    report = json.loads(report_path.read_text())
+    assert report["settings"]["baseline"] == 70
+    rows = {row["size"]: row for row in report["results"]}
+    assert sorted(rows) == [50, 70]
+    for size, row in rows.items():
+        models = list((out / f"vocab-{size}").glob("*.model"))
+        assert len(models) == 1 and spm.SentencePieceProcessor(model_file=str(models[0])).get_piece_size() == size
+        assert row["exit"] == 0 and row["cpu_s"] > 0 and row["epochs"] == 2 and len(row["val_greedy"]) == 2
+        assert 0 <= row["val_bleu"] <= 100 and 0 <= row["test_bleu"] <= 100
+    assert "test_bleu_vs_baseline" not in rows[70]
+    assert rows[50]["test_bleu_vs_baseline"]["difference"] == pytest.approx(
+        rows[50]["test_bleu"] - rows[70]["test_bleu"], abs=0.011)
+    assert "| 50 |" in capsys.readouterr().out
+    assert vocab_sweep.main(["--out", str(out), "--sizes", "50"]) == 2  # one size is no sweep
+    # --no-train scores what is there; a missing run is named
+    assert vocab_sweep.main(["--out", str(tmp_path / "none"), "--config", str(config), "--sizes", "50,70",
+                             "--no-train", "--json", ""]) == 2
+    assert "vocab-50" in capsys.readouterr().err
