@@ -174,6 +174,9 @@ def test_time_budget_stop_mid_epoch_then_resume_matches_uninterrupted_run(tmp_pa
     last = json.loads((cut / "last.json").read_text())
     assert last["complete"] is False and last["step"] == per_epoch + 5 and "val_bleu" in last
     assert Translator.load(cut, checkpoint="last").translate(["hund ."], beam_size=1)[0].text  # evaluable
+    # the end record names the epoch best.json points at, the unfinished one included when it scored best
+    best, end = json.loads((cut / "best.json").read_text()), metrics_without_timings(cut)[-1]
+    assert end["event"] == "end" and end["best_epoch"] == best["epoch"], (end, best)
 
     assert main(["train", "--resume", str(cut), "--set", "train.epochs=3", "--set", "train.max_minutes=null"]) == 0
     assert_same_end(straight, cut)

@@ -175,8 +175,9 @@ class Trainer:
         while self.state.epoch < self.train_cfg.epochs and not stop:
             stop = self._run_epoch(self.state.epoch + 1) or self._out_of_updates()
         best = self.run_dir.pointer("best") or {}
+        # best.json's epoch: an epoch cut short by the time budget is best when it scored best (_stop_mid_epoch)
         self.metrics.write(event="end", epochs=self.state.epoch, seconds=round(self.state.seconds, 1),
-                           best_epoch=self.state.best_epoch)
+                           best_epoch=best.get("epoch", self.state.best_epoch))
         return TrainResult(run_dir=self.run_dir.path, epochs=self.state.epoch, best=best, seconds=self.state.seconds)
 
     def _prepare_run_dir(self, *, resume: bool, overwrite: bool) -> None:
