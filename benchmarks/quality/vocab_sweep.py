@@ -75,19 +75,24 @@ def train_all(args) -> dict[int, dict]:
 
 
 def training_record(run: Path) -> dict:
-    """The run's time limit and threads (its config.json), and its parameters, epochs, updates and
-    greedy val BLEU of each epoch (its metrics.jsonl)."""
+    """The run's time limit and threads (its config.json); its parameters, epochs (a fraction for
+    the one the time limit cut short), updates and greedy val BLEU of each epoch (its metrics.jsonl,
+    the cut epoch's validation last); the best checkpoint's epoch and greedy val BLEU (best.json)."""
     from attnmt.config import load_saved_config
 
     train = load_saved_config(run / "config.json").train
     events = [json.loads(line) for line in (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line]
     start = next(e for e in events if e["event"] == "start")
-    epochs = [e for e in events if e["event"] == "epoch"]
-    best = max(epochs, key=lambda e: e["val_bleu"]) if epochs else None
+    curve = [e for e in events if e["event"] in ("epoch", "stop")]  # a stop: the cut epoch's validation
+    done = sum(e["event"] == "epoch" for e in curve)
+    cut = curve[-1] if curve and curve[-1]["event"] == "stop" else None
+    best = json.loads((run / "best.json").read_text(encoding="utf-8")) if (run / "best.json").is_file() else {}
     return {"minutes": train.max_minutes, "threads": train.num_threads, "params": start["params"],
-            "epochs": len(epochs), "updates": max((e.get("step", 0) for e in events), default=0),
-            "val_greedy": [e["val_bleu"] for e in epochs],
-            "best_epoch": best["epoch"] if best else None}
+            "epochs": round(done + (cut["update_in_epoch"] / cut["updates_in_epoch"] if cut else 0), 2),
+            "updates": max((e.get("step", 0) for e in events), default=0),
+            "val_greedy": [e["val_bleu"] for e in curve],
+            "best_epoch": best.get("epoch"), "best_complete": best.get("complete", True),
+            "best_val_greedy": best.get("val_bleu")}
 
 
 def attnmt_json(argv: list[str]) -> dict:
@@ -145,15 +150,16 @@ def format_table(report: dict) -> str:
     threads = ", ".join(sorted({str(r["threads"] or "default") for r in report["results"]}))
     lines = [f"{s['config']}, {minutes} minutes each, {threads} thread(s); val and "
              f"{s['test_split']} at beam {s['beam']}; baseline {s['baseline']}",
-             "| pieces | params | CPU s | epochs | updates | best epoch | val greedy (best) | val | test BLEU | "
+             "| pieces | params | CPU s | epochs | updates | best epoch | its val greedy | val | test BLEU | "
              "test chrF | BLEU vs baseline [95%], p (ar) |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in report["results"]:
         paired = r.get("test_bleu_vs_baseline")
         versus = (f"{paired['difference']:+.2f} [{paired['ci_low']:+.2f}, {paired['ci_high']:+.2f}], "
                   f"{paired['p_randomization']:.3f}" if paired else "baseline")
+        best = f"{r['best_epoch']}{'' if r['best_complete'] else ' (cut)'}"
         lines.append(f"| {r['size']:,} | {r['params'] / 1e6:.2f}M | {r.get('cpu_s', '-')} | {r['epochs']} | "
-                     f"{r['updates']:,} | {r['best_epoch']} | {max(r['val_greedy'], default=0):.2f} | "
+                     f"{r['updates']:,} | {best} | {r['best_val_greedy']} | "
                      f"{r['val_bleu']:.2f} | {r['test_bleu']:.2f} | {r['test_chrf']:.2f} | {versus} |")
     return "\n".join(lines)
 

@@ -163,6 +163,7 @@ def test_vocab_sweep_trains_each_size_and_compares_with_the_configs_own(tmp_path
         models = list((out / f"vocab-{size}").glob("*.model"))
         assert len(models) == 1 and spm.SentencePieceProcessor(model_file=str(models[0])).get_piece_size() == size
         assert row["exit"] == 0 and row["cpu_s"] > 0 and row["epochs"] == 2 and len(row["val_greedy"]) == 2
+        assert row["best_complete"] and row["best_val_greedy"] == max(row["val_greedy"])
         assert 0 <= row["val_bleu"] <= 100 and 0 <= row["test_bleu"] <= 100
     assert "test_bleu_vs_baseline" not in rows[70]
     assert rows[50]["test_bleu_vs_baseline"]["difference"] == pytest.approx(
