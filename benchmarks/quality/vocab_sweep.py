@@ -156,7 +156,7 @@ def format_table(report: dict) -> str:
     for r in report["results"]:
         paired = r.get("test_bleu_vs_baseline")
         versus = (f"{paired['difference']:+.2f} [{paired['ci_low']:+.2f}, {paired['ci_high']:+.2f}], "
-                  f"{paired['p_randomization']:.3f}" if paired else "baseline")
+                  f"{paired['p_randomization']:.4f}" if paired else "baseline")
         best = f"{r['best_epoch']}{'' if r['best_complete'] else ' (cut)'}"
         lines.append(f"| {r['size']:,} | {r['params'] / 1e6:.2f}M | {r.get('cpu_s', '-')} | {r['epochs']} | "
                      f"{r['updates']:,} | {best} | {r['best_val_greedy']} | "
