@@ -55,7 +55,16 @@ def run_dir(out: Path, size: int) -> Path:
 
 def train_all(args) -> dict[int, dict]:
     """Start one `attnmt train` per size, all at once; wait for all. Per size: exit code, wall and
-    CPU seconds. Each run's log is RUN.log beside it."""
+    CPU seconds. Each run's log is RUN.log beside it. A run folder that holds a run, or a log
+    already there, is refused before any training starts (use --no-train to score them)."""
+    from attnmt.errors import AttnmtError
+    from attnmt.run_dir import RunDir
+
+    for run in (run_dir(args.out, size) for size in args.sizes):
+        RunDir(run).check_new(resume=False, overwrite=False)
+        log = run.with_suffix(".log")
+        if log.exists():
+            raise AttnmtError(f"{log} already exists: a sweep's log is not overwritten (another --out, or --no-train)")
     args.out.mkdir(parents=True, exist_ok=True)
     started = {}
     for size in args.sizes:
@@ -63,7 +72,7 @@ def train_all(args) -> dict[int, dict]:
         sets = [f"data.spm_vocab_size={size}", "train.epochs=10000", f"train.max_minutes={args.minutes}",
                 "train.early_stopping_patience=10000", f"train.num_threads={args.threads}", *args.overrides]
         argv = [*ATTNMT, "train", args.config, "--run-dir", str(run), *[x for s in sets for x in ("--set", s)]]
-        with open(run.with_name(run.name + ".log"), "w", encoding="utf-8") as log:
+        with open(run.with_suffix(".log"), "x", encoding="utf-8") as log:
             started[size] = (subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), time.perf_counter())
     trained = {}
     for size, (process, start) in started.items():
@@ -78,15 +87,16 @@ def training_record(run: Path) -> dict:
     """The run's time limit and threads (its config.json); its parameters, epochs (a fraction for
     the one the time limit cut short), updates and greedy val BLEU of each epoch (its metrics.jsonl,
     the cut epoch's validation last); the best checkpoint's epoch and greedy val BLEU (best.json)."""
-    from attnmt.config import load_saved_config
+    from attnmt.run_dir import RunDir
 
-    train = load_saved_config(run / "config.json").train
+    folder = RunDir(run)
+    train = folder.config().train
     events = [json.loads(line) for line in (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line]
     start = next(e for e in events if e["event"] == "start")
     curve = [e for e in events if e["event"] in ("epoch", "stop")]  # a stop: the cut epoch's validation
     done = sum(e["event"] == "epoch" for e in curve)
     cut = curve[-1] if curve and curve[-1]["event"] == "stop" else None
-    best = json.loads((run / "best.json").read_text(encoding="utf-8")) if (run / "best.json").is_file() else {}
+    best = folder.pointer("best") or {}
     return {"minutes": train.max_minutes, "threads": train.num_threads, "params": start["params"],
             "epochs": round(done + (cut["update_in_epoch"] / cut["updates_in_epoch"] if cut else 0), 2),
             "updates": max((e.get("step", 0) for e in events), default=0),

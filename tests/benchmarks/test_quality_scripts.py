@@ -170,6 +170,10 @@ def test_vocab_sweep_trains_each_size_and_compares_with_the_configs_own(tmp_path
         rows[50]["test_bleu"] - rows[70]["test_bleu"], abs=0.011)
     assert "| 50 |" in capsys.readouterr().out
     assert vocab_sweep.main(["--out", str(out), "--sizes", "50"]) == 2  # one size is no sweep
+    # a second sweep into the same folder is refused before it starts, naming the run; its log is kept
+    log = (out / "vocab-50.log").read_text()
+    assert vocab_sweep.main(argv) == 2
+    assert "already holds a run" in capsys.readouterr().err and (out / "vocab-50.log").read_text() == log
     # --no-train scores what is there; a missing run is named
     assert vocab_sweep.main(["--out", str(tmp_path / "none"), "--config", str(config), "--sizes", "50,70",
                              "--no-train", "--json", ""]) == 2
