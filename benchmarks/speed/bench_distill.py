@@ -15,7 +15,10 @@ Columns: sentences/s, output tokens/s, the ratio to the teacher, and cased detok
 BLEU / chrF of the last round's translations.
 
     benchmarks/speed/bench_distill.py --teacher exports/teacher-int8 --student DIST/student-ct2-int8 \\
-        [--split test_2016_flickr | --src test.de --ref test.en] [--rounds 3] [--json bench_distill.json]
+        [--split test_2016_flickr | --src test.de --ref test.en] [--pair de-en] [--rounds 3] [--json bench_distill.json]
+
+A multilingual teacher or student needs --pair SRC-TGT: the direction both translate (its test
+files; each system is told the source and target language).
 
 Shapes: none; everything goes through the translator's text interface.
 """
@@ -69,9 +72,18 @@ def load_systems(args) -> list[tuple[str, object, int]]:
 
 
 def test_set(args, translator) -> tuple[list[str], list[str], str]:
-    """The sources, the references and the target language."""
+    """The sources, the references and the target language (--pair's, else the student's only one).
+
+    Raises:
+        AttnmtError: a multilingual student without --pair; --src without --ref.
+    """
     from attnmt.data.corpus import corpus_spec, load_corpus
+    from attnmt.direction import names
     from attnmt.errors import AttnmtError
+
+    if args.pair is None and len(translator.directions) > 1:
+        raise AttnmtError(f"{args.student} is multilingual: name the direction to time with --pair SRC-TGT "
+                          f"({names(translator.directions)})")
 
     if args.src or args.ref:
         if not (args.src and args.ref):
@@ -80,11 +92,12 @@ def test_set(args, translator) -> tuple[list[str], list[str], str]:
         if len(src) != len(ref):
             raise AttnmtError(f"{args.src} has {len(src)} lines, {args.ref} has {len(ref)}")
     else:
-        corpus = load_corpus(corpus_spec(translator.cfg.data), args.split)
+        pair = None if args.pair is None else (args.pair.source, args.pair.target)
+        corpus = load_corpus(corpus_spec(translator.cfg.data), args.split, pair)
         src, ref = corpus.src, corpus.tgt
     if args.sentences:
         src, ref = src[:args.sentences], ref[:args.sentences]
-    return src, ref, translator.directions[0].target
+    return src, ref, (args.pair or translator.directions[0]).target
 
 
 def run_bench(args: argparse.Namespace, argv: list[str] | None = None) -> dict:
@@ -92,14 +105,16 @@ def run_bench(args: argparse.Namespace, argv: list[str] | None = None) -> dict:
 
     systems = load_systems(args)
     sources, refs, tgt_lang = test_set(args, systems[1][1])
+    languages = {} if args.pair is None else dict(source_lang=args.pair.source, target_lang=args.pair.target)
     timings: dict[str, list[float]] = {name: [] for name, _, _ in systems}
     outputs: dict[str, list] = {}
     for name, translator, beam in systems:  # warm-up
-        translator.translate(sources[:8], beam_size=beam)
+        translator.translate(sources[:8], beam_size=beam, **languages)
     for r in range(args.rounds):
         order = systems[r % len(systems):] + systems[:r % len(systems)]
         for name, translator, beam in order:
-            timing = timed(lambda: translator.translate(sources, beam_size=beam, batch_size=args.batch_size))
+            timing = timed(lambda: translator.translate(sources, beam_size=beam, batch_size=args.batch_size,
+                                                        **languages))
             timings[name].append(timing.seconds[0])
             outputs[name] = timing.result
             log.info("round %d: %s %.2f s", r + 1, name, timing.seconds[0])
@@ -118,6 +133,7 @@ def run_bench(args: argparse.Namespace, argv: list[str] | None = None) -> dict:
                         "rounds": timings[name]})
     settings = {"teacher": args.teacher, "teacher_checkpoint": args.teacher_checkpoint, "student": args.student,
                 "split": None if args.src else args.split, "src": args.src, "ref": args.ref,
+                "pair": None if args.pair is None else str(args.pair),
                 "sentences": len(sources), "rounds": args.rounds,
                 "teacher_beam": args.teacher_beam, "student_beam": args.student_beam, "batch_size": args.batch_size}
     return make_report("bench_distill", command=command(__file__, argv), environment=environment(), settings=settings,
@@ -140,6 +156,8 @@ def format_table(report: dict) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from attnmt.commands.arguments import direction
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--teacher", required=True,
                    help="the teacher: a CTranslate2 export, a run or runs joined by '+' (an ensemble)")
@@ -149,6 +167,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--split", default="test_2016_flickr", help="the student's test split (own data: test)")
     p.add_argument("--src", default=None, help="source sentences instead of --split (with --ref)")
     p.add_argument("--ref", default=None, help="their references")
+    p.add_argument("--pair", type=direction, default=None, metavar="SRC-TGT",
+                   help="the direction to time (a multilingual teacher or student needs it)")
     p.add_argument("--sentences", type=int, default=None, help="only the first N sentences (smoke runs)")
     p.add_argument("--teacher-beam", type=int, default=5)
     p.add_argument("--student-beam", type=int, default=1)

@@ -76,3 +76,35 @@ def test_an_ensemble_teacher_decodes_natively(exports, capsys):
     sources, refs = src.read_text().splitlines(), ref.read_text().splitlines()
     single = [r.text for r in Translator.load(run, checkpoint="last").translate(sources, beam_size=5)]
     assert teacher_row["bleu"] == pytest.approx(sacrebleu.corpus_bleu(single, [refs]).score, abs=0.01)
+
+
+def test_a_multilingual_pair_is_timed_on_its_own_test_files(tmp_path, capsys):
+    """--pair de-fr: a multilingual teacher and student translate the de-fr test files, told the
+    direction; the BLEU is sacreBLEU's on what the student writes into French. Without --pair a
+    multilingual student is refused, naming its directions."""
+    import sacrebleu
+
+    from attnmt import Translator
+
+    pairs = ["de-en", "de-fr"]
+    config = toy.write_multilingual_config(tmp_path / "multi.yaml", epochs=1, pairs=pairs, train_size=60)
+    assert attnmt(["train", str(config), "--run-dir", str(tmp_path / "run")]) == 0
+    assert attnmt(["export", str(tmp_path / "run"), "-o", str(tmp_path / "student"), "--quantization", "int8",
+                   "--vocab-map"]) == 0
+    common = ["--teacher", str(tmp_path / "run"), "--teacher-checkpoint", "last", "--student",
+              str(tmp_path / "student"), "--split", "test", "--rounds", "1"]
+    assert bench_distill.main(common + ["--json", ""]) == 2
+    assert "is multilingual: name the direction to time with --pair SRC-TGT (de-en, de-fr)" in capsys.readouterr().err
+
+    report_path = tmp_path / "bench.json"
+    assert bench_distill.main(common + ["--pair", "de-fr", "--json", str(report_path)]) == 0
+    report = json.loads(report_path.read_text())
+    assert report["settings"]["pair"] == "de-fr"
+    sources = (tmp_path / "multi" / "test.de").read_text(encoding="utf-8").splitlines()
+    refs = (tmp_path / "multi" / "test.fr").read_text(encoding="utf-8").splitlines()
+    student = Translator.load(tmp_path / "student", engine="ctranslate2")
+    student.engine.use_vmap = False
+    texts = [r.text for r in student.translate(sources, beam_size=1, source_lang="de", target_lang="fr")]
+    row = report["results"][1]
+    assert (row["system"], row["sentences"]) == ("student", len(sources))
+    assert row["bleu"] == pytest.approx(sacrebleu.corpus_bleu(texts, [refs]).score, abs=0.01)
