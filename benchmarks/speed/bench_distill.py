@@ -92,8 +92,7 @@ def test_set(args, translator) -> tuple[list[str], list[str], str]:
         if len(src) != len(ref):
             raise AttnmtError(f"{args.src} has {len(src)} lines, {args.ref} has {len(ref)}")
     else:
-        pair = None if args.pair is None else (args.pair.source, args.pair.target)
-        corpus = load_corpus(corpus_spec(translator.cfg.data), args.split, pair)
+        corpus = load_corpus(corpus_spec(translator.cfg.data), args.split, args.pair)
         src, ref = corpus.src, corpus.tgt
     if args.sentences:
         src, ref = src[:args.sentences], ref[:args.sentences]
@@ -101,11 +100,12 @@ def test_set(args, translator) -> tuple[list[str], list[str], str]:
 
 
 def run_bench(args: argparse.Namespace, argv: list[str] | None = None) -> dict:
+    from attnmt.direction import language_args
     from attnmt.evaluation import score_translations
 
     systems = load_systems(args)
     sources, refs, tgt_lang = test_set(args, systems[1][1])
-    languages = {} if args.pair is None else dict(source_lang=args.pair.source, target_lang=args.pair.target)
+    languages = language_args(args.pair)
     timings: dict[str, list[float]] = {name: [] for name, _, _ in systems}
     outputs: dict[str, list] = {}
     for name, translator, beam in systems:  # warm-up

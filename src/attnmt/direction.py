@@ -60,6 +60,11 @@ class Direction(NamedTuple):
         return f"{self.source}-{self.target}"
 
 
+def language_args(direction: Direction | None) -> dict:
+    """Translator.translate's source_lang / target_lang for `direction`; none for None (the model's own)."""
+    return {} if direction is None else dict(source_lang=direction.source, target_lang=direction.target)
+
+
 def names(directions: Iterable[tuple[str, str]]) -> str:
     """"de-en, en-de": directions as a message lists them."""
     return ", ".join(str(Direction(*d)) for d in directions)

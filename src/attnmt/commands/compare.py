@@ -22,7 +22,7 @@ from attnmt.commands.arguments import add_engine_arg, direction, ensemble_paths,
 from attnmt.commands.text_io import read_file
 from attnmt.config import DataConfig
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
-from attnmt.direction import Direction
+from attnmt.direction import Direction, language_args
 from attnmt.direction import names as direction_names
 from attnmt.errors import AttnmtError
 
@@ -54,10 +54,8 @@ def _translate(system: str, sources: list[str], args) -> list[str]:
     translator = Translator.load(ensemble_paths(system), checkpoint=args.checkpoint, device=args.device,
                                  engine=args.engine)
     log.info("translating %d sentences with %s (beam %d)", len(sources), system, args.beam)
-    direction = args.pair
-    languages = {} if direction is None else dict(source_lang=direction.source, target_lang=direction.target)
     results = translator.translate(sources, beam_size=args.beam, length_penalty=args.length_penalty,
-                                   batch_size=args.batch_size, **languages)
+                                   batch_size=args.batch_size, **language_args(args.pair))
     return [r.text for r in results]
 
 

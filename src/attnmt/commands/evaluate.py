@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from attnmt.bounds import BEAM
 from attnmt.commands.arguments import (add_engine_arg, add_workers_arg, beam_size, direction_or_all, length_penalty,
                                        positive_int)
-from attnmt.direction import Direction
+from attnmt.direction import Direction, language_args
 from attnmt.errors import AttnmtError
 from attnmt.files import refuse_overwrite, write_json
 
@@ -90,9 +90,9 @@ def run(args) -> int:
                                    workers=args.workers) if args.workers > 1 else nullcontext(translator) as decoder:
         for direction in _pairs(translator, args.pair):
             start = time.perf_counter()
-            languages = {} if direction is None else dict(source_lang=direction.source, target_lang=direction.target)
             report = translator.evaluate(args.split, beam_size=args.beam, length_penalty=args.length_penalty,
-                                         batch_size=args.batch_size, translate=decoder.translate, **languages)
+                                         batch_size=args.batch_size, translate=decoder.translate,
+                                         **language_args(direction))
             report["seconds"] = round(time.perf_counter() - start, 2)
             report["checkpoint"] = args.checkpoint
             report["workers"] = args.workers

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from attnmt.config import Config
-from attnmt.direction import Direction
+from attnmt.direction import Direction, language_args
 from attnmt.errors import AttnmtError, DataError
 from attnmt.files import LOCK_FILE, read_json, sha256_file, write_json
 
@@ -301,7 +301,7 @@ def export_folder(d: DistillDir, settings: DistillSettings) -> Path:
 
 def language_options(multilingual: bool, direction: Direction) -> dict:
     """Translator.translate's languages for `direction` (a one-direction model takes none)."""
-    return dict(source_lang=direction.source, target_lang=direction.target) if multilingual else {}
+    return language_args(direction if multilingual else None)
 
 
 def check_export(d: DistillDir, settings: DistillSettings) -> Path:
