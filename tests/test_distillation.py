@@ -359,3 +359,21 @@ def test_the_student_configs_own_time_bound_holds_under_a_larger_budget(tmp_path
                  "--max-minutes", "30", "--set", "train.max_minutes=0.25"]) == 0
     trained = json.loads((d / "student" / "config.json").read_text())["train"]["max_minutes"]
     assert trained == 0.25
+
+
+def test_a_student_shrunk_from_its_teacher_is_distilled(tmp_path, teacher, student_config):
+    """`--set train.init_from=TEACHER` with fewer decoder layers: the student stage starts from the
+    teacher's weights (its first decoder layer, the student's only one) and the rest runs as usual."""
+    from safetensors.torch import load_file
+
+    d = tmp_path / "d"
+    assert main(["distill", str(teacher), "--student", str(student_config), "-o", str(d), "--beam", "2",
+                 "--set", f"train.init_from={teacher}", "--set", "train.lr=1e-9"]) == 0
+    saved = json.loads((d / "student" / "config.json").read_text())
+    assert saved["train"]["init_from"] == str(teacher.resolve()) and saved["model"]["dec_layers"] == 1
+    teacher_weights = load_file(str(teacher / json.loads((teacher / "best.json").read_text())["file"]))
+    student_weights = load_file(str(d / "student" / json.loads((d / "student" / "best.json").read_text())["file"]))
+    assert sorted(student_weights) == sorted(n for n in teacher_weights if not n.startswith("decoder_layers.1."))
+    for name, tensor in student_weights.items():  # lr 1e-9: what it started from
+        assert (tensor - teacher_weights[name]).abs().max() < 1e-5, name
+    assert json.loads((d / "report.json").read_text())["rows"][-1]["BLEU"] > 0

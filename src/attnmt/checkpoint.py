@@ -124,7 +124,11 @@ def load_weights(model: nn.Module, path: Path) -> None:
     Raises:
         CheckpointError: naming the file and the first tensor at fault.
     """
-    tensors = load_weights_file(path)
+    load_state(model, load_weights_file(path), path)
+
+
+def load_state(model: nn.Module, tensors: dict[str, torch.Tensor], path: Path) -> None:
+    """`load_weights` for tensors already read from `path` (named in the errors)."""
     own = model.state_dict()
     missing = sorted(set(own) - set(tensors))
     unexpected = sorted(set(tensors) - set(own))

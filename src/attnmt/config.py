@@ -173,7 +173,9 @@ class TrainConfig:
     length_window: int = 1_000_000           # each epoch: shuffled, then sorted by length in windows of this many pairs
     backend: Literal["auto", "gloo", "nccl"] = "auto"  # torchrun only; auto = nccl on CUDA, else gloo
     init_from: str | None = None             # a run (trained or `attnmt import`ed): start from its weights,
-                                             # tokenizers and vocabularies (training/train_data.py)
+                                             # tokenizers and vocabularies (training/init_from.py); a
+                                             # Transformer may keep fewer of its layers (a shrunk student)
+    init_checkpoint: str = "best"            # which of init_from's weights: best, last, average or a file
 
 
 @dataclass(frozen=True)

@@ -93,8 +93,7 @@ def build_trainable(cfg: Config, pipeline: TextPipeline, device: torch.device, w
     train_cfg = cfg.train
     core = model_for(cfg, pipeline)
     if train_cfg.init_from and not resume:
-        load_init_weights(core, cfg)
-        log.info("model: starting from the weights of %s", train_cfg.init_from)
+        log.info("model: starting from the weights of %s", load_init_weights(core, cfg))
     core = core.to(device)
     model = wrap_model(world, core)
     if world.rank:  # the same initial weights everywhere (DDP broadcasts rank 0's), other dropout masks
