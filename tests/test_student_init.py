@@ -124,4 +124,4 @@ def test_a_student_from_its_teachers_layers_learns_faster_than_from_scratch(teac
         assert main(["train", str(path), "--run-dir", str(tmp_path / name)]) == 0
         metrics = [json.loads(line) for line in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
         losses[name] = [m for m in metrics if "val_loss" in m][-1]["val_loss"]
-    assert losses["shrunk"] < 0.7 * losses["scratch"], losses
+    assert losses["shrunk"] < 0.5 * losses["scratch"], losses  # 0.18 and 0.10 (seeds 1, 2)
