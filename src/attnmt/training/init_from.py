@@ -139,6 +139,8 @@ def _renumbered(tensors: dict, prefix: str, kept: list[int]) -> dict:
             out[name] = tensor
             continue
         index, _, tail = rest.partition(".")
-        if int(index) in new_index:
+        if not index.isdigit():  # not a layer's tensor: left for load_state to name
+            out[name] = tensor
+        elif int(index) in new_index:
             out[f"{prefix}.{new_index[int(index)]}.{tail}"] = tensor
     return out
