@@ -54,10 +54,12 @@ def _resolve_section(new, old, keys: tuple[str, ...], section: str, conflicts: l
     taken = {}
     for key in keys:
         mine, theirs = getattr(new, key), getattr(old, key)
-        if mine == theirs or (key in fewer and mine < theirs and mine != getattr(defaults, key)):
+        if mine == theirs:
             continue
         if mine == getattr(defaults, key):
             taken[key] = theirs
+        elif key in fewer and mine < theirs:
+            continue  # a shrunk stack: load_init_weights keeps some of the run's layers
         else:
             hint = "; a Transformer may keep fewer, not more" if key in fewer else ""
             conflicts.append(f"{section}.{key}={mine!r} (the run has {theirs!r}{hint})")
