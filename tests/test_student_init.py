@@ -109,6 +109,23 @@ def test_more_layers_or_a_missing_checkpoint_are_refused_by_name(teacher, tmp_pa
     assert "train.init_checkpoint='average'" in err and "attnmt average" in err and "Traceback" not in err
 
 
+
+def test_a_stray_tensor_in_a_shrunk_stack_is_refused_by_name(teacher, tmp_path, capsys):
+    """A checkpoint file with a tensor under the decoder's layers whose index is no number: the
+    shrink leaves it for the weight checks, which name it (no ValueError, no traceback)."""
+    from safetensors.torch import save_file
+
+    config, run = teacher
+    last = json.loads((run / "last.json").read_text())["file"]
+    tensors = load_file(str(run / last))
+    tensors["decoder_layers.extra.weight"] = torch.zeros(2)
+    save_file(tensors, str(tmp_path / "stray.safetensors"))
+    student = student_config(tmp_path / "s.yaml", config, run, model={"dec_layers": 1},
+                             train={"init_checkpoint": str(tmp_path / "stray.safetensors"), "epochs": 1})
+    assert main(["train", str(student), "--run-dir", str(tmp_path / "s")]) != 0
+    err = capsys.readouterr().err
+    assert "decoder_layers.extra.weight" in err and "stray.safetensors" in err and "Traceback" not in err
+
 @pytest.mark.learned
 def test_a_student_from_its_teachers_layers_learns_faster_than_from_scratch(teacher, tmp_path):
     """One epoch of a 1+1 student: started from the 2+2 copier's kept layers it ends with a far
