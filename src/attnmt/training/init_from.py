@@ -137,11 +137,8 @@ def _renumbered(tensors: dict, prefix: str, kept: list[int]) -> dict:
     out = {}
     for name, tensor in tensors.items():
         head, _, rest = name.partition(".")
-        if head != prefix:
-            out[name] = tensor
-            continue
         index, _, tail = rest.partition(".")
-        if not index.isdigit():  # not a layer's tensor: left for load_state to name
+        if head != prefix or not index.isdigit():  # not a layer of the stack: kept (load_state names a stray one)
             out[name] = tensor
         elif int(index) in new_index:
             out[f"{prefix}.{new_index[int(index)]}.{tail}"] = tensor
