@@ -161,6 +161,17 @@ def test_mutated_documents_are_read_or_refused(suffix, position, value, cut):
         assert str(err).startswith("m" + suffix + ":") and "\n" not in str(err)
 
 
+
+def test_a_member_name_with_a_line_break_is_shown_escaped_on_one_line():
+    """Found by the test above: the central directory names a member `OEBPS/st<LF>le.css` (its local
+    header `OEBPS/style.css`); the refusal names it escaped, the message one line."""
+    data = samples.epub_bytes()
+    at = data.rindex(b"OEBPS/style.css")  # the central directory's copy (the local header's comes first)
+    mutated = data[:at] + b"OEBPS/st\nle.css" + data[at + len(b"OEBPS/style.css"):]
+    with pytest.raises(DocumentError) as caught:
+        translate_document(mutated, ".epub", samples.fake_translate, name="m.epub")
+    assert str(caught.value).startswith("m.epub: OEBPS/st\\nle.css is corrupt") and "\n" not in str(caught.value)
+
 _SAMPLES: dict[str, bytes] = {}
 
 

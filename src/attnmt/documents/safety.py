@@ -22,7 +22,12 @@ from attnmt.errors import DataError
 
 
 class DocumentError(DataError):
-    """A document that cannot be read or translated: names the file and the part at fault."""
+    """A document that cannot be read or translated: names the file and the part at fault, on one
+    line: a name from inside the file (a zip member's) may hold control characters, shown escaped."""
+
+    def __init__(self, message: str):
+        super().__init__("".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                                 for c in message))
 
 
 class DocumentTooLarge(DocumentError):
