@@ -109,7 +109,6 @@ def test_more_layers_or_a_missing_checkpoint_are_refused_by_name(teacher, tmp_pa
     assert "train.init_checkpoint='average'" in err and "attnmt average" in err and "Traceback" not in err
 
 
-
 def test_a_stray_tensor_in_a_shrunk_stack_is_refused_by_name(teacher, tmp_path, capsys):
     """A checkpoint file with a tensor under the decoder's layers whose index is no number: the
     shrink leaves it for the weight checks, which name it (no ValueError, no traceback)."""
@@ -125,6 +124,7 @@ def test_a_stray_tensor_in_a_shrunk_stack_is_refused_by_name(teacher, tmp_path, 
     assert main(["train", str(student), "--run-dir", str(tmp_path / "s")]) != 0
     err = capsys.readouterr().err
     assert "decoder_layers.extra.weight" in err and "stray.safetensors" in err and "Traceback" not in err
+
 
 @pytest.mark.learned
 def test_a_student_from_its_teachers_layers_learns_faster_than_from_scratch(teacher, tmp_path):

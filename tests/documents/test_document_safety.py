@@ -161,7 +161,6 @@ def test_mutated_documents_are_read_or_refused(suffix, position, value, cut):
         assert str(err).startswith("m" + suffix + ":") and "\n" not in str(err)
 
 
-
 def test_a_member_name_with_a_line_break_is_shown_escaped_on_one_line():
     """Found by the test above: the central directory names a member `OEBPS/st<LF>le.css` (its local
     header `OEBPS/style.css`); the refusal names it escaped, the message one line."""
@@ -171,6 +170,7 @@ def test_a_member_name_with_a_line_break_is_shown_escaped_on_one_line():
     with pytest.raises(DocumentError) as caught:
         translate_document(mutated, ".epub", samples.fake_translate, name="m.epub")
     assert str(caught.value).startswith("m.epub: OEBPS/st\\nle.css is corrupt") and "\n" not in str(caught.value)
+
 
 _SAMPLES: dict[str, bytes] = {}
 
