@@ -10,7 +10,7 @@ import pytest
 
 from attnmt.cli import main
 from attnmt.bounds import BEAM, DECODING_SEED, LENGTH_PENALTY, SAMPLING_TEMPERATURE, SAMPLING_TOPK
-from attnmt.decoding.inputs import check_decoding_args
+from attnmt.decoding.options import DecodingOptions
 
 MAX_BEAM, MAX_LENGTH_PENALTY, MAX_SEED = BEAM.high, LENGTH_PENALTY.high, DECODING_SEED.high
 MIN_SAMPLING_TEMPERATURE, MAX_SAMPLING_TEMPERATURE, MAX_SAMPLING_TOPK = (SAMPLING_TEMPERATURE.low, SAMPLING_TEMPERATURE.high,
@@ -118,7 +118,7 @@ def test_the_library_takes_values_at_the_bounds(toy_run, values):
     assert len(results) == 2
 
 
-# ------------------------------------------------------------------------ the library: check_decoding_args
+# ------------------------------------------------------------------------ the library: DecodingOptions
 
 GOOD = dict(beam_size=5, n_best=1, sampling_topk=1, sampling_temperature=1.0, length_penalty=None, seed=None)
 
@@ -142,9 +142,9 @@ GOOD = dict(beam_size=5, n_best=1, sampling_topk=1, sampling_temperature=1.0, le
     (dict(seed=-1), r"seed=-1 must be in 0\.\.4294967295"),
     (dict(seed=1.5), r"seed=1\.5 must be an integer"),
 ])
-def test_check_decoding_args_names_the_argument(change, message):
+def test_decoding_options_name_the_argument(change, message):
     with pytest.raises(ValueError, match=message):
-        check_decoding_args(**{**GOOD, **change})
+        DecodingOptions(**{**GOOD, **change})
 
 
 @pytest.mark.parametrize("change,name", [
@@ -154,7 +154,7 @@ def test_check_decoding_args_names_the_argument(change, message):
     (dict(beam_size=1, sampling_topk=0, seed=2**70), "seed"), (dict(beam_size=1, sampling_topk=2**70), "sampling_topk"),
 ])
 def test_the_python_api_refuses_at_once(toy_run, change, name):
-    """The Translator goes through check_decoding_args: no hang, no allocator or overflow error."""
+    """The Translator's keywords become DecodingOptions, checked at once: no hang, no allocator or overflow error."""
     from attnmt.translator import Translator
 
     translator = Translator.load(toy_run, device="cpu")

@@ -38,6 +38,7 @@ if __package__ in (None, ""):  # run as a file
 
 from attnmt.data.corpus import corpus_spec, load_corpus
 from attnmt.decoding.inputs import encode_sources
+from attnmt.decoding.options import DecodingOptions
 from attnmt.engines import ctranslate2 as new_module
 
 VARIANTS = ("old", "new", "new-intra", "new-nofix", "ct2-all-hyps", "ct2-own-lp")
@@ -86,7 +87,7 @@ def make_runner(variant: str, export: Path, beam: int, sentences: list[str], old
         return run
 
     def run():
-        return sum(len(r.tokens) for r in engine.translate(sentences, beam_size=beam, batch_size=64))
+        return sum(len(r.tokens) for r in engine.translate(sentences, DecodingOptions(beam_size=beam, batch_size=64)))
     return run
 
 

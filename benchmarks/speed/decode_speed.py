@@ -17,6 +17,7 @@ from attnmt.config import SearchConfig
 from attnmt.data.batching import make_source_batch
 from attnmt.data.pipeline import TextPipeline
 from attnmt.decoding.inputs import encode_sources
+from attnmt.decoding.options import DecodingOptions
 from attnmt.decoding.search import output_budget
 from attnmt.engines.native import search_batch
 from benchmarks.common import median_time, rate
@@ -48,12 +49,12 @@ def attnmt_search_only(model: nn.Module, pipeline: TextPipeline, sentences: Sequ
     pad_id, vocab = pipeline.src_vocab.pad_id, pipeline.tgt_vocab
     batches = [make_source_batch([ids[i] for i in order[s:s + batch_size]], pad_id=pad_id).to(device)
                for s in range(0, len(order), batch_size)]
+    options = DecodingOptions(beam_size=beam).with_defaults(search_cfg)
 
     def run() -> int:
         produced = 0
         for b in batches:
-            found = search_batch(model, b, beam_size=beam, length_penalty=search_cfg.length_penalty,
-                                 search_cfg=search_cfg, bos_id=vocab.bos_id, eos_id=vocab.eos_id)
+            found = search_batch(model, b, options, search_cfg=search_cfg, bos_id=vocab.bos_id, eos_id=vocab.eos_id)
             produced += sum(len(tokens) for tokens in found.tokens)
         return produced
 

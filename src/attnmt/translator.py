@@ -31,6 +31,7 @@ from attnmt.decoding.alignment import replace_unknowns, word_alignment
 from attnmt.decoding.coverage import measure_parts
 from attnmt.decoding.inputs import applicable_constraints, check_constraints, check_prefixes, encode_targets
 from attnmt.decoding.paragraphs import join_sentences
+from attnmt.decoding.options import DecodingOptions
 from attnmt.decoding.results import Alternative, Engine, ScoreResult, TranslationResult
 from attnmt.devices import resolve_device
 from attnmt.direction import Direction
@@ -39,7 +40,7 @@ from attnmt.errors import AttnmtError, LanguageError
 from attnmt.models.ensemble import EnsembleModel
 from attnmt.run_dir import RunDir
 
-__all__ = ["Alternative", "ScoreResult", "TranslationResult", "Translator"]
+__all__ = ["Alternative", "DecodingOptions", "ScoreResult", "TranslationResult", "Translator"]
 
 log = logging.getLogger(__name__)
 
@@ -192,19 +193,24 @@ class Translator:
         setting = self.cfg.search.replace_unk
         return not self.subword if setting is None else setting
 
-    def translate(self, sentences: Sequence[str] | str, *, beam_size: int | None = None,
-                  length_penalty: float | None = None, batch_size: int = 64, layer: int | None = None,
-                  head: int | None = None, n_best: int = 1, sampling_topk: int = 1,
-                  sampling_temperature: float = 1.0, seed: int | None = None, replace_unk: bool | None = None,
-                  alignments: bool = False, target_prefix: Sequence[str | None] | None = None,
-                  constraints: Sequence | None = None, source_lang: str | None = None,
-                  target_lang: str | None = None, split_sentences: bool = False) -> list[TranslationResult]:
-        """Translate sentences (a list, or one string); beam_size 1 is greedy search.
+    def decoding_options(self, options: DecodingOptions | None = None, **keywords) -> DecodingOptions:
+        """`options` with `keywords` replaced (DecodingOptions.of: checked there), and what is left
+        unset taken from this model: beam and length penalty from its search section
+        (DecodingOptions.with_defaults), replace_unk by `replaces_unk`."""
+        options = DecodingOptions.of(options, **keywords).with_defaults(self.cfg.search)
+        return options if options.replace_unk is not None else options.replace(replace_unk=self.replaces_unk)
+
+    def translate(self, sentences: Sequence[str] | str, options: DecodingOptions | None = None, *,
+                  target_prefix: Sequence[str | None] | None = None, constraints: Sequence | None = None,
+                  **keywords) -> list[TranslationResult]:
+        """Translate sentences (a list, or one string) as `options` say (decoding/options.py), or as
+        its fields given as keywords (`beam_size=5, alignments=True`); what neither sets is the
+        model's own (`decoding_options`). beam_size 1 is greedy search.
 
         `split_sentences` translates each text as a paragraph: its sentences found by
         data.sentences.split_sentences in the source language, translated in one engine call with
         every other text's, and joined back with the text's own whitespace (decoding/paragraphs.py:
-        tokens, block-diagonal attention, alignment, coverage per sentence in paragraph indices).
+        tokens, attention per sentence, alignment, coverage per sentence in paragraph indices).
         Off by default: a file of one sentence per line translates exactly as before. A target
         prefix goes to a paragraph's first sentence; of its constraints, (source, target) pairs
         apply to every sentence where the source phrase occurs, bare target phrases to the first.
@@ -237,25 +243,21 @@ class Translator:
         the best hypothesis is returned and its `warnings` name the constraint left out. For a
         single string, `constraints` is that sentence's list. Sentences without constraints
         decode exactly as without the argument.
+
+        Raises:
+            TypeError: a keyword that is no decoding option; ValueError: a value out of its range.
         """
+        options = self.decoding_options(options, **keywords)
         if isinstance(sentences, str):
             sentences = [sentences]
             target_prefix = [target_prefix] if isinstance(target_prefix, str) else target_prefix
             constraints = None if constraints is None else [constraints]
-        if replace_unk is not None and not isinstance(replace_unk, bool):
-            raise ValueError(f"replace_unk={replace_unk!r} must be true, false or None")
-        if not isinstance(split_sentences, bool):
-            raise ValueError(f"split_sentences={split_sentences!r} must be true or false")
-        options = dict(beam_size=beam_size, length_penalty=length_penalty, batch_size=batch_size, layer=layer,
-                       head=head, n_best=n_best, sampling_topk=sampling_topk,
-                       sampling_temperature=sampling_temperature, seed=seed, replace_unk=replace_unk,
-                       alignments=alignments, source_lang=source_lang, target_lang=target_lang)
-        if not split_sentences:
-            return self._translate(list(sentences), target_prefix=target_prefix, constraints=constraints, **options)
+        if not options.split_sentences:
+            return self._translate(list(sentences), options, target_prefix, constraints)
         texts = list(sentences)
         prefix_texts = check_prefixes(target_prefix, len(texts))
         per_text = check_constraints(constraints, len(texts))
-        lang = self.source_language(source_lang, target_lang)
+        lang = self.source_language(options.source_lang, options.target_lang)
         spans = [find_sentences(text, lang) for text in texts]
         units, unit_prefixes, unit_constraints = [], [], []
         for text, found, prefix, items in zip(texts, spans, prefix_texts, per_text):
@@ -263,56 +265,51 @@ class Translator:
                 units.append(text[start:end])
                 unit_prefixes.append(prefix if k == 0 else None)
                 unit_constraints.append(list(items) if k == 0 else [i for i in items if not isinstance(i, str)])
-        found_results = self._translate(units, target_prefix=unit_prefixes if target_prefix is not None else None,
-                                        constraints=unit_constraints if constraints is not None else None, **options)
+        found_results = self._translate(units, options, unit_prefixes if target_prefix is not None else None,
+                                        unit_constraints if constraints is not None else None, split=True)
         results, start = [], 0
         for text, found in zip(texts, spans):
             results.append(join_sentences(text, found, found_results[start:start + len(found)], subword=self.subword))
             start += len(found)
         return results
 
-    def _translate(self, sentences: list[str], *, beam_size, length_penalty, batch_size, layer, head, n_best,
-                   sampling_topk, sampling_temperature, seed, replace_unk, alignments, target_prefix, constraints,
-                   source_lang, target_lang) -> list[TranslationResult]:
-        """translate() of one sentence per text."""
+    def _translate(self, sentences: list[str], options: DecodingOptions, target_prefix, constraints, *,
+                   split: bool = False) -> list[TranslationResult]:
+        """translate() of one sentence per text (`split`: each already one sentence of a paragraph)."""
         prefix_texts = check_prefixes(target_prefix, len(sentences))
-        beam = self.cfg.search.beam_size if beam_size is None else beam_size
-        options = {}
-        language = self.target_language(source_lang, target_lang)
-        if language is not None:
-            options["target_lang"] = language
+        language = self.target_language(options.source_lang, options.target_lang)
+        applicable = None
         if any(check_constraints(constraints, len(sentences))):
             if self.engine.name != "native":
                 raise ValueError(f"constraints: the {self.engine.name} engine has no lexically constrained search; "
                                  f"use the native engine (engine='native', CLI: --engine native) with the run "
                                  f"directory")
-            options["constraints"] = applicable_constraints(self.pipeline, list(sentences), constraints,
-                                                            self.cfg.search)
-        results = self.engine.translate(list(sentences), beam_size=beam, length_penalty=length_penalty,
-                                        batch_size=batch_size, n_best=n_best, layer=layer, head=head,
-                                        sampling_topk=sampling_topk, sampling_temperature=sampling_temperature,
-                                        seed=seed, target_prefix=target_prefix, **options)
-        replace = self.replaces_unk if replace_unk is None else replace_unk
+            applicable = applicable_constraints(self.pipeline, list(sentences), constraints, self.cfg.search)
+        results = self.engine.translate(list(sentences), options, target_prefix=target_prefix,
+                                        constraints=applicable, target_lang=language)
         prefixes, _ = encode_targets(self.pipeline, [p or "" for p in prefix_texts], self.cfg.search)
         for sentence, result, prefix in zip(sentences, results, prefixes):
-            self._finish(result, prefix, replace_unk=replace, alignments=alignments)
-            self._measure(sentence, result, source_lang, target_lang)
+            self._finish(result, prefix, replace_unk=options.replace_unk, alignments=options.alignments)
+            self._measure(sentence, result, options, split=split)
         return results
 
-    def _measure(self, sentence: str, result: TranslationResult, source_lang: str | None = None,
-                 target_lang: str | None = None) -> None:
+    def _measure(self, sentence: str, result: TranslationResult, options: DecodingOptions, *,
+                 split: bool = False) -> None:
         """The result's coverage (decoding/coverage.py): per source sentence of `sentence` (found by
-        data.sentences.split_sentences; the whole text when it is one sentence, or when its
-        sentences' tokens do not add up to the source's, e.g. a cut input)."""
+        data.sentences.split_sentences; the whole text when it is one sentence, when `split` says
+        it already is one (a paragraph's sentence), or when its sentences' tokens do not add up to
+        the source's, e.g. a cut input)."""
         words = len(result.source_tokens) - (1 if self.pipeline.source_eos and result.source_tokens else 0)
         source_tokens = result.source_tokens[:words]
         stripped = sentence.strip()
         start = len(sentence) - len(sentence.lstrip())
         parts = [((start, start + len(stripped)), 0, len(source_tokens))]
-        try:
-            spans = find_sentences(sentence, self.source_language(source_lang, target_lang))
-        except LanguageError:  # a multilingual model's call without its source language: one part
-            spans = []
+        spans = []
+        if not split:
+            try:
+                spans = find_sentences(sentence, self.source_language(options.source_lang, options.target_lang))
+            except LanguageError:  # a multilingual model's call without its source language: one part
+                pass
         if len(spans) > 1:
             counts = [len(self.pipeline.src_tokenizer.tokenize(sentence[a:b])) for a, b in spans]
             if sum(counts) == len(source_tokens):
@@ -351,32 +348,35 @@ class Translator:
         options = {} if language is None else {"target_lang": language}
         return self.engine.score(list(sources), list(targets), batch_size=batch_size, **options)
 
-    def evaluate(self, split: str = "test_2016_flickr", *, beam_size: int | None = None,
-                 length_penalty: float | None = None, batch_size: int = 128,
-                 replace_unk: bool | None = None, translate: Callable[..., list] | None = None,
-                 source_lang: str | None = None, target_lang: str | None = None) -> dict:
-        """BLEU, chrF (cased, detokenized; sacreBLEU signature), lowercased BLEUs and perplexity;
-        `replace_unk` as in `translate` (default `replaces_unk`). `translate` (default this
-        translator's) decodes the split instead, with the same arguments: e.g. a
-        workers.WorkerPool's over the same run. A multilingual model is evaluated on one of its
-        directions (`source_lang` and `target_lang`, both needed: the test files are a pair's)."""
+    def evaluate(self, split: str = "test_2016_flickr", options: DecodingOptions | None = None, *,
+                 translate: Callable[..., list] | None = None, **keywords) -> dict:
+        """BLEU, chrF (cased, detokenized; sacreBLEU signature), lowercased BLEUs and perplexity,
+        decoded as `options` (or its fields as keywords) say, the model's own settings for the rest
+        (batch_size 128 unless given). `translate` (default this translator's) decodes the split
+        instead, with the same options: e.g. a workers.WorkerPool's over the same run. A
+        multilingual model is evaluated on one of its directions (`source_lang` and `target_lang`,
+        both needed: the test files are a pair's)."""
         from attnmt.data.corpus import corpus_spec, load_corpus
         from attnmt.evaluation import corpus_loss, perplexity, score_translations
 
-        direction = self._evaluated_direction(source_lang, target_lang)
+        options = self.decoding_options(options or DecodingOptions(batch_size=128), **keywords)
+        direction = self._evaluated_direction(options.source_lang, options.target_lang)
         corpus = load_corpus(corpus_spec(self.cfg.data), split, direction)
-        beam = self.cfg.search.beam_size if beam_size is None else beam_size
-        languages = {} if self.pipeline.languages is None else {"source_lang": direction[0], "target_lang": direction[1]}
-        results = (translate or self.translate)(corpus.src, beam_size=beam, length_penalty=length_penalty,
-                                                batch_size=batch_size, replace_unk=replace_unk, **languages)
-        lp = self.cfg.search.length_penalty if length_penalty is None else length_penalty
-        report = {"split": split, **({"pair": f"{direction[0]}-{direction[1]}"} if languages else {}),
-                  "sentences": len(corpus.src), "beam": beam, "length_penalty": lp if beam > 1 else None,
-                  "replace_unk": self.replaces_unk if replace_unk is None else replace_unk}
+        multilingual = self.pipeline.languages is not None
+        if not multilingual:
+            options = options.replace(source_lang=None, target_lang=None)
+        results = (translate or self.translate)(corpus.src, options)
+        beam = options.beam_size
+        report = {"split": split, **({"pair": str(Direction(*direction))} if multilingual else {}),
+                  "sentences": len(corpus.src), "beam": beam,
+                  "length_penalty": options.length_penalty if beam > 1 else None,
+                  "replace_unk": options.replace_unk}
         report.update(score_translations([r.text for r in results], corpus.tgt, tgt_lang=direction[1]))
         vocab = self.pipeline.tgt_vocab
+        languages = dict(source_lang=direction[0], target_lang=direction[1]) if multilingual else {}
+        batch_size = options.batch_size
         if self.model is not None:
-            target = direction[1] if languages else None
+            target = direction[1] if multilingual else None
             batches = make_batches(self.pipeline.encode_corpus(corpus, target), batch_size=batch_size, shuffle=False,
                                    pad_id=vocab.pad_id, bos_id=vocab.bos_id, eos_id=vocab.eos_id)
             forced_first = target is not None and bool(self.pipeline.language_ids(target)[1])  # a token not scored

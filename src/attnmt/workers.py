@@ -1,7 +1,7 @@
 """Native decoding in several worker processes, each with few torch threads; outputs in input order.
 
     with WorkerPool(["runs/multi30k_rnn"], workers=2, threads=1) as pool:
-        results = pool.translate(sentences, beam_size=5)  # list[TranslationResult], as Translator.translate
+        results = pool.translate(sentences, DecodingOptions(beam_size=5))  # as Translator.translate
 
 Each worker is a process of multiprocessing's 'spawn' context (never fork: torch's thread pools
 do not survive a fork) that calls torch.set_num_threads(threads), loads its own Translator from
@@ -32,6 +32,7 @@ from typing import Sequence
 
 import torch
 
+from attnmt.decoding.options import DecodingOptions
 from attnmt.errors import AttnmtError
 from attnmt.sharding import usable_cpus
 from attnmt.translator import TranslationResult, Translator
@@ -75,9 +76,9 @@ def _serve(index: int, spec: WorkerSpec, tasks, results) -> None:
         return
     results.put((index, READY, True, None))
     while (task := _next_task(tasks)) is not None:
-        job, sentences, options = task
+        job, sentences, options, keywords = task
         try:  # pickled here: plain bytes through the queue, not torch's shared-memory tensors
-            results.put((index, job, True, pickle.dumps(translator.translate(sentences, **options))))
+            results.put((index, job, True, pickle.dumps(translator.translate(sentences, options, **keywords))))
         except Exception as err:  # noqa: BLE001
             results.put((index, job, False, f"{type(err).__name__}: {err}"))
     results.cancel_join_thread()  # stopping: answers the parent no longer reads must not hold up the exit
@@ -142,9 +143,11 @@ class WorkerPool:
         self._collect(READY, set(range(self.workers)))
         log.info("%d decoding worker(s) with %d torch thread(s) each", self.workers, self.spec.threads)
 
-    def translate(self, sentences: Sequence[str], **options) -> list[TranslationResult]:
-        """Translator.translate over the workers: the same options, the results in input order.
-        An empty list still goes to one worker, which checks the options.
+    def translate(self, sentences: Sequence[str], options: DecodingOptions | None = None,
+                  **keywords) -> list[TranslationResult]:
+        """Translator.translate over the workers: the same options (and keywords: decoding options,
+        or the per-sentence target_prefix and constraints), the results in input order. An empty
+        list still goes to one worker, which checks the options.
 
         Raises:
             AttnmtError: a worker failed (names it and its error) or died; the pool is not started.
@@ -156,8 +159,8 @@ class WorkerPool:
         parts = deal(sentences, self.workers)
         for worker, indices in enumerate(parts):
             if indices or worker == 0:
-                self._tasks[worker].put((self._job, [sentences[i] for i in indices],
-                                         _options_for(options, indices)))
+                self._tasks[worker].put((self._job, [sentences[i] for i in indices], options,
+                                         _options_for(keywords, indices)))
         found = self._collect(self._job, {w for w, indices in enumerate(parts) if indices or w == 0})
         results: list = [None] * len(sentences)
         for worker, indices in enumerate(parts):

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from attnmt.decoding.options import DecodingOptions
 from attnmt.errors import AttnmtError
 
 pytest.importorskip("ctranslate2")
@@ -148,7 +149,7 @@ def test_thread_settings_reach_the_translator_and_change_no_result(random_export
         engine, _ = load_export(export, inter_threads=inter, intra_threads=intra)
         assert (engine.inter_threads, engine.intra_threads) == (inter, intra)
         assert engine.translator.num_translators == inter
-        results.append(engine.translate(SOURCES * 3, beam_size=2, batch_size=4))
+        results.append(engine.translate(SOURCES * 3, DecodingOptions(beam_size=2, batch_size=4)))
     for other in results[1:]:
         _assert_same(results[0], other)
 
@@ -168,7 +169,7 @@ def test_beam_attention_is_each_sentences_own_from_the_first_step(random_export)
     run, export = random_export
     engine, _ = load_export(export, inter_threads=1)  # one sub-batch: every sentence shares it
     native = Translator.load(run, device="cpu").translate(SOURCES, beam_size=3, layer=-1)
-    for a, b in zip(native, engine.translate(SOURCES, beam_size=3)):
+    for a, b in zip(native, engine.translate(SOURCES, DecodingOptions(beam_size=3))):
         assert a.tokens == b.tokens
         if b.tokens:
             np.testing.assert_allclose(a.attention, b.attention, atol=1e-4)

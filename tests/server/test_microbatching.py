@@ -18,7 +18,7 @@ class WrappedTranslator:
     def __init__(self, translator, fail_on: str | None = None):
         self.translator = translator
         self.fail_on = fail_on
-        self.calls: list[tuple[list[str], dict]] = []
+        self.calls: list[tuple[list[str], object]] = []  # (texts, DecodingOptions)
         self.gate = threading.Event()
         self.gate.set()
         self.entered = threading.Event()
@@ -26,13 +26,13 @@ class WrappedTranslator:
     def __getattr__(self, name):  # cfg, pipeline, model, run_dir
         return getattr(self.translator, name)
 
-    def translate(self, texts, **kwargs):
-        self.calls.append((list(texts), kwargs))
+    def translate(self, texts, options=None, **kwargs):
+        self.calls.append((list(texts), self.translator.decoding_options(options, **kwargs)))
         self.entered.set()
         assert self.gate.wait(timeout=300), "the test never released the gate"
         if self.fail_on and any(self.fail_on in t for t in texts):
             raise RuntimeError("injected fault")
-        return self.translator.translate(texts, **kwargs)
+        return self.translator.translate(texts, options, **kwargs)
 
 
 def wait_for(url: str, predicate, seconds: float = 120) -> dict:
@@ -94,8 +94,8 @@ def test_concurrent_requests_share_batches_without_mixing(server, wrapped, toy_t
         assert [t["source_tokens"] for t in answer.json()["translations"]] == [e.source_tokens for e in expected]
     later_calls = wrapped.calls[1:]
     assert len(later_calls) == 2  # everything queued while the model was busy: one batch per setting
-    for texts, kwargs in later_calls:
-        group = [t for ts, b in requests if b == kwargs["beam_size"] for t in ts]
+    for texts, options in later_calls:
+        group = [t for ts, b in requests if b == options.beam_size for t in ts]
         assert sorted(texts) == sorted(group)  # never a sentence of the other setting
     assert httpx.get(server.url + "/health").json()["largest_batch"] == max(len(t) for t, _ in later_calls)
 

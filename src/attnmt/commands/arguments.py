@@ -79,6 +79,47 @@ beam_size = bounded(BEAM)
 length_penalty = bounded(LENGTH_PENALTY)
 
 
+# --------------------------------------------------------------------------- decoding options
+# Every verb that decodes declares its options here and builds one DecodingOptions from them
+# (decoding/options.py): what the user does not give stays None, the model's own (its search
+# section), whatever the verb.
+
+# argparse's name of each option -> the DecodingOptions field it sets
+DECODING_ARGS = {"beam": "beam_size", "length_penalty": "length_penalty", "batch_size": "batch_size",
+                 "n_best": "n_best", "sampling_topk": "sampling_topk", "sampling_temperature": "sampling_temperature",
+                 "seed": "seed", "layer": "layer", "head": "head", "replace_unk": "replace_unk",
+                 "alignments": "alignments", "split_sentences": "split_sentences", "source_lang": "source_lang",
+                 "target_lang": "target_lang"}
+
+
+def add_decoding_args(p: argparse.ArgumentParser, *, batch_size: int = 64) -> None:
+    """--beam, --length-penalty and --batch-size, which every decoding verb takes; unset, the
+    beam and the penalty are the model's (its config's search section)."""
+    p.add_argument("--beam", type=beam_size, default=None,
+                   help=f"beam size (1 = greedy; at most {BEAM.high}; default: the model's search.beam_size, "
+                        f"1 when sampling)")
+    p.add_argument("--length-penalty", type=length_penalty, default=None,
+                   help="GNMT length penalty alpha (default: the model's search.length_penalty)")
+    p.add_argument("--batch-size", type=positive_int, default=batch_size, help=f"sentences per batch (default {batch_size})")
+
+
+def decoding_options(args: argparse.Namespace, **given):
+    """The DecodingOptions of the decoding options a verb declared (DECODING_ARGS), and `given`.
+
+    Raises:
+        AttnmtError: options that do not go together (--n-best over --beam, sampling with a beam),
+            naming them.
+    """
+    from attnmt.decoding.options import DecodingOptions
+    from attnmt.errors import AttnmtError
+
+    fields = {field: getattr(args, name) for name, field in DECODING_ARGS.items() if hasattr(args, name)}
+    try:
+        return DecodingOptions(**{**fields, **given})
+    except ValueError as err:
+        raise AttnmtError(str(err)) from None
+
+
 def index_int(text: str) -> int:
     """An integer index; negative ones count from the end (Transformer layers and heads)."""
     return _parse(text, int, "an integer index")

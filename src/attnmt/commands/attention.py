@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from attnmt.commands.arguments import IMAGE_FORMATS, add_engine_arg, beam_size, image_path, index_int
+from attnmt.commands.arguments import IMAGE_FORMATS, add_engine_arg, beam_size, decoding_options, image_path, index_int
 from attnmt.errors import AttnmtError
 from attnmt.files import refuse_overwrite
 from attnmt.plotting import plot_attention
@@ -17,7 +17,7 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sentence")
     parser.add_argument("-o", "--output", type=image_path, default="attention.png",
                         help=f"image file ({', '.join(IMAGE_FORMATS)})")
-    parser.add_argument("--beam", type=beam_size, default=5)
+    parser.add_argument("--beam", type=beam_size, default=None, help="beam size (default: the model's search.beam_size)")
     parser.add_argument("--checkpoint", default="best")
     parser.add_argument("--layer", type=index_int, default=None, help="Transformer: layer index (default: average)")
     parser.add_argument("--head", type=index_int, default=None, help="Transformer: head index (default: average)")
@@ -29,7 +29,7 @@ def run(args) -> int:
 
     refuse_overwrite(args.output, {}, {"run": args.run_dir})  # before any work
     translator = Translator.load(args.run_dir, checkpoint=args.checkpoint, engine=args.engine)
-    result = translator.translate([args.sentence], beam_size=args.beam, layer=args.layer, head=args.head)[0]
+    result = translator.translate([args.sentence], decoding_options(args))[0]
     if not result.source_tokens:
         raise AttnmtError("the sentence is empty: nothing to attend to")
     out = plot_attention(result.attention, result.source_tokens, result.tokens, args.output, title=result.text)

@@ -18,7 +18,8 @@ import argparse
 import json
 import logging
 
-from attnmt.commands.arguments import add_engine_arg, direction, ensemble_paths, non_negative_float, positive_int
+from attnmt.commands.arguments import (add_decoding_args, add_engine_arg, decoding_options, direction, ensemble_paths,
+                                       positive_int)
 from attnmt.commands.text_io import read_file
 from attnmt.config import DataConfig
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
@@ -53,9 +54,9 @@ def _translate(system: str, sources: list[str], args) -> list[str]:
 
     translator = Translator.load(ensemble_paths(system), checkpoint=args.checkpoint, device=args.device,
                                  engine=args.engine)
-    log.info("translating %d sentences with %s (beam %d)", len(sources), system, args.beam)
-    results = translator.translate(sources, beam_size=args.beam, length_penalty=args.length_penalty,
-                                   batch_size=args.batch_size, **language_args(args.pair))
+    options = translator.decoding_options(decoding_options(args, **language_args(args.pair)))
+    log.info("translating %d sentences with %s (beam %d)", len(sources), system, options.beam_size)
+    results = translator.translate(sources, options)
     return [r.text for r in results]
 
 
@@ -74,9 +75,7 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ref", default=None, metavar="FILE", help="references (default: the target side of --split)")
     parser.add_argument("--split", default="test_2016_flickr", help="the split the systems translate and are "
                         "scored on (the first system's data; Multi30k de-en with --hyp files only)")
-    parser.add_argument("--beam", type=positive_int, default=5, help="beam size (1 = greedy)")
-    parser.add_argument("--length-penalty", type=non_negative_float, default=None)
-    parser.add_argument("--batch-size", type=positive_int, default=128)
+    add_decoding_args(parser, batch_size=128)
     parser.add_argument("--checkpoint", default="best")
     parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     parser.add_argument("--pair", type=direction, default=None, metavar="SRC-TGT",

@@ -23,6 +23,7 @@ def wanted(args) -> bool:
 
 def run(args) -> int:
     from attnmt.commands import file_jobs
+    from attnmt.commands.arguments import decoding_options
     from attnmt.documents import normalize_suffix, output_suffix, translate_file
     from attnmt.files import atomic_write
 
@@ -39,12 +40,10 @@ def run(args) -> int:
         if not ok:
             raise AttnmtError(f"{flag} applies to line files; -i {args.input} is a {suffix} document")
     file_jobs.refuse_overwriting_inputs(args.output, {"input (-i)": args.input}, args.run_dir)
-    beam = args.beam if args.beam is not None else 5
+    options = decoding_options(args)
     with file_jobs.torch_threads(args.threads), \
             file_jobs.open_translator(args.run_dir, checkpoint=args.checkpoint, device=args.device,
                                       engine=args.engine) as translator:
-        data, _ = translate_file(translator, args.input, beam_size=beam, length_penalty=args.length_penalty,
-                                 batch_size=args.batch_size, replace_unk=args.replace_unk,
-                                 source_lang=args.source_lang, target_lang=args.target_lang)
+        data, _ = translate_file(translator, args.input, options)
     atomic_write(args.output, lambda tmp: tmp.write_bytes(data))
     return 0

@@ -14,9 +14,8 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attnmt.bounds import BEAM
-from attnmt.commands.arguments import (add_engine_arg, add_workers_arg, beam_size, direction_or_all, length_penalty,
-                                       positive_int)
+from attnmt.commands.arguments import (add_decoding_args, add_engine_arg, add_workers_arg, decoding_options,
+                                       direction_or_all)
 from attnmt.direction import Direction, language_args
 from attnmt.errors import AttnmtError
 from attnmt.files import refuse_overwrite, write_json
@@ -65,9 +64,7 @@ def _pairs(translator: Translator, pair: Direction | str | None) -> list[Directi
 def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
     parser.add_argument("--split", default="test_2016_flickr")
-    parser.add_argument("--beam", type=beam_size, default=5, help=f"beam size (1 = greedy; at most {BEAM.high})")
-    parser.add_argument("--length-penalty", type=length_penalty, default=None)
-    parser.add_argument("--batch-size", type=positive_int, default=128)
+    add_decoding_args(parser, batch_size=128)
     parser.add_argument("--checkpoint", default="best", help="'best', 'last', 'average' (after attnmt average) or a checkpoint file")
     parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     parser.add_argument("--pair", type=direction_or_all, default=None, metavar="SRC-TGT",
@@ -90,9 +87,8 @@ def run(args) -> int:
                                    workers=args.workers) if args.workers > 1 else nullcontext(translator) as decoder:
         for direction in _pairs(translator, args.pair):
             start = time.perf_counter()
-            report = translator.evaluate(args.split, beam_size=args.beam, length_penalty=args.length_penalty,
-                                         batch_size=args.batch_size, translate=decoder.translate,
-                                         **language_args(direction))
+            report = translator.evaluate(args.split, decoding_options(args, **language_args(direction)),
+                                         translate=decoder.translate)
             report["seconds"] = round(time.perf_counter() - start, 2)
             report["checkpoint"] = args.checkpoint
             report["workers"] = args.workers
@@ -114,6 +110,6 @@ def run(args) -> int:
     for direction, report in reports.items():
         pair = "" if direction is None else f"_{direction}"
         run = RunDir(runs[0])
-        keep_report(report, run.eval_report_path(args.split, args.beam, suffix + pair), run.path,
+        keep_report(report, run.eval_report_path(args.split, report["beam"], suffix + pair), run.path,
                     None if run.is_export else run.weights(args.checkpoint))
     return 0

@@ -9,7 +9,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from attnmt.commands.arguments import positive_int
+from attnmt.commands.arguments import beam_size, positive_int
 from attnmt.commands.evaluate import keep_report
 from attnmt.errors import AttnmtError
 
@@ -28,20 +28,22 @@ def _report(path: str, args) -> tuple[dict, str]:
 
     run = RunDir(path)
     run.require_run()
-    report = run.eval_report(args.split, args.beam)
+    beam = args.beam if args.beam is not None else run.config().search.beam_size  # the model's, as it decodes
+    report = run.eval_report(args.split, beam)
     if report is not None:
-        return report, run.eval_report_path(args.split, args.beam).name
+        return report, run.eval_report_path(args.split, beam).name
     translator = Translator.load(path, device=args.device)
-    report = translator.evaluate(args.split, beam_size=args.beam, batch_size=args.batch_size)
+    report = translator.evaluate(args.split, beam_size=beam, batch_size=args.batch_size)
     report["checkpoint"] = "best"
-    keep_report(report, run.eval_report_path(args.split, args.beam), run.path, run.weights("best"))
+    keep_report(report, run.eval_report_path(args.split, beam), run.path, run.weights("best"))
     return report, "evaluated now"
 
 
 def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="runs of one config, e.g. runs/x-seed*")
     parser.add_argument("--split", default="test_2016_flickr")
-    parser.add_argument("--beam", type=positive_int, default=5, help="the beam of the scores (1 = greedy)")
+    parser.add_argument("--beam", type=beam_size, default=None,
+                        help="the beam of the scores (1 = greedy; default: each run's search.beam_size)")
     parser.add_argument("--batch-size", type=positive_int, default=128)
     parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -54,7 +56,7 @@ def run(args) -> int:
     try:
         spread = seed_spread([report for _, report, _ in found], KEYS)
     except ValueError as err:
-        raise AttnmtError(f"{args.split} beam {args.beam}: {err} (runs in the order given)") from None
+        raise AttnmtError(f"{args.split} beam {_beam(args)}: {err} (runs in the order given)") from None
     if args.json:
         summary = {"split": args.split, "beam": args.beam,
                    "runs": [{"run": path, "source": source, **{k: report[k] for k in KEYS}}
@@ -67,8 +69,12 @@ def run(args) -> int:
     for path, report, source in found:
         print(f"{path:<{width}}  {report['bleu']:>6.2f}  {report['chrf']:>6.2f}  {source}")
     print(f"{'mean ± sd':<{width}}  " + "  ".join(_format(spread[k]) for k in KEYS)
-          + f"  over {len(found)} runs, {args.split}, beam {args.beam}")
+          + f"  over {len(found)} runs, {args.split}, beam {_beam(args)}")
     return 0
+
+
+def _beam(args) -> str:
+    return str(args.beam) if args.beam is not None else "of each run's config"
 
 
 def _format(spread: Spread) -> str:

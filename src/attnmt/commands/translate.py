@@ -18,14 +18,17 @@ into -o (commands/document_files.py)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from attnmt.bounds import BEAM, DECODING_SEED, SAMPLING_TEMPERATURE, SAMPLING_TOPK
-from attnmt.commands.arguments import (add_engine_arg, add_language_args, add_shard_args, add_workers_arg, beam_size,
-                                       bounded, length_penalty, positive_int)
+from attnmt.bounds import DECODING_SEED, SAMPLING_TEMPERATURE, SAMPLING_TOPK
+from attnmt.commands.arguments import (add_decoding_args, add_engine_arg, add_language_args, add_shard_args,
+                                       add_workers_arg, beam_size, bounded, decoding_options)
 from attnmt.commands.text_io import open_input, open_output, output_line, read_lines
 from attnmt.decoding.inputs import unknown_target_words
+from attnmt.decoding.options import DecodingOptions
 from attnmt.errors import AttnmtError, DataError
 from attnmt.files import sha256_file
 from attnmt.untrusted import bounded_lines
@@ -42,10 +45,7 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", nargs="+", metavar="RUN_DIR", help="a run; several runs are decoded as one ensemble (native engine)")
     parser.add_argument("-i", "--input", default=None)
     parser.add_argument("-o", "--output", default=None)
-    parser.add_argument("--beam", type=beam_size, default=None,
-                        help=f"beam size (1 = greedy; at most {BEAM.high}; default 5, 1 when sampling)")
-    parser.add_argument("--length-penalty", type=length_penalty, default=None)
-    parser.add_argument("--batch-size", type=positive_int, default=64)
+    add_decoding_args(parser)
     parser.add_argument("--checkpoint", default="best")
     parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:N or mps (default: auto)")
     add_language_args(parser)
@@ -92,25 +92,29 @@ def run(args) -> int:
     glossary = read_glossary(args.glossary) if args.glossary is not None else None
     if glossary:
         _say_unknown_terms(args.glossary, glossary, RunDir(args.run_dir[0]).pipeline())
-    beam = args.beam if args.beam is not None else (1 if args.sampling_topk != 1 else 5)
-    options = dict(beam_size=beam, length_penalty=args.length_penalty, batch_size=args.batch_size,
-                   n_best=args.n_best, sampling_topk=args.sampling_topk,
-                   sampling_temperature=args.sampling_temperature, seed=args.seed,
-                   replace_unk=args.replace_unk, alignments=args.alignments, glossary=glossary,
-                   source_lang=args.source_lang, target_lang=args.target_lang,
-                   split_sentences=args.split_sentences, report=args.report)
+    job = LineJob(decoding_options(args), glossary, args.report)
     chunk_size = args.batch_size * 8
     if file_jobs.wanted(args):
-        settings = {k: v for k, v in options.items() if k not in ("batch_size", "glossary", "report")}
+        settings = {k: v for k, v in dataclasses.asdict(job.options).items() if k != "batch_size"}
         settings["glossary"] = sha256_file(args.glossary) if args.glossary is not None else None
-        if args.sampling_topk != 1:  # a seed repeats a sample for one split among the workers only
+        if job.options.sampling:  # a seed repeats a sample for one split among the workers only
             settings["workers"] = args.workers
-        return file_jobs.run(args, [args.input], settings, lambda translator: _work(translator, options, chunk_size),
+        return file_jobs.run(args, [args.input], settings, lambda translator: _work(translator, job, chunk_size),
                              workers=args.workers)
     file_jobs.refuse_shard_lines(args)
     with file_jobs.torch_threads(args.threads):
-        _stream(args, options, chunk_size)
+        _stream(args, job, chunk_size)
     return 0
+
+
+@dataclass(frozen=True)
+class LineJob:
+    """What translating a line file takes: the decoding options, the glossary's (source, target)
+    pairs (constraints on every line where the source phrase occurs), and whether to --report."""
+
+    options: DecodingOptions
+    glossary: list[tuple[str, str]] | None = None
+    report: bool = False
 
 
 def read_glossary(path) -> list[tuple[str, str]]:
@@ -143,7 +147,7 @@ def _say_unknown_terms(path, glossary: list[tuple[str, str]], pipeline) -> None:
               f"({', '.join(unknown[:5])}): they cannot come out as typed (each is forced as <unk>)", file=sys.stderr)
 
 
-def _stream(args, options: dict, chunk_size: int) -> None:
+def _stream(args, job: LineJob, chunk_size: int) -> None:
     """Translate stdin (or -i) to stdout (or -o) line by line, `chunk_size` lines per call."""
     from attnmt.commands import file_jobs
 
@@ -155,22 +159,22 @@ def _stream(args, options: dict, chunk_size: int) -> None:
         for line in read_lines(source, args.input or "<stdin>"):
             chunk.append(line)
             if len(chunk) >= chunk_size:
-                target.writelines(_translate(translator, chunk, options, first_line=done + 1))
+                target.writelines(_translate(translator, chunk, job, first_line=done + 1))
                 target.flush()
                 done, chunk = done + len(chunk), []
         if chunk:
-            target.writelines(_translate(translator, chunk, options, first_line=done + 1))
+            target.writelines(_translate(translator, chunk, job, first_line=done + 1))
 
 
-def _work(translator: Translator | WorkerPool, options: dict, chunk_size: int) -> Work:
+def _work(translator: Translator | WorkerPool, job: LineJob, chunk_size: int) -> Work:
     """One shard's translation (sharding.py): its lines in chunks of `chunk_size`, as output lines.
     A bad combination of options is refused here, before the work folder is made."""
-    _translate(translator, [], options)
+    _translate(translator, [], job)
 
     def work(columns: list[list[bytes]]) -> list[str]:
         lines = list(read_lines(columns[0]))
         return [out for start in range(0, len(lines), chunk_size)
-                for out in _translate(translator, lines[start:start + chunk_size], options)]
+                for out in _translate(translator, lines[start:start + chunk_size], job)]
     return work
 
 
@@ -179,9 +183,9 @@ def pharaoh(links: Sequence[tuple[int, int]]) -> str:
     return " ".join(f"{src}-{tgt}" for src, tgt in links)
 
 
-def _links(result, options: dict) -> str:
+def _links(result, options: DecodingOptions) -> str:
     """With --alignments, a tab and the hypothesis' word alignment in Pharaoh format; else nothing."""
-    return "\t" + pharaoh(result.alignment or []) if options["alignments"] else ""
+    return "\t" + pharaoh(result.alignment or []) if options.alignments else ""
 
 
 def report_line(result, source: str, where: str) -> str | None:
@@ -209,27 +213,24 @@ def report_line(result, source: str, where: str) -> str | None:
     return f"attnmt translate: {where}: part of the source may be missing from the translation: " + "; ".join(parts)
 
 
-def _translate(translator: Translator | WorkerPool, lines: list[str], options: dict,
+def _translate(translator: Translator | WorkerPool, lines: list[str], job: LineJob,
                first_line: int | None = None) -> list[str]:
     """The output lines of `lines`: one per line, or with --n-best K lines and an empty one. With
     --report, each flagged line is named on stderr (by number when `first_line` is known)."""
-    options = dict(options)
-    report = options.pop("report", False)
-    glossary = options.pop("glossary")
-    if glossary:
-        options["constraints"] = [glossary] * len(lines)  # each pair applies where its source phrase occurs
+    options = job.options
+    constraints = [job.glossary] * len(lines) if job.glossary else None  # each pair applies where its source occurs
     try:
-        results = translator.translate(lines, **options)
+        results = translator.translate(lines, options, constraints=constraints)
     except ValueError as err:  # a bad combination of options: a user error, not a traceback
         raise AttnmtError(str(err)) from None
     out = []
     for i, (line, result) in enumerate(zip(lines, results)):
-        if report:
+        if job.report:
             where = f"line {first_line + i}" if first_line is not None else f"the line {line[:40]!r}"
             note = report_line(result, line, where)
             if note is not None:
                 print(note, file=sys.stderr)
-        if options["n_best"] == 1:
+        if options.n_best == 1:
             out.append(output_line(result.text + _links(result, options)))
             continue
         for rank, alt in enumerate(result.alternatives, 1):

@@ -1,6 +1,6 @@
 """Raw text in: sources, given translations, target prefixes and terminology constraints
-tokenized and cut by the same rules for every engine, and the decoding argument rules
-(check_decoding_args) that every engine shares.
+tokenized and cut by the same rules for every engine (the decoding settings' rules are
+DecodingOptions', decoding/options.py).
 
 Any input is accepted: empty or whitespace-only lines give an empty translation, words unknown
 to the vocabulary become <unk>, and inputs longer than `search.max_input_tokens` tokens are cut
@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
-from attnmt.bounds import BEAM, CONSTRAINTS, DECODING_SEED, LENGTH_PENALTY, SAMPLING_TEMPERATURE, SAMPLING_TOPK
+from attnmt.bounds import CONSTRAINTS
 from attnmt.config import SearchConfig
 from attnmt.data.encode import MAX_CHARS_PER_TOKEN
 from attnmt.data.pipeline import TextPipeline
@@ -205,31 +205,3 @@ def prepare_pairs(pipeline: TextPipeline, sources: Sequence[str], targets: Seque
     src_tokens, src_ids = encode_sources(pipeline, sources, search_cfg, warnings)
     tgt_tokens, tgt_ids = encode_targets(pipeline, targets, search_cfg, warnings)
     return src_tokens, src_ids, tgt_tokens, tgt_ids, warnings
-
-
-# ----------------------------------------------------------------------------- decoding arguments
-# Their bounds are bounds.py's: the same for a run's search settings, the CLI, the Python API and
-# the service.
-
-
-def check_decoding_args(*, beam_size: int, n_best: int, sampling_topk: int, sampling_temperature: float,
-                        length_penalty: float | None = None, seed: int | None = None) -> None:
-    """The argument rules both engines share; the bounds (bounds.py) keep every call finite in
-    time, memory and arithmetic.
-
-    Raises:
-        ValueError: naming the argument.
-    """
-    BEAM.check("beam_size", beam_size)
-    BEAM.check("n_best", n_best)
-    if n_best > beam_size:
-        raise ValueError(f"n_best={n_best} must be between 1 and beam_size={beam_size}")
-    SAMPLING_TOPK.check("sampling_topk", sampling_topk)
-    if sampling_topk != 1 and beam_size != 1:
-        raise ValueError(f"sampling (sampling_topk={sampling_topk}) draws one translation: it needs beam_size=1, "
-                         f"got {beam_size}")
-    SAMPLING_TEMPERATURE.check("sampling_temperature", sampling_temperature)
-    if length_penalty is not None:
-        LENGTH_PENALTY.check("length_penalty", length_penalty)
-    if seed is not None:
-        DECODING_SEED.check("seed", seed)

@@ -10,6 +10,7 @@ from typing import Protocol, Sequence
 from attnmt.config import SearchConfig
 from attnmt.data.pipeline import TextPipeline
 from attnmt.decoding.coverage import SentenceCoverage
+from attnmt.decoding.options import DecodingOptions
 
 
 @dataclass
@@ -86,21 +87,20 @@ def empty_result(source_tokens: list[str], warnings: list[str]) -> TranslationRe
 class Engine(Protocol):
     """What `Translator` asks of an engine: translate and score raw text (both in input order).
 
-    Both engines take the same arguments with the same meaning (decode_sources' docstring):
-    beam_size (1 = greedy), length_penalty (GNMT alpha; None = the run's search config),
-    batch_size (sentences per batch), n_best, sampling_topk / sampling_temperature / seed,
-    target_prefix (one text or None per sentence: the translation starts with it).
-    The native engine also takes `constraints` (per sentence, target phrases that must appear
-    exactly once: applicable_constraints' output); `Translator` refuses them for other engines.
+    Both engines take the same DecodingOptions (decoding/options.py) with the same meaning; what
+    the options leave unset (None) is the engine's search config (DecodingOptions.with_defaults).
+    Beside them travel per-sentence data: `target_prefix` (one text or None per sentence: the
+    translation starts with it) and, for the native engine, `constraints` (per sentence, target
+    phrases that must appear exactly once: applicable_constraints' output; `Translator` refuses
+    them for other engines), and `target_lang`, the language token of a multilingual model.
     """
 
     name: str
     pipeline: TextPipeline
     search_cfg: SearchConfig
 
-    def translate(self, sentences: Sequence[str], *, beam_size: int, length_penalty: float | None = None,
-                  batch_size: int = 64, n_best: int = 1, layer: int | None = None, head: int | None = None,
-                  sampling_topk: int = 1, sampling_temperature: float = 1.0, seed: int | None = None,
-                  target_prefix: Sequence[str | None] | None = None) -> list[TranslationResult]: ...
+    def translate(self, sentences: Sequence[str], options: DecodingOptions, *,
+                  target_prefix: Sequence[str | None] | None = None, constraints: Sequence | None = None,
+                  target_lang: str | None = None) -> list[TranslationResult]: ...
 
     def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64) -> list[ScoreResult]: ...

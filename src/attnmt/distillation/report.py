@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from attnmt.config import Config
+from attnmt.decoding.options import DecodingOptions
 from attnmt.distillation.state import (REPORT_JSON, REPORT_TEXT, DistillDir, DistillSettings, check_export,
                                        iter_tests, language_options, seconds_key, teacher_tests)
 from attnmt.files import atomic_write_text, write_json
@@ -63,10 +64,10 @@ def stage_evaluate(d: DistillDir, settings: DistillSettings, cfg: Config, runtim
                             teacher_mb))
         for use_vmap in (False, True):
             student.engine.use_vmap = use_vmap
-            student.translate(sources[:1], beam_size=settings.student_beam, **languages)  # warm up
+            options = DecodingOptions(beam_size=settings.student_beam, batch_size=settings.batch_size, **languages)
+            student.translate(sources[:1], options)  # warm up
             began = time.perf_counter()
-            hyps = [r.text for r in student.translate(sources, beam_size=settings.student_beam,
-                                                      batch_size=settings.batch_size, **languages)]
+            hyps = [r.text for r in student.translate(sources, options)]
             rate = len(sources) / max(time.perf_counter() - began, 1e-9)
             systems.append((f"student {settings.quantization}" + (" + vmap" if use_vmap else ""), hyps,
                             "ctranslate2", settings.student_beam, rate, student_mb))

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from attnmt.config import Config, TrainCorpus, config_from_dict, load_saved_config, save_config
 from attnmt.data.corpus import CorpusFiles, corpus_spec, load_corpus, multi30k_path, read_chunks, train_files
+from attnmt.decoding.options import DecodingOptions
 from attnmt.direction import Direction
 from attnmt.distillation.report import stage_evaluate
 from attnmt.distillation.state import (STAGES, STUDENT_CONFIG, STUDENT_CONFIG_GIVEN, STUDENT_RUN, Budget,
@@ -238,8 +239,8 @@ def stage_teacher(d: DistillDir, settings: DistillSettings, cfg: Config, runtime
                 if d.recorded(out):
                     continue
                 began = time.perf_counter()
-                results = teacher.translate(sources, beam_size=beam, batch_size=settings.batch_size,
-                                            **language_options(multilingual, direction))
+                results = teacher.translate(sources, DecodingOptions(
+                    beam_size=beam, batch_size=settings.batch_size, **language_options(multilingual, direction)))
                 seconds = time.perf_counter() - began
                 _write_lines(out, (r.text for r in results))
                 timed = speed.setdefault(str(direction), {"sentences": len(sources), "workers": runtime.workers})
@@ -252,13 +253,13 @@ def stage_teacher(d: DistillDir, settings: DistillSettings, cfg: Config, runtime
             if d.recorded(out):
                 continue
             lines = d.check(src_path)
-            options = dict(beam_size=settings.beam, batch_size=settings.batch_size,
-                           **language_options(multilingual, entry.direction))
+            options = DecodingOptions(beam_size=settings.beam, batch_size=settings.batch_size,
+                                      **language_options(multilingual, entry.direction))
 
             def translate(columns, options=options):
                 runtime.budget.check(d.path, "teacher")
                 texts = [_decode(line) for line in columns[0]]
-                return [_one_line(r.text) + "\n" for r in teacher.translate(texts, **options)] if texts else []
+                return [_one_line(r.text) + "\n" for r in teacher.translate(texts, options)] if texts else []
             _sharded(d, [src_path], out, settings, {"teacher": identity, "beam": settings.beam,
                                                    "direction": str(entry.direction)}, translate)
             d.record(out, "teacher", lines)

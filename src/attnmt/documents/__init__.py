@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
+from attnmt.decoding.options import DecodingOptions
 from attnmt.documents.safety import DocumentError, DocumentTooLarge, Limits, check_kind
 from attnmt.markup import AlignedTranslation, aligned_translation
 
@@ -91,20 +92,22 @@ def translate_document(data: bytes, suffix: str, translate: Callable[[list[str]]
     return document.render(list(translate(sentences)) if sentences else [])
 
 
-def translate_paragraphs(translator, paragraphs: Sequence[str], **options) -> list[AlignedTranslation]:
+def translate_paragraphs(translator, paragraphs: Sequence[str], options: DecodingOptions | None = None
+                         ) -> list[AlignedTranslation]:
     """THE call that sends a document's paragraphs to the model (Python API and CLI; the service's
     twin is server/documents.translate_aligned, whose TranslationService always splits): each
     paragraph is translated sentence by sentence and comes back as one result whose text,
     attention and alignment cover the whole paragraph, which is all the placement needs."""
-    results = translator.translate(list(paragraphs), alignments=True, split_sentences=True, **options)
+    options = DecodingOptions.of(options, alignments=True, split_sentences=True)
+    results = translator.translate(list(paragraphs), options)
     return [aligned_translation(result, subword=translator.subword) for result in results]
 
 
-def translate_file(translator, source: str | os.PathLike | bytes, *, suffix: str | None = None,
-                   limits: Limits = Limits(), **options) -> tuple[bytes, str]:
+def translate_file(translator, source: str | os.PathLike | bytes, options: DecodingOptions | None = None, *,
+                   suffix: str | None = None, limits: Limits = Limits(), **keywords) -> tuple[bytes, str]:
     """A document file (a path, or its bytes with `suffix`) translated by `translator`
-    (`options`: Translator.translate's beam_size, source_lang, target_lang, ...); the bytes of the
-    translation and their suffix (.pdf -> .txt).
+    as `options` (or their fields as keywords: beam_size, source_lang, target_lang, ...) say; the
+    bytes of the translation and their suffix (.pdf -> .txt).
 
     Raises:
         DocumentError: as read_document, or a file that cannot be read.
@@ -122,7 +125,8 @@ def translate_file(translator, source: str | os.PathLike | bytes, *, suffix: str
         except OSError as err:
             raise DocumentError(f"{path}: cannot read it ({err.strerror or err})") from None
     suffix = normalize_suffix(suffix, name)
-    target = options.get("target_lang") or getattr(translator.cfg.data, "tgt_lang", None)
-    translated = translate_document(data, suffix, lambda paragraphs: translate_paragraphs(translator, paragraphs, **options),
+    options = DecodingOptions.of(options, **keywords)
+    target = options.target_lang or getattr(translator.cfg.data, "tgt_lang", None)
+    translated = translate_document(data, suffix, lambda paragraphs: translate_paragraphs(translator, paragraphs, options),
                                     name=name, limits=limits, target_lang=target)
     return translated, output_suffix(suffix)

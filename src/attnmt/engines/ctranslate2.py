@@ -23,7 +23,8 @@ import torch
 from attnmt.config import Config, SearchConfig
 from attnmt.data.batching import length_sorted_chunks
 from attnmt.data.pipeline import TextPipeline
-from attnmt.decoding.inputs import check_decoding_args, encode_prefixes, encode_sources, prepare_pairs
+from attnmt.decoding.inputs import encode_prefixes, encode_sources, prepare_pairs
+from attnmt.decoding.options import DecodingOptions
 from attnmt.decoding.results import Alternative, ScoreResult, TranslationResult, empty_result
 from attnmt.decoding.search import gnmt_penalty, output_budget
 from attnmt.engines.ctranslate2_export import import_ctranslate2
@@ -168,26 +169,28 @@ class CTranslate2Engine:
         itos = self.pipeline.src_vocab.itos
         return [itos[i] for i in ids]
 
-    def translate(self, sentences: Sequence[str], *, beam_size: int, length_penalty: float | None = None,
-                  batch_size: int = 64, n_best: int = 1, layer: int | None = None, head: int | None = None,
-                  sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                  seed: int | None = None, target_prefix: Sequence[str | None] | None = None,
+    def translate(self, sentences: Sequence[str], options: DecodingOptions, *,
+                  target_prefix: Sequence[str | None] | None = None, constraints=None,
                   target_lang: str | None = None) -> list[TranslationResult]:
-        """As NativeEngine.translate; `layer`/`head` must be None or the exported attention layer
-        (CTranslate2 returns that layer's attention averaged over heads); `target_prefix` is
+        """As NativeEngine.translate; `options.layer`/`head` must be None or the exported attention
+        layer (CTranslate2 returns that layer's attention averaged over heads); `target_prefix` is
         CTranslate2's own, with budgets raised to the prefix length + 1 as in decoding/search.py; a
         multilingual model's language token (`target_lang`) goes before the source tokens or
-        first in that target prefix, and is left out of the results."""
-        check_decoding_args(beam_size=beam_size, n_best=n_best, sampling_topk=sampling_topk,
-                            sampling_temperature=sampling_temperature, length_penalty=length_penalty, seed=seed)
+        first in that target prefix, and is left out of the results. CTranslate2 has no
+        constrained search: `constraints` are refused (Translator says so before they get here)."""
+        if constraints is not None and any(constraints):
+            raise ValueError("constraints: the ctranslate2 engine has no lexically constrained search")
+        options = options.with_defaults(self.search_cfg)
+        beam_size, n_best, layer, head = options.beam_size, options.n_best, options.layer, options.head
+        batch_size = options.batch_size
         exported, layers = self.info["attention_layer"], self.info["decoder_layers"]
         if head is not None or (layer is not None and not (-layers <= layer < layers and layer % layers == exported)):
             raise ValueError(f"the CTranslate2 engine reports the attention of decoder layer {exported} "
                              f"(chosen at export: attnmt export --attention-layer), averaged over heads; "
                              f"got layer={layer}, head={head}")
-        translator = self._sampler(seed) if sampling_topk != 1 else self.translator
+        translator = self._sampler(options.seed) if options.sampling else self.translator
         cfg = self.search_cfg
-        alpha = cfg.length_penalty if length_penalty is None else length_penalty
+        alpha = options.length_penalty
         warnings: list[list[str]] = [[] for _ in sentences]
         before, first = self.pipeline.language_ids(target_lang)
         src_tokens, src_ids = encode_sources(self.pipeline, sentences, cfg, warnings)
@@ -197,15 +200,15 @@ class CTranslate2Engine:
         budgets = output_budget(torch.tensor([len(ids) for ids in src_ids]), cfg.max_len_ratio,
                                 cfg.max_len_offset).tolist() if sentences else []
         budgets = [max(budget, len(ids) + 1) for budget, ids in zip(budgets, prefix_ids)]
-        options = dict(beam_size=beam_size, num_hypotheses=beam_size if beam_size > 1 else n_best,
-                       length_penalty=0.0, return_scores=True, return_attention=True, max_input_length=0,
-                       min_decoding_length=0,
-                       sampling_topk=sampling_topk, sampling_temperature=sampling_temperature,
-                       use_vmap=self.use_vmap, **self._suppressed())
+        settings = dict(beam_size=beam_size, num_hypotheses=beam_size if beam_size > 1 else n_best,
+                        length_penalty=0.0, return_scores=True, return_attention=True, max_input_length=0,
+                        min_decoding_length=0,
+                        sampling_topk=options.sampling_topk, sampling_temperature=options.sampling_temperature,
+                        use_vmap=self.use_vmap, **self._suppressed())
         todo = [i for i, ids in enumerate(src_ids) if ids]  # an empty source gets an empty result
         found = dict(zip(todo, self._decode(translator, todo, src_ids, prefix_ids,
                                             max((budgets[i] for i in todo), default=1),
-                                            batch_size, options)))
+                                            batch_size, settings)))
         if beam_size == 1:  # greedy / sampling: each sentence's tokens do not depend on the budget
             self._cut_to_budgets(found, src_ids, prefix_ids, budgets)
         else:  # a beam may end differently with a smaller budget: those that reached it run again
@@ -214,7 +217,7 @@ class CTranslate2Engine:
             for budget in sorted({budgets[i] for i in again}):
                 group = [i for i in again if budgets[i] == budget]
                 found.update(zip(group, self._decode(translator, group, src_ids, prefix_ids, budget,
-                                                     batch_size, options)))
+                                                     batch_size, settings)))
             self._fix_first_attention(found, src_ids, batch_size)
         results = [self._result(found[i], src_tokens[i], warnings[i], n_best, alpha, beam_size > 1, budgets[i],
                                 gnmt_penalty, skip=(len(first), len(before)))

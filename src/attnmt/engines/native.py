@@ -23,8 +23,8 @@ from attnmt.config import SearchConfig
 from attnmt.data.batching import Batch, length_sorted_chunks, make_batches, make_source_batch
 from attnmt.data.pipeline import TextPipeline
 from attnmt.decoding.constraints import constrained_beam_search, constraint_batch, count_occurrences
-from attnmt.decoding.inputs import (check_decoding_args, encode_constraints, encode_prefixes, encode_sources,
-                                    prepare_pairs)
+from attnmt.decoding.inputs import encode_constraints, encode_prefixes, encode_sources, prepare_pairs
+from attnmt.decoding.options import DecodingOptions
 from attnmt.decoding.results import Alternative, ScoreResult, TranslationResult, empty_result
 from attnmt.decoding.search import beam_search, greedy_search, sample_search
 from attnmt.models import eval_mode
@@ -32,27 +32,28 @@ from attnmt.models import eval_mode
 log = logging.getLogger(__name__)
 
 
-def search_batch(model: nn.Module, batch: Batch, *, beam_size: int, length_penalty: float, search_cfg: SearchConfig,
-                 bos_id: int, eos_id: int, sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                 generator: torch.Generator | None = None, prefix: torch.Tensor | None = None,
-                 constraints: list[list[list[int]]] | None = None, suppress: Sequence[int] = ()):
-    """Greedy search (beam_size <= 1), beam search, or random sampling (sampling_topk != 1, with
-    beam_size 1) over one source batch, the first tokens forced to `prefix` (batch, prefix_len;
+def search_batch(model: nn.Module, batch: Batch, options: DecodingOptions, *, search_cfg: SearchConfig,
+                 bos_id: int, eos_id: int, generator: torch.Generator | None = None,
+                 prefix: torch.Tensor | None = None, constraints: list[list[list[int]]] | None = None,
+                 suppress: Sequence[int] = ()):
+    """The search `options` name over one source batch (their beam and length penalty resolved:
+    DecodingOptions.with_defaults): greedy (beam 1), beam search, or random sampling
+    (sampling_topk != 1, with beam 1), the first tokens forced to `prefix` (batch, prefix_len;
     -1 = none) if given; with `constraints` (per sentence, target id lists), constrained beam
     search (decoding/constraints.py); `suppress`: target ids never produced. Returns the SearchResult."""
     common = dict(max_len_ratio=search_cfg.max_len_ratio, max_len_offset=search_cfg.max_len_offset,
                   bos_id=bos_id, eos_id=eos_id, prefix=prefix, suppress=suppress)
     if constraints is not None:
         return constrained_beam_search(model, batch.src_ids, batch.src_mask, batch.src_lengths,
-                                       constraint_batch(constraints, batch.src_ids.device), beam_size=beam_size,
-                                       length_penalty=length_penalty, **common)
-    if sampling_topk != 1:
-        return sample_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, topk=sampling_topk,
-                             temperature=sampling_temperature, generator=generator, **common)
-    if beam_size <= 1:
+                                       constraint_batch(constraints, batch.src_ids.device),
+                                       beam_size=options.beam_size, length_penalty=options.length_penalty, **common)
+    if options.sampling:
+        return sample_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, topk=options.sampling_topk,
+                             temperature=options.sampling_temperature, generator=generator, **common)
+    if options.beam_size <= 1:
         return greedy_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, **common)
-    return beam_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, beam_size=beam_size,
-                       length_penalty=length_penalty, **common)
+    return beam_search(model, batch.src_ids, batch.src_mask, batch.src_lengths, beam_size=options.beam_size,
+                       length_penalty=options.length_penalty, **common)
 
 
 def prefix_batch(prefixes: list[list[int]], device: torch.device | str) -> torch.Tensor | None:
@@ -73,14 +74,13 @@ def _sampling_generator(sampling_topk: int, seed: int | None, device: torch.devi
 
 
 @torch.inference_mode()
-def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence[str], *, beam_size: int,
-                   search_cfg: SearchConfig, device: torch.device | str, batch_size: int = 64,
-                   length_penalty: float | None = None, n_best: int = 1, sampling_topk: int = 1,
-                   sampling_temperature: float = 1.0, seed: int | None = None,
+def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence[str], options: DecodingOptions, *,
+                   search_cfg: SearchConfig, device: torch.device | str,
                    target_prefix: Sequence[str | None] | None = None,
                    constraints: Sequence[Sequence[str]] | None = None,
                    target_lang: str | None = None) -> list[TranslationResult]:
-    """Translate raw sentences in length-sorted batches; results come back in input order.
+    """Translate raw sentences as `options` say (what they leave unset: `search_cfg`'s), in
+    length-sorted batches of options.batch_size; results come back in input order.
 
     `target_prefix` (one text or None per sentence) forces the start of each translation; the
     search completes it (decoding/search.py). `target_lang` (a multilingual model's) puts its language
@@ -97,9 +97,8 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
     `sampling_topk` != 1 draws each translation at random from the `sampling_topk` most probable
     tokens (0 = all) at `sampling_temperature`; `seed` makes the draws repeatable.
     """
-    check_decoding_args(beam_size=beam_size, n_best=n_best, sampling_topk=sampling_topk,
-                        sampling_temperature=sampling_temperature, length_penalty=length_penalty, seed=seed)
-    generator = _sampling_generator(sampling_topk, seed, device)
+    options = options.with_defaults(search_cfg)
+    generator = _sampling_generator(options.sampling_topk, options.seed, device)
     warnings: list[list[str]] = [[] for _ in sentences]
     before, first = pipeline.language_ids(target_lang)
     src_tokens, src_ids = encode_sources(pipeline, sentences, search_cfg, warnings)
@@ -108,13 +107,12 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
     phrases, constraint_ids = encode_constraints(pipeline, constraints, len(sentences), search_cfg)
     for i in range(len(sentences)):
         phrases[i], constraint_ids[i] = _drop_contained(phrases[i], constraint_ids[i], warnings[i])
-    if any(constraint_ids) and sampling_topk != 1:
-        raise ValueError(f"constraints need greedy or beam search, not sampling (sampling_topk={sampling_topk})")
+    if any(constraint_ids) and options.sampling:
+        raise ValueError(f"constraints need greedy or beam search, not sampling (sampling_topk={options.sampling_topk})")
     results: list[TranslationResult | None] = [None] * len(sentences)
-    lp = search_cfg.length_penalty if length_penalty is None else length_penalty
     vocab = pipeline.tgt_vocab
     with eval_mode(model):
-        for whole_chunk in length_sorted_chunks([len(ids) for ids in src_ids], batch_size):
+        for whole_chunk in length_sorted_chunks([len(ids) for ids in src_ids], options.batch_size):
             # sentences without constraints decode exactly as they would without the feature
             plain = [i for i in whole_chunk if not constraint_ids[i]]
             constrained = [i for i in whole_chunk if constraint_ids[i]]
@@ -122,13 +120,12 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
                 if not chunk:
                     continue
                 batch = make_source_batch([src_ids[i] for i in chunk], pad_id=pipeline.src_vocab.pad_id).to(device)
-                found = search_batch(model, batch, beam_size=beam_size, length_penalty=lp, search_cfg=search_cfg,
-                                     bos_id=vocab.bos_id, eos_id=vocab.eos_id, sampling_topk=sampling_topk,
-                                     sampling_temperature=sampling_temperature, generator=generator,
+                found = search_batch(model, batch, options, search_cfg=search_cfg, bos_id=vocab.bos_id,
+                                     eos_id=vocab.eos_id, generator=generator,
                                      prefix=prefix_batch([prefix_ids[i] for i in chunk], device), constraints=cons,
                                      suppress=vocab.suppressed_ids)
                 for row, i in enumerate(chunk):
-                    results[i] = _result(found, row, pipeline, src_tokens[i], len(src_ids[i]), n_best,
+                    results[i] = _result(found, row, pipeline, src_tokens[i], len(src_ids[i]), options.n_best,
                                          phrases[i], constraint_ids[i], warnings[i], skip=(len(first), len(before)))
     return [r if r is not None else empty_result(src_tokens[i], warnings[i]) for i, r in enumerate(results)]
 
@@ -244,25 +241,22 @@ class NativeEngine:
         self.search_cfg = search_cfg
         self.device = torch.device(device)
 
-    def translate(self, sentences: Sequence[str], *, beam_size: int, length_penalty: float | None = None,
-                  batch_size: int = 64, n_best: int = 1, layer: int | None = None, head: int | None = None,
-                  sampling_topk: int = 1, sampling_temperature: float = 1.0,
-                  seed: int | None = None, target_prefix: Sequence[str | None] | None = None,
+    def translate(self, sentences: Sequence[str], options: DecodingOptions, *,
+                  target_prefix: Sequence[str | None] | None = None,
                   constraints: Sequence[Sequence[str]] | None = None,
                   target_lang: str | None = None) -> list[TranslationResult]:
-        """`layer` and `head` pick which cross-attention a Transformer reports (default: the mean);
-        `constraints`: per sentence, target phrases that must appear exactly once; `target_lang`:
-        a multilingual model's output language (decode_sources)."""
+        """`options.layer` and `options.head` pick which cross-attention a Transformer reports
+        (default: the mean); `constraints`: per sentence, target phrases that must appear exactly
+        once; `target_lang`: a multilingual model's output language (decode_sources)."""
+        layer, head = options.layer, options.head
         if layer is not None or head is not None:
             if not hasattr(self.model, "set_attention_view"):
                 raise ValueError("layer/head selection needs a Transformer model")
             self.model.set_attention_view(layer=layer, head=head)
         try:
-            return decode_sources(self.model, self.pipeline, sentences, beam_size=beam_size,
-                                  search_cfg=self.search_cfg, device=self.device, batch_size=batch_size,
-                                  length_penalty=length_penalty, n_best=n_best, sampling_topk=sampling_topk,
-                                  sampling_temperature=sampling_temperature, seed=seed,
-                                  target_prefix=target_prefix, constraints=constraints, target_lang=target_lang)
+            return decode_sources(self.model, self.pipeline, sentences, options, search_cfg=self.search_cfg,
+                                  device=self.device, target_prefix=target_prefix, constraints=constraints,
+                                  target_lang=target_lang)
         finally:
             if layer is not None or head is not None:
                 self.model.set_attention_view(layer=None, head=None)

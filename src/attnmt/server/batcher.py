@@ -2,11 +2,12 @@
 
     batcher = MicroBatcher(translator.translate, max_wait_ms=5, max_batch_sentences=32)
     await batcher.start()
-    results = await batcher.translate(["Ein Hund ."], DecodeSettings(beam_size=5))
+    results = await batcher.translate(["Ein Hund ."], DecodingOptions(beam_size=5))
     await batcher.close()
 
-The first sentence waiting opens a batch; sentences with the same decoding settings that arrive
-within `max_wait_ms` of it join, up to `max_batch_sentences`. Sentences with other settings wait
+The first sentence waiting opens a batch; sentences with equal decoding options (a frozen
+DecodingOptions, decoding/options.py) that arrive within `max_wait_ms` of it join, up to
+`max_batch_sentences`. Sentences with other options wait
 for a later batch (they never share one). The model runs in one worker thread, off the event
 loop, so the server answers other requests (e.g. /health) while a batch runs, and the
 model's state (a Transformer's attention view) is only touched by that one thread.
@@ -24,20 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from attnmt.decoding.options import DecodingOptions
+
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class DecodeSettings:
-    """Decoding settings; only sentences with equal settings share a batch."""
-
-    beam_size: int
-    length_penalty: float | None = None
-    n_best: int = 1
-    layer: int | None = None
-    head: int | None = None
-    source_lang: str | None = None  # a multilingual model's direction (None: the model's only one)
-    target_lang: str | None = None
 
 
 @dataclass
@@ -51,7 +41,7 @@ class _Job:
 
 @dataclass
 class _Item:
-    settings: DecodeSettings
+    options: DecodingOptions
     text: str
     job: _Job
     index: int
@@ -71,9 +61,8 @@ class MicroBatcher:
     """Collects sentences of concurrent requests into batches for `translate_fn`.
 
     Args:
-        translate_fn: called as translate_fn(texts, beam_size=, length_penalty=, n_best=, layer=,
-            head=[, source_lang=, target_lang=]) in the worker thread; returns one result per text,
-            in order.
+        translate_fn: called as translate_fn(texts, options) in the worker thread (Translator.translate);
+            returns one result per text, in order.
         max_wait_ms: how long the oldest waiting sentence waits for others to join its batch.
         max_batch_sentences: the most sentences in one call of translate_fn.
     """
@@ -118,8 +107,8 @@ class MicroBatcher:
         """Run fn(*args) in the model's worker thread (for work that touches the model)."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
-    async def translate(self, texts: Sequence[str], settings: DecodeSettings) -> list:
-        """Translate texts with settings, sharing model calls with concurrent requests."""
+    async def translate(self, texts: Sequence[str], options: DecodingOptions) -> list:
+        """Translate texts as `options` say, sharing model calls with concurrent requests."""
         if self._task is None or self._task.done():
             raise RuntimeError("the batcher is not running")
         loop = asyncio.get_running_loop()
@@ -127,21 +116,21 @@ class MicroBatcher:
             return []
         job = _Job(loop.create_future(), [None] * len(texts), len(texts))
         now = loop.time()
-        self._pending.extend(_Item(settings, text, job, i, now) for i, text in enumerate(texts))
+        self._pending.extend(_Item(options, text, job, i, now) for i, text in enumerate(texts))
         self._wake.set()
         return await job.future
 
-    def _count_like(self, settings: DecodeSettings) -> int:
-        return sum(1 for item in self._pending if item.settings == settings)
+    def _count_like(self, options: DecodingOptions) -> int:
+        return sum(1 for item in self._pending if item.options == options)
 
-    def _take_batch(self, settings: DecodeSettings) -> list[_Item]:
-        """Remove and return up to max_batch waiting sentences with these settings, oldest first."""
+    def _take_batch(self, options: DecodingOptions) -> list[_Item]:
+        """Remove and return up to max_batch waiting sentences with these options, oldest first."""
         batch, keep = [], deque()
         while self._pending:
             item = self._pending.popleft()
             if item.job.future.done():  # cancelled (client gone) or already failed
                 continue
-            if item.settings == settings and len(batch) < self.max_batch:
+            if item.options == options and len(batch) < self.max_batch:
                 batch.append(item)
             else:
                 keep.append(item)
@@ -157,29 +146,27 @@ class MicroBatcher:
                 continue
             first = self._pending[0]
             deadline = first.arrived + self.max_wait
-            while self._count_like(first.settings) < self.max_batch and loop.time() < deadline:
+            while self._count_like(first.options) < self.max_batch and loop.time() < deadline:
                 self._wake.clear()
                 try:
                     await asyncio.wait_for(self._wake.wait(), deadline - loop.time())
                 except asyncio.TimeoutError:
                     break
-            batch = self._take_batch(first.settings)
+            batch = self._take_batch(first.options)
             if batch:
-                await self._run(batch, first.settings)
+                await self._run(batch, first.options)
 
-    def _call(self, texts: list[str], s: DecodeSettings) -> list:
-        languages = {} if s.target_lang is None else {"source_lang": s.source_lang, "target_lang": s.target_lang}
-        results = self.translate_fn(texts, beam_size=s.beam_size, length_penalty=s.length_penalty,
-                                    n_best=s.n_best, layer=s.layer, head=s.head, **languages)
+    def _call(self, texts: list[str], options: DecodingOptions) -> list:
+        results = self.translate_fn(texts, options)
         if len(results) != len(texts):
             raise RuntimeError(f"the model returned {len(results)} results for {len(texts)} texts")
         return results
 
-    async def _run(self, batch: list[_Item], settings: DecodeSettings) -> None:
+    async def _run(self, batch: list[_Item], options: DecodingOptions) -> None:
         self.stats.running = len(batch)
         try:
             try:
-                results = await self.run_in_worker(self._call, [item.text for item in batch], settings)
+                results = await self.run_in_worker(self._call, [item.text for item in batch], options)
             except Exception as err:  # a model fault: find the request(s) that cause it
                 self.stats.failed_batches += 1
                 log.exception("a batch of %d sentences failed", len(batch))
@@ -190,7 +177,7 @@ class MicroBatcher:
                 for job in jobs:
                     items = [item for item in batch if item.job is job]
                     try:
-                        found = await self.run_in_worker(self._call, [item.text for item in items], settings)
+                        found = await self.run_in_worker(self._call, [item.text for item in items], options)
                     except Exception as job_err:
                         _fail(job, job_err)
                     else:

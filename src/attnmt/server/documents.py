@@ -41,7 +41,7 @@ async def translate_aligned(models: ModelSet, sentences: Sequence[str], sources:
         where = [i for i, s in enumerate(sources) if s == source]
         current = [sentences[i] for i in where]
         for leg, service in enumerate(legs):
-            results = await service.translate(current, service.settings_for(beam_size=None), alignments=True)
+            results = await service.translate(current, service.options_for(alignments=True))
             for i, result in zip(where, results):
                 made = aligned_translation(result, subword=service.translator.subword)
                 aligned[i] = made if leg == 0 else through_pivot(aligned[i], made)
@@ -93,7 +93,7 @@ async def translate_lines(models: ModelSet, text: str, source: str, target: str,
     legs, _ = models.legs(source, target)  # a direction no model has: through a pivot language
     texts = [lines[i].strip() for i in todo]
     for service in legs:
-        texts = [r.text for r in await service.translate(texts, service.settings_for(beam_size=None))]
+        texts = [r.text for r in await service.translate(texts, service.options_for())]
     for i, translation in zip(todo, texts):
         line = lines[i]
         lines[i] = line[:len(line) - len(line.lstrip())] + translation + line[len(line.rstrip()):]

@@ -2,24 +2,24 @@
 through the micro-batcher, and describes the model (languages, sizes, scores).
 
 A multilingual model gets one TranslationService per direction (`services_for`), sharing its
-micro-batcher and worker thread: a batch holds sentences of one direction (DecodeSettings
-carries it), and the model is only ever used by that one thread.
+micro-batcher and worker thread: a batch holds sentences of one direction (their DecodingOptions
+carry it), and the model is only ever used by that one thread.
 
 The routes stay thin: they parse, call `TranslationService.translate`, and shape the answer.
 """
 
 from __future__ import annotations
 
-import functools
 import hmac
 import logging
 from pathlib import Path
 from typing import Sequence
 
 from attnmt.run_dir import RunDir, no_scores
-from attnmt.server.batcher import DecodeSettings, MicroBatcher
+from attnmt.server.batcher import MicroBatcher
 from attnmt.server.api_errors import ApiError
 from attnmt.bounds import BEAM
+from attnmt.decoding.options import DecodingOptions
 from attnmt.direction import Direction
 from attnmt.server.settings import ServeSettings
 
@@ -50,7 +50,7 @@ class TranslationService:
         self.beam_size = settings.beam_size or cfg.search.beam_size
         run_dir = getattr(translator, "run_dir", None)
         self.name = name or (Path(run_dir).name if run_dir else "model")
-        self.batcher = batcher or MicroBatcher(split_translate(translator), max_wait_ms=settings.max_wait_ms,
+        self.batcher = batcher or MicroBatcher(translator.translate, max_wait_ms=settings.max_wait_ms,
                                                max_batch_sentences=settings.max_batch_sentences)
         self.in_flight = 0
         self._card: dict | None = None
@@ -79,52 +79,52 @@ class TranslationService:
             raise ApiError(413, f"Invalid request: request ({len(texts)} texts) exceeds text limit "
                                 f"({self.settings.max_texts})")
 
-    def settings_for(self, *, beam_size: int | None, n_best: int = 1, length_penalty: float | None = None,
-                     layer: int | None = None, head: int | None = None) -> DecodeSettings:
-        """Decoding settings for one request; 422 when they do not fit the model."""
-        beam = self.beam_size if beam_size is None else beam_size
-        if not BEAM.contains(beam):
-            raise ApiError(422, f"Invalid request: beam_size={beam} must be in {BEAM.range_text()}")
-        if n_best > beam:
-            raise ApiError(422, f"Invalid request: n_best={n_best} must be at most beam_size={beam}")
-        if layer is not None or head is not None:
+    def options_for(self, **requested) -> DecodingOptions:
+        """The decoding options of one request (`requested`: DecodingOptions fields from its body):
+        what it leaves unset is the server's (`serve --beam`) or else the model's (the one default
+        rule, Translator.decoding_options); every text split into sentences, in this service's
+        direction. 422 naming the field when they do not fit (a range, n_best over the beam, a
+        layer or head the model lacks)."""
+        if requested.get("beam_size") is None:
+            requested["beam_size"] = self.settings.beam_size
+        try:
+            options = self.translator.decoding_options(split_sentences=True, **self.languages, **requested)
+        except ValueError as err:
+            raise ApiError(422, f"Invalid request: {err}") from None
+        if options.layer is not None or options.head is not None:
             if self.arch != "transformer":
                 raise ApiError(422, f"Invalid request: layer/head selection needs a Transformer; "
                                     f"this model is an {self.arch}")
             layers, heads = self.translator.cfg.model.dec_layers, self.translator.cfg.model.heads
-            if layer is not None and not 0 <= layer < layers:
-                raise ApiError(422, f"Invalid request: layer={layer} must be in 0..{layers - 1}")
-            if head is not None and not 0 <= head < heads:
-                raise ApiError(422, f"Invalid request: head={head} must be in 0..{heads - 1}")
-        return DecodeSettings(beam, length_penalty, n_best, layer, head, **self.languages)
+            if options.layer is not None and not 0 <= options.layer < layers:
+                raise ApiError(422, f"Invalid request: layer={options.layer} must be in 0..{layers - 1}")
+            if options.head is not None and not 0 <= options.head < heads:
+                raise ApiError(422, f"Invalid request: head={options.head} must be in 0..{heads - 1}")
+        return options
 
     # ---- work -----------------------------------------------------------------------------
 
-    async def translate(self, texts: Sequence[str], settings: DecodeSettings, *, alignments: bool = False,
+    async def translate(self, texts: Sequence[str], options: DecodingOptions, *,
                         target_prefix: Sequence[str | None] | None = None, constraints: Sequence | None = None) -> list:
-        """TranslationResults for texts, each split into sentences and joined back (the service
-        always splits); a fault inside the model becomes a 500 ApiError, a refused combination of
-        arguments (e.g. a glossary with the CTranslate2 engine) a 422.
+        """TranslationResults for texts decoded as `options` (`options_for`'s: each text split into
+        sentences and joined back); a fault inside the model becomes a 500 ApiError, a refused
+        combination of arguments (e.g. a glossary with the CTranslate2 engine) a 422.
 
         Plain requests share micro-batches; a request with alignments, target prefixes or
-        constraints runs as its own batch in the model's worker thread (the batcher's settings
-        carry none of them)."""
+        constraints runs as its own batch in the model's worker thread (the batcher batches only
+        equal options, and carries no per-sentence data)."""
         texts = list(texts)
-        plain = not alignments and not constraints and (target_prefix is None or all(p is None for p in target_prefix))
+        plain = (not options.alignments and not constraints
+                 and (target_prefix is None or all(p is None for p in target_prefix)))
         if plain:
-            return await self._guarded(self.batcher.translate(texts, settings))
+            return await self._guarded(self.batcher.translate(texts, options))
         prefixes = None if target_prefix is None else list(target_prefix)
         if constraints and self.translator.engine.name != "native":  # refused before the model is busy
             raise ApiError(422, f"Invalid request: glossary: the {self.translator.engine.name} engine has no "
                                 f"constrained search; serve the run directory (native engine) to use one")
 
         def run():
-            return self.translator.translate(texts, beam_size=settings.beam_size,
-                                             length_penalty=settings.length_penalty, n_best=settings.n_best,
-                                             layer=settings.layer, head=settings.head, alignments=alignments,
-                                             target_prefix=prefixes, constraints=constraints,
-                                             split_sentences=True, source_lang=self.source_lang,
-                                             **({"target_lang": self.target_lang} if self.multilingual else {}))
+            return self.translator.translate(texts, options, target_prefix=prefixes, constraints=constraints)
         return await self._guarded(self.batcher.run_in_worker(run))
 
     async def score(self, sources: Sequence[str], translations: Sequence[str]) -> list:
@@ -171,19 +171,12 @@ class TranslationService:
         return card
 
 
-def split_translate(translator):
-    """translator.translate with split_sentences=True: the service always translates a text (a
-    line of a file, a block of HTML) sentence by sentence (data/sentences.py), each paragraph
-    joined back as one result; the micro-batcher batches the texts of concurrent requests."""
-    return functools.partial(translator.translate, split_sentences=True)
-
-
 def services_for(translator, settings: ServeSettings, *, name: str | None = None) -> list[TranslationService]:
     """The services of one loaded model: one, or one per direction of a multilingual model (they
     share its micro-batcher, so the model is used by one thread)."""
     if getattr(translator.pipeline, "languages", None) is None:
         return [TranslationService(translator, settings, name=name)]
-    batcher = MicroBatcher(split_translate(translator), max_wait_ms=settings.max_wait_ms,
+    batcher = MicroBatcher(translator.translate, max_wait_ms=settings.max_wait_ms,
                            max_batch_sentences=settings.max_batch_sentences)
     return [TranslationService(translator, settings, name=name, direction=direction, batcher=batcher)
             for direction in translator.directions]

@@ -27,6 +27,7 @@ import torch
 
 from attnmt.checkpoint import save_weights
 from attnmt.config import Config
+from attnmt.decoding.options import DecodingOptions
 from attnmt.engines.native import decode_sources
 from attnmt.devices import resolve_device
 from attnmt.errors import AttnmtError
@@ -108,8 +109,9 @@ def validate(model: torch.nn.Module, data: TrainData, cfg: Config, device: torch
     for val in data.val:
         nll, tokens = corpus_loss(model, val.batches, device, pad_id=pad_id)
         val_nll, val_tokens = val_nll + nll, val_tokens + tokens
-        hyps = decode_sources(model, data.pipeline, val.corpus.src[:val.n_bleu], beam_size=cfg.train.eval_beam,
-                              search_cfg=cfg.search, device=device, target_lang=val.target_lang)
+        hyps = decode_sources(model, data.pipeline, val.corpus.src[:val.n_bleu],
+                              DecodingOptions(beam_size=cfg.train.eval_beam), search_cfg=cfg.search, device=device,
+                              target_lang=val.target_lang)
         refs = val.corpus.tgt[:val.n_bleu]
         if data.pipeline.tgt_tokenizer.lowercase:  # a model of lowercased text cannot write capitals
             refs = [ref.lower() for ref in refs]

@@ -133,8 +133,8 @@ async def translate_plain(models: ModelSet, texts: list[str], sources: list[str]
         for leg, service in enumerate(legs):
             last = leg == len(legs) - 1
             n_best = alternatives + 1 if last else 1
-            settings = service.settings_for(beam_size=max(service.beam_size, n_best), n_best=n_best)
-            found = await service.translate(current, settings)
+            options = service.options_for(beam_size=max(service.beam_size, n_best), n_best=n_best)
+            found = await service.translate(current, options)
             for i, result in zip(where, found):
                 notes[i] += result.warnings
             current = [r.text for r in found]

@@ -81,13 +81,12 @@ async def translate(body: V1TranslateRequest, request: Request, x_api_key: Optio
     if body.target_prefix is not None and len(body.target_prefix) != len(body.texts):
         raise ApiError(422, f"Invalid request: target_prefix has {len(body.target_prefix)} entries for "
                             f"{len(body.texts)} texts (give one text or null per text)")
-    settings = service.settings_for(beam_size=body.beam_size, n_best=body.n_best,
-                                    length_penalty=body.length_penalty, layer=body.layer, head=body.head)
+    options = service.options_for(beam_size=body.beam_size, n_best=body.n_best, length_penalty=body.length_penalty,
+                                  layer=body.layer, head=body.head, alignments=body.alignments)
     constraints = None if not body.glossary else [[tuple(pair) for pair in body.glossary]] * len(body.texts)
-    results = await service.translate(body.texts, settings, alignments=body.alignments,
-                                      target_prefix=body.target_prefix, constraints=constraints)
+    results = await service.translate(body.texts, options, target_prefix=body.target_prefix, constraints=constraints)
     return V1TranslateResponse(translations=[_translation(r, body.attention) for r in results],
-                               beam_size=settings.beam_size, layer=body.layer, head=body.head)
+                               beam_size=options.beam_size, layer=body.layer, head=body.head)
 
 
 def _score(result, with_attention: bool) -> V1Score:
