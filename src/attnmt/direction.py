@@ -27,6 +27,11 @@ def is_language(text: object) -> bool:
     return isinstance(text, str) and LANG_CODE.fullmatch(text) is not None
 
 
+def base_language(code: str) -> str:
+    """The language of a code without its region or script: pt_BR -> pt, de -> de."""
+    return code.split("_", 1)[0]
+
+
 def check_language(text: object, where: str, *, error: type[Exception] = ValueError) -> str:
     """`text` if it is a language code.
 

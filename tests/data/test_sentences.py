@@ -1,4 +1,4 @@
-"""split_sentences: boundary accuracy on the hard cases of tests/data/sentence_cases.py (at least
+"""split_sentences: boundary accuracy on the hard cases of tests/support/sentence_cases.py (at least
 97% per language), spans that keep every character, line breaks, and bad language codes."""
 
 import re
@@ -12,7 +12,7 @@ from attnmt.data.sentences import split_sentences
 from attnmt.errors import LanguageError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sentence_cases import HARD_CASES  # noqa: E402
+from support.sentence_cases import HARD_CASES  # noqa: E402
 
 # a place where a sentence could end: after . ! ? or an ellipsis (closing quotes and brackets
 # included) and whitespace
@@ -70,8 +70,16 @@ def test_blank_text_has_no_sentence(text):
 
 @pytest.mark.parametrize("lang", [None, "", "German", "DE", "d", "de-DE", 3])
 def test_a_language_that_is_no_code_is_refused(lang):
-    with pytest.raises(LanguageError, match="lang=.* is not an ISO 639 language code"):
+    with pytest.raises(LanguageError, match="lang=.* is not a language code"):
         split_sentences("Ein Hund.", lang)
+
+
+@pytest.mark.parametrize("code,language", [("pt_BR", "pt"), ("de_AT", "de"), ("fra", "fra")])
+def test_a_regional_code_splits_as_its_language(code, language):
+    """direction.py's rule is the splitter's: a model of pt_BR splits by Portuguese rules."""
+    text = "Um cão corre. O Sr. Silva lê. Dois gatos dormem."
+    assert split_sentences(text, code) == split_sentences(text, language)
+    assert len(split_sentences(text, code)) == 3
 
 
 @settings(max_examples=150, deadline=None)

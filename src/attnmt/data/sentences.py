@@ -12,7 +12,7 @@ The rules, in order:
   2. within a line, sentencex (Wikimedia's rule-based segmenter: the language's abbreviations,
      decimals, quotes and brackets after the stop, ellipses, URLs) finds the boundaries;
   3. attnmt's corrections of what sentencex 1.0 gets wrong on the hard cases
-     (tests/data/sentence_cases.py), as `refine` applies them:
+     (tests/support/sentence_cases.py), as `refine` applies them:
      - no boundary after a "." when the next sentence starts with a lower-case letter ("by Mon.
        evening", "1. flour, 2. sugar"), after a lone capital initial ("M. Dupont", "J.-P.
        Sartre"), or after a list marker alone ("1." of "1. Dies ist ...");
@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable
 
+from attnmt.direction import LANG_CODE_EXAMPLES, base_language, is_language
 from attnmt.errors import LanguageError
 
 Span = tuple[int, int]  # [start, end) character offsets into the text
@@ -53,7 +54,6 @@ _FORCED_END = re.compile(r"(?:\b(?:etc|usw|usf|atd|aj)\.|(?<!\S)[\"'(\[\u201e\u0
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _TAIL = 16  # characters of a sentence's end (and of the next one's start) that the corrections read
 _LINE = re.compile(r"[^\r\n\u2028\u2029\x0b\x0c\x85]+")  # a line's characters (str.splitlines' breaks)
-_LANG = re.compile(r"^[a-z]{2,3}$")
 
 
 def _sentencex(lang: str) -> Callable[[str], Iterable[str]]:
@@ -63,16 +63,18 @@ def _sentencex(lang: str) -> Callable[[str], Iterable[str]]:
 
 
 def split_sentences(text: str, lang: str) -> list[Span]:
-    """The sentences of `text` in `lang` (an ISO 639 code: de, en, fr, cs, ...), as [start, end)
-    character spans in order, stripped of whitespace; none for an empty or blank text.
+    """The sentences of `text` in `lang` (a language code as direction.py defines them: de, en,
+    fra, pt_BR, ...; a regional code is split by its language's rules, pt_BR as pt), as
+    [start, end) character spans in order, stripped of whitespace; none for an empty or blank text.
 
     Raises:
-        LanguageError: `lang` is not a lower-case ISO 639 code (sentencex falls back to English
-            rules for a language it lacks; a code that names none is a caller's mistake).
+        LanguageError: `lang` is not a language code (sentencex falls back to English rules for a
+            language it lacks; a code that names none is a caller's mistake).
     """
-    if not isinstance(lang, str) or not _LANG.match(lang):
-        raise LanguageError(f"split_sentences: lang={lang!r} is not an ISO 639 language code (e.g. 'de')")
-    return spans_by_line(text, _sentencex(lang), lang)
+    if not is_language(lang):
+        raise LanguageError(f"split_sentences: lang={lang!r} is not a language code ({LANG_CODE_EXAMPLES})")
+    base = base_language(lang)
+    return spans_by_line(text, _sentencex(base), base)
 
 
 def spans_by_line(text: str, segment: Callable[[str], Iterable[str]], lang: str | None = None) -> list[Span]:
