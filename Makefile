@@ -28,16 +28,18 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/attnmt demo
 
+# The suite runs on every core (pytest-xdist); TEST_WORKERS=0 runs it in this one process.
+TEST_WORKERS ?= auto
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The tests that assert what a small training learned, again with another training seed: a bound
 # that holds only for seed 1's luck on one CPU's arithmetic fails here on any machine (CI runs it).
 test-seeds: setup
-	ATTNMT_TEST_SEED=2 $(BIN)/python -m pytest -q -m 'learned and not slow and not gpu'
+	ATTNMT_TEST_SEED=2 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m 'learned and not slow and not gpu'
 
 test-all: setup
-	$(BIN)/python -m pytest -q -m ''
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m ''
 
 # Speed: attnmt next to the tutorial-style reference (docs/performance.md). Decode a trained run
 # with BENCH_ARGS='--decode-checkpoint runs/NAME ...'.

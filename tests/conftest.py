@@ -1,4 +1,4 @@
-"""Shared fixtures: tiny generated parallel corpora and tiny configs (from tests/toy.py), so CLI
+"""Shared fixtures: tiny generated parallel corpora and tiny configs (from tests/support/toy.py), so CLI
 tests run in seconds."""
 
 import os
@@ -13,7 +13,7 @@ TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:  # `import toy` from every test folder, whatever pytest's import mode
     sys.path.insert(0, str(TESTS))
 
-import toy  # noqa: E402
+from support import parts, toy  # noqa: E402
 
 torch.set_num_threads(1)  # tiny models gain nothing from more, and lose much when cores are shared
 
@@ -47,6 +47,34 @@ def multi30k_dir() -> Path:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(message + "; under CI=true this is a failure, not a skip", pytrace=False)
     pytest.skip(message)
+
+
+# ---- the real optional parts (support/parts.py): each test that needs one asks for its fixture,
+# which skips (with how to install it) where the part is missing, or fails under ATTNMT_REQUIRE_PARTS=1
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The path of Debian's chromium, with Playwright for Python importable."""
+    return parts.require_chromium()
+
+
+@pytest.fixture(scope="session")
+def soffice() -> str:
+    """The path of LibreOffice's soffice (and poppler's pdftoppm beside it)."""
+    return parts.require_soffice()
+
+
+@pytest.fixture(scope="session")
+def transformers():
+    """The `transformers` module (the optional extra attnmt[hf])."""
+    return parts.require_transformers()
+
+
+@pytest.fixture(scope="session")
+def msgfmt() -> str:
+    """The path of gettext's msgfmt."""
+    return parts.require_msgfmt()
 
 
 @pytest.fixture

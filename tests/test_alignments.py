@@ -51,7 +51,7 @@ def test_translator_gives_one_link_per_output_word(toy_run, beam):
 
 def test_copy_task_alignment_is_mostly_the_diagonal(toy_run):
     """The copy task's gold alignment is word i <-> word i: attention's argmax finds most of it."""
-    import toy
+    from support import toy
 
     translator = Translator.load(toy_run, device="cpu")
     sources = [src for src, _ in toy.copy_pairs(40, 3)]

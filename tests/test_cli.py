@@ -10,7 +10,7 @@ import pytest
 from attnmt.cli import main
 from attnmt.errors import AttnmtError
 
-import toy
+from support import toy
 
 
 def test_help_runs_as_module():
@@ -448,3 +448,38 @@ def test_compare_runs_ensembles_and_translation_files(toy_seed_runs, tmp_path, c
     table = capsys.readouterr().out
     assert "baseline" in table and "BLEU: nrefs:1|bs:1000|seed:12345" in table
     assert re.search(r"\+0\.00 +\[\+0\.00, \+0\.00\] +1\.0000 +1\.0000", table), table
+
+
+def test_every_verb_decodes_at_the_models_own_beam_unless_told(toy_run, tmp_path, capsys, monkeypatch):
+    """One default rule (DecodingOptions.with_defaults): a run whose config says search.beam_size: 1
+    (a student that decodes greedily) is decoded greedily by translate, evaluate, the document path
+    and the library alike; --beam overrides it."""
+    import shutil
+
+    from attnmt.run_dir import RunDir
+    from attnmt.translator import Translator
+
+    greedy = tmp_path / "greedy-run"
+    shutil.copytree(toy_run, greedy)
+    config = json.loads((greedy / "config.json").read_text())
+    config["search"]["beam_size"] = 1
+    (greedy / "config.json").write_text(json.dumps(config))
+    RunDir(greedy).record_checksums(["config.json"])
+    translator = Translator.load(greedy, device="cpu")
+    sources = ["Hund katze rot .", "Mann frau kind ball wasser blau ."]
+    assert translator.decoding_options().beam_size == 1
+    (tmp_path / "in.de").write_text("\n".join(sources) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["evaluate", str(greedy), "--split", "test"]) == 0
+    assert json.loads(capsys.readouterr().out)["beam"] == 1
+    assert (greedy / "eval_test_beam1.json").is_file()
+    assert main(["evaluate", str(greedy), "--split", "test", "--beam", "3"]) == 0
+    assert json.loads(capsys.readouterr().out)["beam"] == 3
+    for beam in (None, 3):
+        out = tmp_path / f"out-{beam}.en"
+        argv = ["translate", str(greedy), "-i", str(tmp_path / "in.de"), "-o", str(out), "--n-best", "1"]
+        assert main(argv + ([] if beam is None else ["--beam", str(beam)])) == 0
+        expected = [r.text for r in translator.translate(sources, beam_size=beam or 1)]
+        assert out.read_text(encoding="utf-8").splitlines() == expected
+    with pytest.raises(ValueError, match="n_best=2 must be between 1 and beam_size=1"):
+        translator.translate(sources, n_best=2)  # the model's beam is 1: two alternatives cannot be

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from attnmt.cli import build_parser, main
 
-from fuzzing import fuzz  # tests/fuzzing.py: the shared profiles
+from support.fuzzing import fuzz  # tests/support/fuzzing.py: the shared profiles
 
 
 # ----------------------------------------------------------------------------- generated values

@@ -98,7 +98,7 @@ def test_rnn_teacher_forcing_and_moses_lowercase_still_accepted(tmp_path):
 def test_lowercase_with_sentencepiece_is_accepted_and_lowercases(tmp_path, toy_corpus):
     """Accepted, and it reaches what the data are prepared with: another cache key, and target and
     source tokenizers that lowercase (before: it only read back the value it wrote)."""
-    import toy
+    from support import toy
     from attnmt.data.cache import make_plan
     from attnmt.data.tokenizer_training import train_tokenizers
     from attnmt.data.tokenizers import tokenizer_from_dict
@@ -123,7 +123,7 @@ def test_lowercase_with_sentencepiece_is_accepted_and_lowercases(tmp_path, toy_c
 def test_src_and_tgt_lang_pass_the_one_language_code_rule(tmp_path, toy_corpus, corpus, key, value):
     """Issue 50: data.src_lang: ../../etc was accepted and used in a path (train.../../etc). Every
     corpus kind (an imported model's 'none' too) refuses it, naming the key."""
-    import toy
+    from support import toy
 
     sections = yaml.safe_load(toy.config_text(toy_corpus))
     sections["data"].update({key: value, "corpus": corpus})

@@ -21,7 +21,7 @@ from attnmt.config import (
     FRACTIONS, RANGES, Config, config_from_dict, load_config, load_saved_config, save_config,
 )
 from attnmt.errors import ConfigError
-from fuzzing import fuzz
+from support.fuzzing import fuzz
 
 FUZZ = fuzz(200, 5000, deadline_ms=2000)  # a hang or an expansion fails here, not in CI's timeout
 SHIPPED = sorted((Path(__file__).resolve().parents[1] / "src" / "attnmt" / "configs").glob("*.yaml"))

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("ctranslate2")
 
-import toy  # noqa: E402
+from support import toy  # noqa: E402
 from attnmt.cli import main  # noqa: E402
 
 TRAIN_PAIRS = 200  # data.train_subset: the teacher translates this many training sources

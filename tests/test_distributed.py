@@ -37,7 +37,7 @@ from attnmt.world import init_world
 from attnmt.errors import AttnmtError, ConfigError
 from attnmt.translator import Translator
 
-import toy
+from support import toy
 
 
 RANKS_TIMEOUT_S = 120  # hard limit for every multi-process run: nothing may hang CI

@@ -16,7 +16,7 @@ from attnmt.checkpoint import load_weights_file, save_tensors
 from attnmt.cli import main
 from attnmt.errors import AttnmtError, CheckpointError
 from attnmt.translator import Translator
-from fuzzing import fuzz
+from support.fuzzing import fuzz
 
 SENTENCES = ["Hund katze haus .", "Rot blau ball wasser .", "Klein ."]
 

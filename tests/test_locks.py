@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-import toy
+from support import toy
 from attnmt.cli import main
 from attnmt.errors import AttnmtError
 from attnmt.files import LOCK_FILE, writer_lock

@@ -13,7 +13,7 @@ from bs4 import BeautifulSoup, Tag
 from hypothesis import given, strategies as st
 
 from attnmt.decoding.results import TranslationResult
-from fuzzing import fuzz
+from support.fuzzing import fuzz
 
 from attnmt.markup import MAX_DEPTH, AlignedTranslation, MarkupDocument, aligned_translation, locate, translate_html
 

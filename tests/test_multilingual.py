@@ -1,7 +1,7 @@
 """One model, several directions (data.langs / data.pairs): language tokens in the vocabulary
 and the batches, sampling over directions at a temperature, validation per direction, and the
 direction of every call checked, in the Python API and the CLI. A tiny Transformer learns a
-three-language multiway toy corpus (tests/toy.py) once per session."""
+three-language multiway toy corpus (tests/support/toy.py) once per session."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-import toy
+from support import toy
 from attnmt.cli import main
 from attnmt.config import load_config
 from attnmt.data.epochs import Batching, Epoch, epoch_examples, epoch_rng

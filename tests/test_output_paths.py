@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import toy
+from support import parts
+from support import toy
 from attnmt.bounds import LINE_BYTES
 from attnmt.cli import main
 
@@ -48,14 +49,10 @@ def snapshot(root: Path) -> dict[str, str]:
 def worlds(tmp_path_factory, toy_run):
     """Read-only originals: the toy RNN run, a random Transformer run (CTranslate2 export), a tiny
     Marian folder and its imported run (`--format hf`), a toy config with its data."""
-    pytest.importorskip("transformers")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("marian_toy", REPO / "tests" / "interop" / "marian_toy.py")
-    marian_toy = importlib.util.module_from_spec(spec)  # by its path: tests/interop is not put on sys.path
-    spec.loader.exec_module(marian_toy)
+    parts.require_transformers()
+    from support import marian_toy
     from attnmt.interop.marian import import_marian
-    from engines.conftest import make_random_run
+    from support.toy import make_random_run
 
     base = tmp_path_factory.mktemp("originals")
     marian = marian_toy.write_marian(base / "opus-mt-toy")

@@ -4,7 +4,7 @@ to most instead, for both models and both engines, unless switched off."""
 
 import pytest
 
-import toy
+from support import toy
 from attnmt.data.vocab import Vocab
 from attnmt.translator import Translator
 

@@ -18,7 +18,7 @@ from attnmt.checkpoint import load_train_state, load_weights_file
 from attnmt.cli import main
 from attnmt.translator import Translator
 
-import toy
+from support import toy
 
 TIMING_KEYS = {"tokens_per_s", "seconds", "data_wait"}
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import toy
+from support import toy
 from attnmt.cli import main
 from attnmt.errors import AttnmtError
 from attnmt.files import LOCK_FILE, refuse_overwrite, writer_lock
@@ -360,7 +360,7 @@ def test_an_output_over_an_input_is_refused_before_any_work(toy_run, tmp_path, c
 
 def test_export_into_the_run_it_reads_is_refused(tmp_path, capsys):
     pytest.importorskip("ctranslate2")
-    from engines.conftest import make_random_run
+    from support.toy import make_random_run
 
     run = make_random_run(tmp_path / "run")
     before = sorted(p.name for p in run.rglob("*"))

@@ -23,7 +23,7 @@ from attnmt.sharding import LinePlan, ShardedJob, plan_lines, read_shard, thread
 from attnmt.world import World
 from attnmt.translator import Translator
 
-import toy
+from support import toy
 from test_distributed import RANKS_TIMEOUT_S, run_ranks
 
 PAIRS = toy.copy_pairs(50, seed=25)

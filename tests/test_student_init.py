@@ -12,7 +12,7 @@ import yaml
 from hypothesis import given, strategies as st
 from safetensors.torch import load_file
 
-import toy
+from support import toy
 
 from attnmt.cli import main
 from attnmt.config import config_from_dict

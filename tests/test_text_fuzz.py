@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from attnmt.cli import main
 
-from fuzzing import fuzz  # tests/fuzzing.py: the shared profiles
+from support.fuzzing import fuzz  # tests/support/fuzzing.py: the shared profiles
 
 
 # Every character some reader takes for a line break or whitespace, and other troublemakers.

@@ -16,7 +16,7 @@ from attnmt.models.loss import sequence_loss
 from attnmt.training import loop, train
 from attnmt.training.trainable import make_step_schedule
 
-import toy
+from support import toy
 
 
 def poison_every(monkeypatch, predicate):

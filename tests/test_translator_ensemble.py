@@ -11,7 +11,7 @@ from attnmt.data.corpus import corpus_spec, load_corpus
 from attnmt.errors import AttnmtError
 from attnmt.translator import Translator
 
-import toy
+from support import toy
 
 SENTENCES = ["Hund katze haus .", "Rot blau .", "Mann frau kind ball wasser .", "Baum .", ""]
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-import toy
+from support import toy
 from attnmt.cli import main
 from attnmt.commands import file_jobs
 from attnmt.errors import AttnmtError

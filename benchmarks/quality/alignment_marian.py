@@ -14,10 +14,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "interop")]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-import marian_toy  # noqa: E402
-import toy  # noqa: E402
+from support import marian_toy, toy  # noqa: E402
 from benchmarks.quality.alignment_toy import accuracy, gold  # noqa: E402
 from attnmt.interop.marian import import_marian  # noqa: E402
 from attnmt.translator import Translator  # noqa: E402

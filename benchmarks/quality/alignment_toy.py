@@ -13,9 +13,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the toy tasks live in tests/toy.py
+sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the toy tasks live in tests/support/toy.py
 
-import toy  # noqa: E402
+from support import toy  # noqa: E402
 from attnmt.cli import main as attnmt  # noqa: E402
 from attnmt.translator import Translator  # noqa: E402
 

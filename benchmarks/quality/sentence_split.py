@@ -4,7 +4,7 @@
 
 Every segmenter runs behind attnmt's own line rule (`data.sentences.spans_by_line`: a line break
 ends a sentence), so only the boundaries within a line differ. Sets:
-  - hard: attnmt's hard cases in de, en, fr, cs (tests/data/sentence_cases.py);
+  - hard: attnmt's hard cases in de, en, fr, cs (tests/support/sentence_cases.py);
   - golden: the "pragmatic segmenter" golden rules as pysbd ships and tests them: English from the
     installed pysbd wheel (benchmarks/english_golden_rules.py inside it), German and French from
     pysbd's tests/lang/test_deutsch.py and test_french.py in the folder given with --golden-dir
@@ -45,7 +45,7 @@ CANDIDATE = re.compile(r"(?:[.!?]|\u2026)+[\"'\u201c\u201d\u201e\u00bb\u00ab\u20
 
 
 def load_hard_cases() -> dict:
-    spec = importlib.util.spec_from_file_location("sentence_cases", REPO / "tests" / "data" / "sentence_cases.py")
+    spec = importlib.util.spec_from_file_location("sentence_cases", REPO / "tests" / "support" / "sentence_cases.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.HARD_CASES

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("ctranslate2")
 
-import toy  # noqa: E402
+from support import toy  # noqa: E402
 from attnmt.cli import main as attnmt  # noqa: E402
 from benchmarks.speed import bench_distill  # noqa: E402
 

@@ -145,7 +145,7 @@ def test_vocab_sweep_trains_each_size_and_compares_with_the_configs_own(tmp_path
     and each row's test difference is its BLEU minus the baseline's (the config's own size)."""
     import sentencepiece as spm
 
-    import toy
+    from support import toy
     from benchmarks.quality import vocab_sweep
 
     config = toy.write_config(tmp_path / "toy.yaml", "copy", "transformer", epochs=2,

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import toy
+from support import toy
 from attnmt.cli import main
 from attnmt.config import config_from_dict
 from attnmt.data.cache import make_plan

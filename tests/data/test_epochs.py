@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
-import toy
+from support import toy
 from attnmt.config import config_from_dict
 from attnmt.data.epochs import Batching, Epoch, epoch_examples, epoch_rng
 from attnmt.data.prepare import prepare

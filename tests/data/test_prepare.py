@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-import toy
+from support import toy
 from attnmt.config import config_from_dict
 from attnmt.data import corpus as corpus_module
 from attnmt.data.corpus import CorpusFiles, RawChunk

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-import toy
+from support import toy
 from benchmarks.scale.kill_prepare import children, live  # the /proc helpers the benchmark times kills with
-from fuzzing import DEEP
+from support.fuzzing import DEEP
 
 PAIRS = 20_000  # with 1,000-line chunks and 2 workers: about 2 s of preparation on one core
 SCRIPT = """

@@ -15,7 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import toy
+from support import toy
 from attnmt.config import config_from_dict
 from attnmt.data.prepare import prepare
 from attnmt.data.prepared import ARRAYS, PreparedData, file_digest

@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from fuzzing import fuzz
+from support.fuzzing import fuzz
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -212,7 +212,7 @@ def test_random_constraints_on_the_toy_test_set_each_appear_exactly_once(transla
     """1-3 random phrases of 1-3 lexicon words per sentence (0 for some), greedy and beam 4, one batch."""
     import random
 
-    import toy
+    from support import toy
 
     rng = random.Random(7)
     sources = (toy_run.parent / "toy" / "test.de").read_text(encoding="utf-8").splitlines()
@@ -262,7 +262,7 @@ def test_a_strong_length_penalty_does_not_make_constrained_outputs_overlong(tran
     6), none more than 4 (measured: at most 3), and each holds every constraint exactly once."""
     import random
 
-    import toy
+    from support import toy
 
     rng = random.Random(0)
     sources = (toy_run.parent / "toy" / "test.de").read_text(encoding="utf-8").splitlines()

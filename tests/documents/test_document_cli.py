@@ -10,7 +10,7 @@ import pytest
 
 from attnmt.cli import main
 
-import document_samples as samples
+from support import document_samples as samples
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ from lxml import etree
 
 from attnmt.documents import read_document, translate_document
 
-import document_samples as samples
-from document_samples import fake_text, fake_word
+from support import document_samples as samples
+from support.document_samples import fake_text, fake_word
 
 
 def word_text(element) -> str:

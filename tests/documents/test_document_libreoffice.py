@@ -15,11 +15,7 @@ import pytest
 
 from attnmt.documents import translate_document
 
-import document_samples as samples
-
-SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
-pytestmark = pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed: "
-                                "apt-get install -y libreoffice-writer libreoffice-impress poppler-utils")
+from support import document_samples as samples
 
 MAKERS = {".docx": lambda: samples.docx_bytes(paragraphs=12), ".pptx": samples.pptx_bytes,
           ".odt": samples.odt_bytes, ".odp": samples.odp_bytes}
@@ -27,7 +23,7 @@ EXPECTED = {".docx": ["red", "dog", "blue", "cat", "small"], ".pptx": ["house", 
             ".odt": ["red", "dog", "house", "big"], ".odp": ["red", "dog", "blue", "cat"]}
 
 
-def test_libreoffice_converts_every_translated_office_file(tmp_path):
+def test_libreoffice_converts_every_translated_office_file(tmp_path, soffice):
     from pypdf import PdfReader
 
     files = []
@@ -37,7 +33,7 @@ def test_libreoffice_converts_every_translated_office_file(tmp_path):
         files.append(path)
     out = tmp_path / "pdf"
     profile = (tmp_path / "profile").as_uri()
-    run = subprocess.run([SOFFICE, f"-env:UserInstallation={profile}", "--headless", "--norestore",
+    run = subprocess.run([soffice, f"-env:UserInstallation={profile}", "--headless", "--norestore",
                           "--convert-to", "pdf", "--outdir", str(out), *map(str, files)],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from attnmt.documents import DocumentError, DocumentTooLarge, Limits, read_document, translate_document
 
-import document_samples as samples
+from support import document_samples as samples
 
 DOCUMENT = "word/document.xml"
 

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("ctranslate2")
 
-import toy  # noqa: E402
+from support import toy  # noqa: E402
 from attnmt.cli import main  # noqa: E402
 from attnmt.data.vocab import Vocab  # noqa: E402
 from attnmt.engines.ctranslate2_export import export_run  # noqa: E402

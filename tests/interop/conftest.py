@@ -3,18 +3,15 @@ need `transformers` (the optional extra attnmt[hf]) and are skipped without it."
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 @pytest.fixture(scope="session")
 def marian_folder(tmp_path_factory) -> Path:
     """A tiny Marian model trained for a few seconds on the toy copy task (it translates)."""
-    import marian_toy
+    from support import marian_toy
 
     return marian_toy.write_marian(tmp_path_factory.mktemp("marian") / "opus-mt-toy", d_model=32, ff_dim=64,
                                    std=0.1, train_steps=120)

@@ -10,9 +10,10 @@ import pytest
 import torch
 import yaml
 
-pytest.importorskip("transformers", reason="the optional extra attnmt[hf] (transformers) is not installed")
+from support import parts  # noqa: E402
+parts.require_transformers()  # skips the module without the extra attnmt[hf]
 
-import toy  # noqa: E402
+from support import toy  # noqa: E402
 
 from attnmt.config import config_from_dict  # noqa: E402
 from attnmt.data.pipeline import pipeline_difference  # noqa: E402

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("transformers", reason="the optional extra attnmt[hf] (transformers) is not installed")
+from support import parts  # noqa: E402
+parts.require_transformers()  # skips the module without the extra attnmt[hf]
 ctranslate2 = pytest.importorskip("ctranslate2")
 
-import marian_toy  # noqa: E402
+from support import marian_toy  # noqa: E402
 
 from attnmt.engines.ctranslate2_export import build_spec, export_run  # noqa: E402
 from attnmt.run_dir import RunDir  # noqa: E402

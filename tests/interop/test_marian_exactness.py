@@ -13,9 +13,10 @@ import random
 import pytest
 import torch
 
-transformers = pytest.importorskip("transformers", reason="the optional extra attnmt[hf] (transformers) is not installed")
+from support import parts  # noqa: E402
+transformers = parts.require_transformers()  # skips the module without the extra attnmt[hf]
 
-import marian_toy  # noqa: E402
+from support import marian_toy  # noqa: E402
 
 from attnmt.interop.marian import import_marian  # noqa: E402
 from attnmt.translator import Translator  # noqa: E402

@@ -10,9 +10,10 @@ import sys
 import pytest
 import torch
 
-transformers = pytest.importorskip("transformers", reason="the optional extra attnmt[hf] (transformers) is not installed")
+from support import parts  # noqa: E402
+transformers = parts.require_transformers()  # skips the module without the extra attnmt[hf]
 
-import marian_toy  # noqa: E402
+from support import marian_toy  # noqa: E402
 from test_marian_exactness import generate  # noqa: E402
 
 from attnmt.config import Config, config_from_dict  # noqa: E402

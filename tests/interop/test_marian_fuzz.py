@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from fuzzing import fuzz
+from support.fuzzing import fuzz
 from hypothesis import given
 from hypothesis import strategies as st
 

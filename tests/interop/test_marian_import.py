@@ -11,9 +11,10 @@ import sys
 import pytest
 import torch
 
-pytest.importorskip("transformers", reason="the optional extra attnmt[hf] (transformers) is not installed")
+from support import parts  # noqa: E402
+parts.require_transformers()  # skips the module without the extra attnmt[hf]
 
-import marian_toy  # noqa: E402
+from support import marian_toy  # noqa: E402
 
 from attnmt.errors import AttnmtError, CheckpointError  # noqa: E402
 from attnmt.interop.marian import import_marian  # noqa: E402

@@ -10,7 +10,7 @@ from attnmt.models.rnn import RNNSeq2Seq
 from attnmt.models.transformer import TransformerSeq2Seq
 from attnmt.decoding.search import beam_search, greedy_search, sample_search
 
-from toy import SRC_VOCAB, TGT_VOCAB, padded_batch, target
+from support.toy import SRC_VOCAB, TGT_VOCAB, padded_batch, target
 
 LENGTHS = [5, 2, 7, 4]
 

@@ -8,7 +8,7 @@ from torch import nn
 from attnmt.attention import AdditiveAttention
 from attnmt.models.rnn import ATTENTION_TYPES, GRUEncoder, RNNSeq2Seq
 
-from toy import SRC_VOCAB, TGT_VOCAB, padded_batch, target
+from support.toy import SRC_VOCAB, TGT_VOCAB, padded_batch, target
 
 
 def tiny_model(attention="bahdanau", *, tie=False, dropout=0.0, layers=1, dtype=torch.float64):

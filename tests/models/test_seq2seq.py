@@ -9,7 +9,7 @@ from attnmt.models.rnn import ATTENTION_TYPES, RNNSeq2Seq
 from attnmt.models.transformer import TransformerSeq2Seq
 from attnmt.decoding.search import tile_index
 
-from toy import BOS, SRC_VOCAB, TGT_VOCAB, padded_batch, target
+from support.toy import BOS, SRC_VOCAB, TGT_VOCAB, padded_batch, target
 
 
 def rnn(*, attention="bahdanau", tie=False):

@@ -18,7 +18,7 @@ from attnmt.errors import ConfigError
 from attnmt.models.transformer import TransformerSeq2Seq, sinusoidal_positions
 from attnmt.decoding.search import beam_search, greedy_search
 
-from toy import config_text, padded_batch, target
+from support.toy import config_text, padded_batch, target
 
 SRC_VOCAB, TGT_VOCAB, PAD, BOS, EOS = 11, 13, 0, 2, 3
 

@@ -13,7 +13,7 @@ from attnmt.decoding.constraints import constrained_beam_search, constraint_batc
 from attnmt.models.transformer import CACHE_START, TransformerSeq2Seq
 from attnmt.decoding.search import beam_search, greedy_search
 
-from toy import padded_batch
+from support.toy import padded_batch
 
 VOCAB, BOS, EOS = 16, 2, 3  # toy.padded_batch draws source ids below 11
 

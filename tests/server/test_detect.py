@@ -32,7 +32,7 @@ def fr_en_run(en_de_run, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def into_english(fr_en_run, serve_run):
-    from conftest import ServeProcess
+    from support.servers import ServeProcess
 
     server = ServeProcess([serve_run, fr_en_run])
     yield server
@@ -98,7 +98,7 @@ def test_detect_errors_are_json_4xx_and_the_server_goes_on(into_english, kwargs,
 
 
 def test_detect_and_auto_need_the_key_when_the_server_has_one(serve_run, fr_en_run):
-    from conftest import ServeProcess
+    from support.servers import ServeProcess
 
     server = ServeProcess([serve_run, fr_en_run], "--api-key", "s3cret")
     try:
@@ -116,7 +116,7 @@ def test_an_auto_detected_mixed_list_says_each_texts_pivot(serve_run, fr_en_run,
     """Issue 50: with `source: auto` and a list of texts in several languages, each text says its
     own pivot (before: one `pivot` for every text). Into German: English directly (en -> de), French
     through English (fr -> en -> de)."""
-    from conftest import ServeProcess
+    from support.servers import ServeProcess
 
     server = ServeProcess([serve_run, fr_en_run, en_de_run])
     try:

@@ -16,14 +16,14 @@ from lxml import etree
 
 from attnmt.documents import SUFFIXES, read_document
 
-import document_samples as samples
+from support import document_samples as samples
 
 LT = {"source": "de", "target": "en"}
 
 
 @pytest.fixture(scope="module")
 def server(toy_translator):
-    from conftest import ThreadServer
+    from support.servers import ThreadServer
 
     server = ThreadServer(toy_translator, file_limit_kb=1000, max_sentences=5000)
     yield server

@@ -94,7 +94,7 @@ def file_server(thread_server, toy_translator, tmp_path):
 @pytest.fixture(scope="module")
 def refusing_server(toy_translator, tmp_path_factory):
     """file_server's twin shared by the tests that store nothing."""
-    from conftest import ThreadServer
+    from support.servers import ThreadServer
 
     files = tmp_path_factory.mktemp("refusing") / "files"
     server = ThreadServer(toy_translator, files_dir=str(files), **FILE_LIMITS)

@@ -15,7 +15,7 @@ GERMAN = "Zwei Hunde spielen im Schnee ."
 @pytest.fixture(scope="module")
 def suggesting(serve_run, en_de_run, tmp_path_factory):
     """Two pairs (de -> en, en -> de) with suggestions on; (server, the suggestions file)."""
-    from conftest import ServeProcess
+    from support.servers import ServeProcess
 
     path = tmp_path_factory.mktemp("suggest") / "suggestions.jsonl"
     server = ServeProcess([serve_run, en_de_run], "--suggestions", str(path))
@@ -98,7 +98,7 @@ def test_the_libretranslatepy_client(suggesting):
 
 
 def test_req_limit_per_client_with_libretranslates_message(serve_run):
-    from conftest import ServeProcess
+    from support.servers import ServeProcess
 
     server = ServeProcess(serve_run, "--req-limit", "3", "--api-key", "k")
     try:

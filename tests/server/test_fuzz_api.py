@@ -11,7 +11,7 @@
 Afterwards the server still answers, and its log holds no traceback.
 
 Profiles: CI by default (a bounded number of examples, under a minute here);
-`ATTNMT_FUZZ=deep` for the deep run (tests/fuzzing.py).
+`ATTNMT_FUZZ=deep` for the deep run (tests/support/fuzzing.py).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzzing import fuzz
-from logged_server import LoggedServer
+from support.fuzzing import fuzz
+from support.logged_server import LoggedServer
 
-# Examples per test (tests/fuzzing.py: CI / ATTNMT_FUZZ=deep): schemathesis's count is per API
+# Examples per test (tests/support/fuzzing.py: CI / ATTNMT_FUZZ=deep): schemathesis's count is per API
 # operation (12 operations), hypothesis's per body kind.
 SCHEMA_FUZZ = fuzz(50, 1000)
 BODY_FUZZ = fuzz(120, 5000)

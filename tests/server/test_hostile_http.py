@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from attnmt.server.limits import BODY_TIMEOUT_S, HEAD_TIMEOUT_S, MAX_JSON_DEPTH
-from logged_server import LoggedServer
+from support.logged_server import LoggedServer
 
 SLACK_S = 5  # scheduling slack on a loaded 2-core machine
 

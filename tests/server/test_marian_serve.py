@@ -1,32 +1,22 @@
-"""`attnmt serve` of an imported Marian model (a tiny random one, tests/interop/marian_toy.py):
+"""`attnmt serve` of an imported Marian model (a tiny random one, tests/support/marian_toy.py):
 the LibreTranslate route, /v1 with attention per layer and head and word alignments, and the
 page in chromium, as for any run."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-from pathlib import Path
-
 import httpx
 import numpy as np
 import pytest
 
-pytest.importorskip("transformers", reason="the optional extra attnmt[hf] (transformers) is not installed")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop"))
+from support import marian_toy
+from support.page import GERMAN, api_translation, open_page, translate_on_page
 
-import marian_toy  # noqa: E402
-
-from attnmt.interop.marian import import_marian  # noqa: E402
-from attnmt.translator import Translator  # noqa: E402
-
-GERMAN = "Hund katze rot haus ."
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "") if p and Path(p).is_file()), None)
+from attnmt.interop.marian import import_marian
+from attnmt.translator import Translator
 
 
 @pytest.fixture(scope="module")
-def marian_served(tmp_path_factory, serve_process_factory):
+def marian_served(tmp_path_factory, serve_process_factory, transformers):
     folder = marian_toy.write_marian(tmp_path_factory.mktemp("marian") / "m", seed=3)
     run = import_marian(folder, tmp_path_factory.mktemp("runs") / "imported").path
     return run, serve_process_factory(run)
@@ -34,7 +24,7 @@ def marian_served(tmp_path_factory, serve_process_factory):
 
 @pytest.fixture(scope="module")
 def serve_process_factory():
-    from conftest import ServeProcess  # tests/server/conftest.py, the one beside this file
+    from support.servers import ServeProcess
 
     started = []
     yield lambda run: started.append(ServeProcess(run)) or started[-1]
@@ -62,27 +52,12 @@ def test_the_api_serves_an_imported_model_with_its_attention(marian_served):
                       timeout=60).status_code == 422  # 2 decoder layers
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium found (apt-get install chromium)")
-def test_the_page_shows_the_imported_model_and_its_attention(marian_served):
-    from playwright import sync_api
-
+def test_the_page_shows_the_imported_model_and_its_attention(marian_served, page):
     run, server = marian_served
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM,
-                                             args=["--no-sandbox"] if os.geteuid() == 0 else [])
-        page = browser.new_page()
-        page.set_default_timeout(120_000)
-        page.goto(server.url + "/")
-        page.wait_for_function("document.getElementById('model-info').textContent.includes('transformer')")
-        page.fill("#source-text", GERMAN)
-        with page.expect_response(lambda r: "/v1/translate" in r.url):
-            page.click("#translate-button")
-        page.wait_for_function("!document.getElementById('translate-button').disabled")
-        beam = int(page.input_value("#beam-size"))
-        expected = httpx.post(server.url + "/v1/translate", json={"texts": [GERMAN], "beam_size": beam,
-                                                                   "n_best": min(5, beam)}, timeout=120).json()
-        shown = expected["translations"][0]
-        assert page.text_content("#output-text") == shown["text"]
-        cols = int(page.get_attribute("#attention-grid", "data-cols"))
-        assert cols == len(shown["source_tokens"])
-        browser.close()
+    open_page(page, server.url, "transformer")
+    translate_on_page(page, GERMAN)
+    beam = int(page.input_value("#beam-size"))
+    shown = api_translation(server.url, GERMAN, beam)
+    assert page.text_content("#output-text") == shown["text"]
+    cols = int(page.get_attribute("#attention-grid", "data-cols"))
+    assert cols == len(shown["source_tokens"])

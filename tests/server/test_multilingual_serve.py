@@ -79,7 +79,7 @@ def test_v1_refuses_a_pivot_direction_and_says_where_it_works(server):
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from fuzzing import fuzz  # noqa: E402
+from support.fuzzing import fuzz  # noqa: E402
 
 CODES = st.one_of(st.sampled_from(["de", "en", "fr", "cs", "auto", "", "DE", "en-US", "<2fr>", "de-en"]),
                   st.text(max_size=12), st.integers(), st.none(), st.lists(st.text(max_size=3), max_size=2))

@@ -6,81 +6,10 @@ the internet. Expected values come from the API (/v1/translate) and numpy, not f
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-from urllib.parse import urlparse
 
-import httpx
 import numpy as np
-import pytest
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
-
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or "")
-                 if p and Path(p).is_file()), None)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium found (apt-get install chromium)")
-
-GERMAN = "Hund katze rot haus ."
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as playwright:
-        args = ["--no-sandbox"] if os.geteuid() == 0 else []
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser):
-    """A fresh page; requests to anywhere but 127.0.0.1 are refused and make the test fail."""
-    context = browser.new_context(viewport={"width": 1100, "height": 900})
-    outside, errors = [], []
-
-    def guard(route):
-        if urlparse(route.request.url).hostname in ("127.0.0.1", None) or route.request.url.startswith("data:"):
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", guard)
-    page = context.new_page()
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    page.set_default_timeout(120_000)
-    yield page
-    context.close()
-    assert outside == [], f"the page asked the internet for {outside}"
-    assert errors == [], f"JavaScript errors: {errors}"
-
-
-def open_page(page, url: str, arch: str) -> None:
-    page.goto(url + "/")
-    page.wait_for_function(f"document.getElementById('model-info').textContent.includes('{arch}')")
-
-
-def translate_on_page(page, text: str, *, keyboard: bool = False) -> None:
-    page.fill("#source-text", text)
-    with page.expect_response(lambda r: "/v1/translate" in r.url):
-        if keyboard:
-            page.press("#source-text", "Control+Enter")
-        else:
-            page.click("#translate-button")
-    page.wait_for_function("!document.getElementById('translate-button').disabled")
-
-
-def api_translation(url: str, text: str, beam: int, **extra) -> dict:
-    body = {"texts": [text], "beam_size": beam, "n_best": min(5, beam), **extra}
-    return httpx.post(url + "/v1/translate", json=body, timeout=120).json()["translations"][0]
-
-
-def grid_weights(page) -> np.ndarray:
-    rows = int(page.get_attribute("#attention-grid", "data-rows"))
-    cols = int(page.get_attribute("#attention-grid", "data-cols"))
-    weights = page.eval_on_selector_all("#attention-grid .cell", "cells => cells.map(c => Number(c.dataset.weight))")
-    return np.array(weights).reshape(rows, cols)
+from support.page import GERMAN, api_translation, grid_weights, open_page, translate_on_page
 
 
 def test_translation_shown_is_what_the_api_returns(page, served):

@@ -4,11 +4,8 @@ from /v1/translate."""
 
 from __future__ import annotations
 
-import pytest
 
-from test_page import CHROMIUM, api_translation, browser, open_page, page, translate_on_page  # noqa: F401
-
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium found (apt-get install chromium)")
+from support.page import api_translation, open_page, translate_on_page
 
 PARAGRAPH = "Hund katze haus. Rot blau ball."
 
@@ -17,7 +14,7 @@ def shown_marks(page) -> list[int]:
     return page.eval_on_selector_all("#coverage-source mark.uncovered", "els => els.map(e => Number(e.dataset.src))")
 
 
-def test_unflagged_translation_shows_its_coverage_and_no_marks(page, served):  # noqa: F811
+def test_unflagged_translation_shows_its_coverage_and_no_marks(page, served):
     open_page(page, served.url, "rnn")
     translate_on_page(page, PARAGRAPH)
     expected = api_translation(served.url, PARAGRAPH, int(page.input_value("#beam-size")))
@@ -27,7 +24,7 @@ def test_unflagged_translation_shows_its_coverage_and_no_marks(page, served):  #
     assert shown_marks(page) == expected["uncovered"]
 
 
-def test_flagged_translation_marks_the_uncovered_words(page, thread_server, toy_translator, monkeypatch):  # noqa: F811
+def test_flagged_translation_marks_the_uncovered_words(page, thread_server, toy_translator, monkeypatch):
     from attnmt.decoding import coverage
 
     monkeypatch.setattr(coverage, "WORD_ATTENTION_MIN", 0.9)  # the server runs in this process: most words uncovered

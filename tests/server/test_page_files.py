@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import io
 
-import pytest
 
-from test_page import CHROMIUM, browser, open_page, page, sync_api  # noqa: F401 (fixtures)
+from support.page import open_page
 
-import document_samples as samples
+from support import document_samples as samples
 
 
 def choose(page, name: str, data: bytes) -> None:

@@ -9,9 +9,7 @@ import httpx
 import numpy as np
 import pytest
 
-from test_page import CHROMIUM, GERMAN, api_translation, browser, grid_weights, open_page, page, translate_on_page  # noqa: F401
-
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium found (apt-get install chromium)")
+from support.page import GERMAN, api_translation, grid_weights, open_page, translate_on_page
 
 
 def api_scores(url: str, text: str, translations: list[str]) -> list[dict]:

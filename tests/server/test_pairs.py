@@ -24,7 +24,7 @@ def two_pairs(serve_process, serve_run, en_de_run):
 
 @pytest.fixture(scope="module")
 def serve_process():  # module-scoped here: one two-model server for the whole module
-    from conftest import ServeProcess
+    from support.servers import ServeProcess
 
     started = []
 

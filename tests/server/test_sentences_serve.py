@@ -50,3 +50,33 @@ def test_html_blocks_are_split_too(served, toy_translator):
     assert answer.status_code == 200, answer.text
     assert answer.json()["translatedText"] == expected
     assert len(results[0].sentences) == 2
+
+
+def test_a_regional_language_model_splits_and_answers(tmp_path):
+    """A model whose source language is a regional code (data.src_lang: pt_BR, direction.py's rule)
+    is served: every route splits its texts (pt_BR by Portuguese rules) and answers 200."""
+    from support import toy
+    from support.servers import ThreadServer
+
+    from attnmt.cli import main
+    from attnmt.translator import Translator
+
+    corpus = toy.write_corpus(tmp_path / "toy")
+    for path in corpus.glob("*.de"):
+        path.rename(path.with_suffix(".pt_BR"))
+    config = tmp_path / "pt.yaml"
+    config.write_text(toy.config_text(corpus, epochs=1, data=dict(src_lang="pt_BR")), encoding="utf-8")
+    assert main(["train", str(config), "--run-dir", str(tmp_path / "run")]) == 0
+    translator = Translator.load(tmp_path / "run", device="cpu")
+    expected, = translator.translate(["Hund katze. Rot blau."], split_sentences=True)
+    server = ThreadServer(translator)
+    try:
+        answer = httpx.post(server.url + "/translate", json={"q": "Hund katze. Rot blau.", "source": "pt_BR",
+                                                             "target": "en"}, timeout=120)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["translatedText"] == expected.text
+        v1 = httpx.post(server.url + "/v1/translate", json={"texts": ["Hund katze. Rot blau."]}, timeout=120)
+        assert v1.status_code == 200, v1.text
+        assert len(v1.json()["translations"][0]["sentences"]) == 2
+    finally:
+        server.stop()

@@ -153,7 +153,7 @@ def test_score_in_the_openapi_schema(served):
 def served_ct2(toy_transformer_run, tmp_path_factory):
     """`attnmt serve` on the tiny Transformer exported to CTranslate2, and that export loaded here."""
     pytest.importorskip("ctranslate2")
-    from conftest import ServeProcess
+    from support.servers import ServeProcess
 
     from attnmt.engines.ctranslate2_export import export_run
     from attnmt.translator import Translator

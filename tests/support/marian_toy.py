@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import toy
+from support import toy
 
 SOURCES = [src for src, _ in toy.copy_pairs(300, seed=5)]
 TARGETS = [tgt for _, tgt in toy.copy_pairs(300, seed=5)]

@@ -8,7 +8,7 @@ config over it):
     reversal  word-for-word translation in reverse order, lower case, no punctuation
               (train/valid/test: 1200/100/100 pairs of 2-7 words)
 
-Imported as `import toy`: tests/conftest.py puts tests/ on sys.path, so this works from every
+Imported as `from support import toy`: tests/conftest.py puts tests/ on sys.path, so this works from every
 test folder and with a single test file named on the command line.
 """
 
@@ -166,3 +166,32 @@ def write_multilingual_config(path: Path, *, lang_token: str = "target", epochs:
                 **({"pairs": list(pairs)} if pairs else {"langs": list(langs)}))
     path.write_text(yaml.safe_dump(sections, sort_keys=False), encoding="utf-8")
     return path
+
+
+# ----------------------------------------------------------------------------- runs with random weights
+
+def make_random_run(run_dir, *, pre_norm=True, share=False, tie=False, positions="sinusoidal", seed=0):
+    """A Transformer run directory with random weights (no training), moses words, and one
+    vocabulary for both sides (so that source and target embeddings can be shared)."""
+    from attnmt.checkpoint import save_weights, write_json
+    from attnmt.config import config_from_dict
+    from attnmt.data.pipeline import TextPipeline
+    from attnmt.data.tokenizers import MosesTokenizer
+    from attnmt.data.vocab import Vocab
+    from attnmt.models import build_model
+
+    run_dir.mkdir(parents=True)
+    vocab = Vocab([*Vocab.SPECIALS, *dict.fromkeys(SRC_WORDS + TGT_WORDS)])
+    cfg = config_from_dict({"model": dict(arch="transformer", d_model=32, heads=4, ff_dim=48, enc_layers=2,
+                                          dec_layers=3, pre_norm=pre_norm, share_embeddings=share,
+                                          tie_embeddings=tie, positions=positions, dropout=0.0)})
+    write_json(run_dir / "config.json", cfg.to_dict())
+    TextPipeline(MosesTokenizer("de"), MosesTokenizer("en"), vocab, vocab).save(run_dir)
+    torch.manual_seed(seed)
+    model = build_model(cfg.model, len(vocab), len(vocab))
+    with torch.no_grad():  # perturb everything (LayerNorms, biases) so that no mapping hides behind 0 or 1
+        for param in model.parameters():
+            param.add_(torch.randn_like(param) * 0.2)
+    save_weights(model, run_dir / "checkpoints" / "random.safetensors")
+    write_json(run_dir / "best.json", {"file": "checkpoints/random.safetensors"})
+    return run_dir

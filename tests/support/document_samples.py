@@ -1,6 +1,6 @@
 """Documents of every format for the tests, each made with its own library (python-docx,
 python-pptx, odfpy, srt, polib) or, where none is used (EPUB, XLIFF, PDF), written by hand; the
-texts use the toy lexicon (tests/toy.py) so the toy runs translate them word for word.
+texts use the toy lexicon (tests/support/toy.py) so the toy runs translate them word for word.
 
 `fake_translate` is a translator whose output and alignment are known: each word through LEXICON
 (others upper-cased), in reverse order, aligned word for word."""
@@ -13,7 +13,7 @@ import zipfile
 
 from attnmt.markup import AlignedTranslation
 
-import toy
+from support import toy
 
 LEXICON = dict(zip(toy.SRC_WORDS, toy.TGT_WORDS))
 
