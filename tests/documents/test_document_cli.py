@@ -67,3 +67,21 @@ def test_refusals_are_one_line_and_exit_2(toy_run, tmp_path, capsys, name, data,
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert re.search(pattern, err), err
     assert not (tmp_path / (output or "x")).exists()
+
+
+@pytest.mark.parametrize("name,document", [
+    ("a.txt", False), ("A.TXT", False), ("notes", False), ("a.xlsx", False), ("a.tsv", False),  # line files
+    ("a.html", True), ("a.htm", True), ("a.docx", True), ("A.PPTX", True), ("a.odt", True), ("a.odp", True),
+    ("a.epub", True), ("a.srt", True), ("a.po", True), ("a.pot", True), ("a.xliff", True), ("a.XLF", True),
+    ("a.pdf", True),
+])
+def test_which_inputs_are_documents(name, document):
+    """`translate -i`: every format of the table is a document, by its extension or an alias in
+    any case, except .txt, which stays a line file there (the library and the service read .txt
+    as a document)."""
+    from argparse import Namespace
+
+    from attnmt.commands import document_files
+
+    assert document_files.wanted(Namespace(input=name)) is document
+    assert document_files.wanted(Namespace(input=None)) is False

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from attnmt.documents import translate_document
 

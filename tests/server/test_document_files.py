@@ -17,6 +17,7 @@ from lxml import etree
 from attnmt.documents import SUFFIXES, read_document
 
 from support import document_samples as samples
+from support.format_samples import SPEC, sample
 
 LT = {"source": "de", "target": "en"}
 
@@ -136,6 +137,67 @@ def test_auto_source_reads_the_documents_text(server, toy_translator):
     assert r.status_code == 200, r.text
     deck = pptx.Presentation(io.BytesIO(httpx.get(r.json()["translatedFileUrl"]).content))
     assert words(deck.slides[0].shapes.title.text) == reference(toy_translator, ["Haus rot"])[0]
+
+
+@pytest.mark.parametrize("name,suffix", [(f"x{s}", s) for s in SPEC] + [(f"x{a}", s) for s in SPEC for a in SPEC[s].aliases])
+def test_every_format_comes_back_with_its_media_type(server, name, suffix):
+    """Each row of the table (and each alias) through /translate_file: 200, and the download is
+    the format of its translation (.pdf: .txt), sent as that format's media type."""
+    output = SPEC[suffix].output
+    got = round_trip(server, name, sample(suffix))
+    assert got.url.path.endswith(output)
+    assert got.headers["content-type"].split(";")[0] == SPEC[output].media_type
+    assert got.headers["content-disposition"].endswith(f'"translated{output}"')
+    read_document(got.content, output)  # the format it says it is
+
+
+TEXT = "Hund rot .\n\n  Katze  blau .  \r\n\t42\n♪ ...\nKind \tBall\r\n \r\n\nMann Frau ."
+
+
+def test_a_txt_upload_keeps_every_line_around_its_translation(server, toy_translator):
+    """Every line kept: empty ones, lines without letters ("42", "♪ ...") as they are (as in every
+    format), and each line's leading and trailing whitespace ("\r" included) around the run's own
+    translation of its text, no newline added at the end; the byte-order mark is dropped by the one decode."""
+    body = ("\ufeff" + TEXT).encode()
+    got = round_trip(server, "a.txt", body)
+    assert got.headers["content-type"] == "text/plain; charset=utf-8"
+
+    def translated(line: str) -> str:
+        return toy_translator.translate([line], split_sentences=True)[0].text
+
+    expected = (f"{translated('Hund rot .')}\n\n  {translated('Katze blau .')}  \r\n\t42\n♪ ...\n"
+                f"{translated('Kind Ball')}\r\n \r\n\n{translated('Mann Frau .')}")
+    assert got.content.decode("utf-8") == expected
+
+
+def test_a_txt_upload_is_the_librarys_translation_of_the_same_bytes(server, toy_translator):
+    """/translate_file and documents.translate_file read .txt through the same TextDocument: the
+    same bytes come back (a URL kept, placed by the alignment, in both)."""
+    from attnmt.documents import translate_file
+
+    body = (TEXT + "\nHund https://example.org/a?b=1 Haus .\n").encode()
+    expected, suffix = translate_file(toy_translator, body, suffix=".txt")
+    assert suffix == ".txt" and "https://example.org/a?b=1" in expected.decode()
+    assert round_trip(server, "a.txt", body).content == expected
+    auto = upload(server, "a.txt", body, source="auto")
+    assert auto.status_code == 200, auto.text
+    assert httpx.get(auto.json()["translatedFileUrl"], timeout=60).content == expected
+
+
+def test_the_openapi_description_names_every_format():
+    from attnmt.server.app import create_app
+    from attnmt.server.settings import ServeSettings
+
+    spec = create_app(ServeSettings(), load=lambda: None).openapi()
+    body = spec["paths"]["/translate_file"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
+    described = body["properties"]["file"]["description"]
+    for suffix, format_spec in SPEC.items():
+        assert re.search(rf"\{suffix}\b", described), suffix
+        for alias in format_spec.aliases:
+            assert re.search(rf"\{alias}\b", described), alias
+    assert ".pdf (into .txt)" in described
+    downloads = spec["paths"]["/download_file/{name}"]["get"]["responses"]["200"]["content"]
+    assert set(downloads) == {SPEC[s.output].media_type for s in SPEC.values()}
 
 
 def test_frontend_lists_every_format(server):

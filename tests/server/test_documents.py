@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from bs4 import BeautifulSoup
-from test_markup import structure  # the same markup check as the unit tests
+from support.html_structure import structure  # the same markup check as tests/documents/test_markup.py
 
 LT = {"source": "de", "target": "en"}
 NAME = re.compile(r"[A-Za-z0-9_-]{32}\.(txt|html)")

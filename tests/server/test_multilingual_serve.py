@@ -180,7 +180,7 @@ def test_files_and_html_go_through_english_too(server, model):
 
 
 def test_pivot_alignments_compose():
-    from attnmt.markup import AlignedTranslation, through_pivot
+    from attnmt.documents.markup import AlignedTranslation, through_pivot
 
     first = AlignedTranslation("A B C", ["x", "y"], ["A", "B", "C"], [(1, 0), (0, 1), (0, 2)])
     second = AlignedTranslation("P Q", ["A", "B", "C"], ["P", "Q"], [(2, 0), (0, 1)])

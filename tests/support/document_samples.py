@@ -11,7 +11,7 @@ import copy
 import io
 import zipfile
 
-from attnmt.markup import AlignedTranslation
+from attnmt.documents.markup import AlignedTranslation
 
 from support import toy
 

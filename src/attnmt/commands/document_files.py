@@ -1,6 +1,7 @@
-"""`attnmt translate RUN -i FILE.docx -o OUT.docx`: a document (attnmt.documents.SUFFIXES but
-.txt, which stays a line file) translated into the same format (.pdf into .txt), written
-atomically. The options of line files that have no meaning for a document are refused."""
+"""`attnmt translate RUN -i FILE.docx -o OUT.docx`: a document (a format of documents/formats.py,
+by its extension or an alias, but .txt, which stays a line file here) translated into the same
+format (.pdf into .txt), written atomically. The options of line files that have no meaning for
+a document are refused."""
 
 from __future__ import annotations
 
@@ -8,27 +9,27 @@ from pathlib import PurePath
 
 from attnmt.errors import AttnmtError
 
-LINE_SUFFIXES = (".txt",)  # -i FILE.txt (or any other name) stays a line file
+LINE_SUFFIXES = (".txt",)  # -i FILE.txt (or any other name) stays a line file of `translate`
 
 
 def wanted(args) -> bool:
-    """Whether -i names a document (by its extension)."""
-    from attnmt.documents import ALIASES, SUFFIXES
+    """Whether -i names a document (by its extension: a row of the table of formats)."""
+    from attnmt.documents import find_format
 
     if args.input is None:
         return False
-    suffix = PurePath(args.input).suffix.lower()
-    return suffix not in LINE_SUFFIXES and (suffix in SUFFIXES or suffix in ALIASES)
+    fmt = find_format(PurePath(args.input).suffix)
+    return fmt is not None and fmt.suffix not in LINE_SUFFIXES
 
 
 def run(args) -> int:
     from attnmt.commands import file_jobs
     from attnmt.commands.arguments import decoding_options
-    from attnmt.documents import normalize_suffix, output_suffix, translate_file
+    from attnmt.documents import format_of, normalize_suffix, translate_file
     from attnmt.files import atomic_write
 
-    suffix = normalize_suffix(PurePath(args.input).suffix, args.input)
-    expected = output_suffix(suffix)
+    fmt = format_of(PurePath(args.input).suffix, args.input)
+    suffix, expected = fmt.suffix, fmt.output_suffix
     if args.output is None:
         raise AttnmtError(f"-i {args.input}: a {suffix} document is written to a file: give -o FILE{expected}")
     if normalize_suffix(PurePath(args.output).suffix, args.output) != expected:

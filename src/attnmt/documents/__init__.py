@@ -1,5 +1,5 @@
 """Documents translated with their structure kept: .txt, .html, .docx, .pptx, .odt, .odp, .epub,
-.srt, .po, .xliff in the same format; .pdf in, .txt out.
+.srt, .po, .xliff in the same format; .pdf in, .txt out (the table of formats: formats.py).
 
     from attnmt import Translator
     from attnmt.documents import translate_file
@@ -18,42 +18,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from attnmt.decoding.options import DecodingOptions
-from attnmt.documents.safety import DocumentError, DocumentTooLarge, Limits, check_kind
-from attnmt.markup import AlignedTranslation, aligned_translation
+from attnmt.documents.formats import (ALIASES, FORMATS, OUTPUT_SUFFIX, SUFFIXES, Document, Format, find_format,
+                                      format_of, normalize_suffix, output_suffix)
+from attnmt.documents.safety import DocumentError, DocumentTooLarge, Limits
 
-SUFFIXES = (".txt", ".html", ".docx", ".pptx", ".odt", ".odp", ".epub", ".srt", ".po", ".xliff", ".pdf")
-ALIASES = {".htm": ".html", ".xlf": ".xliff", ".pot": ".po"}
-OUTPUT_SUFFIX = {".pdf": ".txt"}
-__all__ = ["SUFFIXES", "Document", "DocumentError", "DocumentTooLarge", "Limits", "normalize_suffix",
-           "read_document", "translate_document", "translate_paragraphs", "translate_file"]
+if TYPE_CHECKING:
+    from attnmt.documents.markup import AlignedTranslation
 
-
-class Document(Protocol):
-    sentences: list[str]
-
-    def render(self, translations: Sequence[AlignedTranslation]) -> bytes: ...
-
-
-def normalize_suffix(suffix: str, name: str = "the file") -> str:
-    """A file's suffix as one of SUFFIXES (.htm -> .html, .xlf -> .xliff, .pot -> .po).
-
-    Raises:
-        DocumentError: a suffix that is not a document format, naming the ones that are.
-    """
-    suffix = suffix.lower()
-    suffix = ALIASES.get(suffix, suffix)
-    if suffix not in SUFFIXES:
-        raise DocumentError(f"{name}: {suffix or 'a file without an extension'} is not supported: "
-                            f"send {', '.join(SUFFIXES)}")
-    return suffix
-
-
-def output_suffix(suffix: str) -> str:
-    """The suffix of the translation of a `suffix` file (.pdf -> .txt; else the same)."""
-    return OUTPUT_SUFFIX.get(suffix, suffix)
+__all__ = ["ALIASES", "FORMATS", "OUTPUT_SUFFIX", "SUFFIXES", "Document", "DocumentError", "DocumentTooLarge",
+           "Format", "Limits", "find_format", "format_of", "normalize_suffix", "output_suffix", "read_document",
+           "translate_document", "translate_paragraphs", "translate_file"]
 
 
 def read_document(data: bytes, suffix: str, *, name: str = "the file", limits: Limits = Limits(),
@@ -65,22 +42,7 @@ def read_document(data: bytes, suffix: str, *, name: str = "the file", limits: L
         DocumentError: a file that is not what its suffix says, is corrupt or encrypted, or that
             cannot be read (naming the file and the part, line or entry); DocumentTooLarge: over `limits`.
     """
-    suffix = normalize_suffix(suffix, name)
-    check_kind(data, suffix, name)
-    if suffix in (".docx", ".pptx", ".odt", ".odp"):
-        from attnmt.documents.office import OfficeDocument
-        return OfficeDocument(data, suffix, name, limits)
-    if suffix == ".epub":
-        from attnmt.documents.epub import EpubDocument
-        return EpubDocument(data, name, limits)
-    if suffix == ".srt":
-        from attnmt.documents.subtitles import SubtitleDocument
-        return SubtitleDocument(data, name, limits)
-    if suffix in (".po", ".xliff"):
-        from attnmt.documents.localization import PoDocument, XliffDocument
-        return (PoDocument if suffix == ".po" else XliffDocument)(data, name, limits, target_lang)
-    from attnmt.documents.plain import HtmlDocument, PdfDocument, TextDocument
-    return {".txt": TextDocument, ".html": HtmlDocument, ".pdf": PdfDocument}[suffix](data, name, limits)
+    return format_of(suffix, name).read(data, name, limits, target_lang)
 
 
 def translate_document(data: bytes, suffix: str, translate: Callable[[list[str]], Sequence[AlignedTranslation]], *,
@@ -94,13 +56,16 @@ def translate_document(data: bytes, suffix: str, translate: Callable[[list[str]]
 
 def translate_paragraphs(translator, paragraphs: Sequence[str], options: DecodingOptions | None = None
                          ) -> list[AlignedTranslation]:
-    """THE call that sends a document's paragraphs to the model (Python API and CLI; the service's
-    twin is server/documents.translate_aligned, whose TranslationService always splits): each
+    """THE call that sends a document's paragraphs to the model (Python API and CLI): each
     paragraph is translated sentence by sentence and comes back as one result whose text,
-    attention and alignment cover the whole paragraph, which is all the placement needs."""
+    attention and alignment cover the whole paragraph, which is all the placement needs. The
+    results become AlignedTranslations in markup.aligned_translations, as the service's
+    (server/documents.translate_aligned, one call per leg when a pivot language joins two models)."""
+    from attnmt.documents.markup import aligned_translations
+
     options = DecodingOptions.of(options, alignments=True, split_sentences=True)
     results = translator.translate(list(paragraphs), options)
-    return [aligned_translation(result, subword=translator.subword) for result in results]
+    return aligned_translations([(results, translator.subword)])
 
 
 def translate_file(translator, source: str | os.PathLike | bytes, options: DecodingOptions | None = None, *,
@@ -124,9 +89,9 @@ def translate_file(translator, source: str | os.PathLike | bytes, options: Decod
             data = path.read_bytes()
         except OSError as err:
             raise DocumentError(f"{path}: cannot read it ({err.strerror or err})") from None
-    suffix = normalize_suffix(suffix, name)
+    fmt = format_of(suffix, name)
     options = DecodingOptions.of(options, **keywords)
     target = options.target_lang or getattr(translator.cfg.data, "tgt_lang", None)
-    translated = translate_document(data, suffix, lambda paragraphs: translate_paragraphs(translator, paragraphs, options),
+    translated = translate_document(data, fmt.suffix, lambda paragraphs: translate_paragraphs(translator, paragraphs, options),
                                     name=name, limits=limits, target_lang=target)
-    return translated, output_suffix(suffix)
+    return translated, fmt.output_suffix

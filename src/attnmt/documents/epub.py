@@ -15,7 +15,7 @@ from attnmt.documents.paragraphs import Units
 from attnmt.documents.plain import decode_text
 from attnmt.documents.safety import DocumentError, DocumentTooLarge, Limits, ZipPackage, parse_xml, serialize_xml
 from attnmt.documents.xml_text import MixedDialect, mixed_unit
-from attnmt.markup import AlignedTranslation, MarkupDocument
+from attnmt.documents.markup import AlignedTranslation, MarkupDocument
 
 CONTAINER = "urn:oasis:names:tc:opendocument:xmlns:container"
 OPF = "http://www.idpf.org/2007/opf"

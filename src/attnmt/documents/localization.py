@@ -25,7 +25,7 @@ from attnmt.documents.paragraphs import PLACEHOLDER, URL, Units, build_unit, pla
 from attnmt.documents.plain import decode_text
 from attnmt.documents.safety import DocumentError, Limits, parse_xml, serialize_xml
 from attnmt.documents.xml_text import MixedDialect, fill_mixed, mixed_pieces
-from attnmt.markup import AlignedTranslation
+from attnmt.documents.markup import AlignedTranslation
 
 PROTECTED = re.compile(f"{URL.pattern}|{PLACEHOLDER.pattern}")
 NPLURALS = re.compile(r"nplurals\s*=\s*(\d+)")

@@ -19,7 +19,7 @@ from attnmt.documents.paragraphs import Units
 from attnmt.documents.safety import DocumentError, Limits, ZipPackage, parse_xml, serialize_xml
 from attnmt.documents.xml_text import (CODE_STYLE, DRAWING, WORD, MixedDialect, RunDialect, mixed_unit,
                                        run_unit)
-from attnmt.markup import AlignedTranslation
+from attnmt.documents.markup import AlignedTranslation
 
 TEXT_NS = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 

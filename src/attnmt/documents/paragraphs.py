@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from attnmt.documents.safety import DocumentTooLarge
-from attnmt.markup import AlignedTranslation, MarkupDocument, Placed, Span, model_text, place_spans
+from attnmt.documents.markup import AlignedTranslation, MarkupDocument, Placed, Span, model_text, place_spans
 
 URL = re.compile(r"(?:https?://|ftp://|www\.)[^\s<>\"]*[^\s<>\".,;:!?)\]}'»]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 # printf (%s, %(name)s, %1$d), brace ({name}, {0}), ${name} placeholders and tags inside localized strings

@@ -16,7 +16,7 @@ from typing import Sequence
 
 from attnmt.documents.paragraphs import Units, build_unit, plain_text, text
 from attnmt.documents.safety import DocumentError, DocumentTooLarge, Limits
-from attnmt.markup import AlignedTranslation, MarkupDocument
+from attnmt.documents.markup import AlignedTranslation, MarkupDocument
 
 MAX_PAGES = 5_000
 
@@ -62,13 +62,16 @@ class TextDocument(_Lines):
 
 
 class HtmlDocument:
-    """An .html file: markup.MarkupDocument (blocks as sentences, inline tags placed by alignment)."""
+    """An .html file: markup.MarkupDocument (blocks as sentences, inline tags placed by alignment).
+    HTML that cannot be parsed, or nests past markup.MAX_DEPTH, is a DocumentError as `format:
+    "html"` answers it (400), not a limit."""
 
     def __init__(self, data: bytes, name: str, limits: Limits):
+        html = decode_text(data, name)
         try:
-            self.markup = MarkupDocument(decode_text(data, name))
-        except ValueError as err:  # nested past markup.MAX_DEPTH
-            raise DocumentTooLarge(f"{name}: not HTML that can be translated: {err}") from None
+            self.markup = MarkupDocument(html)
+        except Exception as err:  # the parser's or markup's refusal (nested past markup.MAX_DEPTH)
+            raise DocumentError(f"{name} is not HTML that can be translated: {err}") from None
         Units(name, limits.max_paragraphs).count(len(self.markup.runs), name)
 
     @property

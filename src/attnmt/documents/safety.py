@@ -1,7 +1,7 @@
 """A document is a zip of XML from a stranger: read it within limits, or refuse it in one line.
 
     limits = Limits()                                  # or Limits.for_upload(file_limit_bytes)
-    check_kind(data, ".docx", "report.docx")           # a PDF named .docx, an encrypted Office file: refused
+    check_kind(data, ".docx", "report.docx", kind=ZIP)  # a PDF named .docx, an encrypted Office file: refused
     package = ZipPackage(data, "report.docx", limits)  # entries, sizes and ratios checked before inflating
     tree = parse_xml(package.read("word/document.xml"), "report.docx: word/document.xml", limits)
     package.write({"word/document.xml": new_bytes})    # the same zip, those entries replaced
@@ -55,19 +55,19 @@ class Limits:
 
 RATIO_FLOOR = 1_000_000  # entries smaller than this inflated are not held to max_ratio
 
+ZIP = "a zip archive"  # the kinds a format's bytes must be (formats.Format.kind), as what_it_is names them
+PDF = "a PDF file"
 SIGNATURES = (  # how a file starts -> what it is (for "a .docx that is really a .pdf")
-    (b"%PDF-", "a PDF file"),
+    (b"%PDF-", PDF),
     (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an OLE2 compound file (a password-protected Office document, "
                                           "or an old .doc/.ppt): save it without a password in the new format"),
-    (b"PK\x03\x04", "a zip archive"),
+    (b"PK\x03\x04", ZIP),
     (b"PK\x05\x06", "an empty zip archive"),
     (b"{\\rtf", "an RTF file"),
     (b"\x89PNG", "a PNG image"),
     (b"\xff\xd8\xff", "a JPEG image"),
     (b"\x1f\x8b", "a gzip file"),
 )
-
-ZIP_FORMATS = frozenset({".docx", ".pptx", ".odt", ".odp", ".epub"})
 
 
 def what_it_is(data: bytes) -> str | None:
@@ -77,21 +77,21 @@ def what_it_is(data: bytes) -> str | None:
     return None
 
 
-def check_kind(data: bytes, suffix: str, name: str) -> None:
-    """Refuse a file whose bytes are not of the kind its suffix says (zip formats, .pdf).
+def check_kind(data: bytes, suffix: str, name: str, *, kind: str | None = None) -> None:
+    """Refuse an empty file, and one whose bytes are not the `kind` its format must be (ZIP for
+    the zip formats, PDF for .pdf; None: any bytes, a text format's decoding checks them).
 
     Raises:
         DocumentError: naming what the file looks like.
     """
     if not data.strip():
         raise DocumentError(f"{name}: the file is empty")
-    kind = what_it_is(data)
-    if suffix in ZIP_FORMATS and kind not in ("a zip archive",):
-        found = kind or "not a zip archive"
-        raise DocumentError(f"{name}: not a {suffix} file: it is {found}" if kind else
-                            f"{name}: not a {suffix} file (a {suffix} is a zip archive; this is not one)")
-    if suffix == ".pdf" and kind != "a PDF file":
-        raise DocumentError(f"{name}: not a PDF file" + (f": it is {kind}" if kind else ""))
+    if kind is None:
+        return
+    found = what_it_is(data)
+    if found != kind:
+        raise DocumentError(f"{name}: not a {suffix} file: it is {found}" if found else
+                            f"{name}: not a {suffix} file (a {suffix} is {kind}; this is not one)")
 
 
 class ZipPackage:

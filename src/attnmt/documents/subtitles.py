@@ -12,7 +12,7 @@ from typing import Sequence
 from attnmt.documents.paragraphs import Units, build_unit, plain_text, text
 from attnmt.documents.plain import decode_text
 from attnmt.documents.safety import DocumentError, DocumentTooLarge, Limits
-from attnmt.markup import AlignedTranslation, MarkupDocument
+from attnmt.documents.markup import AlignedTranslation, MarkupDocument
 
 TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 

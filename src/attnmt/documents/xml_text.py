@@ -24,7 +24,7 @@ from lxml import etree
 from attnmt.documents.paragraphs import (URL, Group, Literal, Piece, Styled, Unit, atom, build_unit, group,
                                          text)
 from attnmt.documents.safety import DocumentTooLarge
-from attnmt.markup import Placed
+from attnmt.documents.markup import Placed
 
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 CODE_STYLE = re.compile(r"code|verbatim|preformatted|source|monospace", re.IGNORECASE)

@@ -1,14 +1,14 @@
-"""Texts with a structure, translated through the served models: HTML (`format: "html"` and .html
-files, placed by markup.py from word alignments), plain-text files (line by line) and the
-document formats of attnmt.documents (.docx, .pptx, .odt, .odp, .epub, .srt, .po, .xliff, .pdf).
+"""Texts with a structure, translated through the served models: HTML (`format: "html"`, placed
+by documents/markup.py from word alignments) and uploaded files of every format of
+attnmt.documents (.txt line by line, .html, .docx, .pptx, .odt, .odp, .epub, .srt, .po, .xliff,
+.pdf: one path for all, the table of documents/formats.py).
 
     outputs, warnings = await translate_html_texts(models, texts, sources, "en", max_sentences=1000)
-    data = await translate_document(models, decode_upload(raw_bytes), ".txt", "de", "en", max_sentences=1000)
     document = await read_upload(raw_bytes, ".docx", "en", file_limit_bytes=512_000)   # 400 / 413 if refused
     data = await translate_parsed(models, document, "de", "en", max_sentences=1000)
 
-Every sentence of a request goes to the model in one call per source language; more sentences
-than `max_sentences` get 413 before any is translated.
+Every sentence of a request goes to the model in one call per source language (and leg, through
+a pivot language); more sentences than `max_sentences` get 413 before any is translated.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import asyncio
 from typing import Sequence
 
 from attnmt.documents import Document, DocumentError, DocumentTooLarge, Limits, read_document
-from attnmt.markup import AlignedTranslation, MarkupDocument, aligned_translation, through_pivot
+from attnmt.documents.markup import AlignedTranslation, MarkupDocument, aligned_translations
 from attnmt.server.api_errors import ApiError
 from attnmt.server.routing import ModelSet
 
@@ -32,21 +32,25 @@ async def translate_aligned(models: ModelSet, sentences: Sequence[str], sources:
                             target: str) -> tuple[list[AlignedTranslation], list[list[str]]]:
     """Each sentence translated from its source language into `target`, with its word alignment;
     and each one's warnings (an input cut). The service's call that sends a document's paragraphs
-    to the model (documents.translate_paragraphs is the Python API's); TranslationService splits
-    each paragraph into sentences."""
+    to the model: one call per source language and leg (a direction no model has goes through a
+    pivot language), each paragraph split into sentences (TranslationService.options_for); the
+    legs' results become AlignedTranslations in markup.aligned_translations, as the Python API's
+    (documents.translate_paragraphs)."""
     aligned: list = [None] * len(sentences)
     warnings: list = [[] for _ in sentences]
     for source in dict.fromkeys(sources):
-        legs, _ = models.legs(source, target)  # a direction no model has: through a pivot language
+        legs, _ = models.legs(source, target)
         where = [i for i, s in enumerate(sources) if s == source]
         current = [sentences[i] for i in where]
-        for leg, service in enumerate(legs):
+        done = []  # (results, subword) per leg
+        for service in legs:
             results = await service.translate(current, service.options_for(alignments=True))
+            done.append((results, service.translator.subword))
             for i, result in zip(where, results):
-                made = aligned_translation(result, subword=service.translator.subword)
-                aligned[i] = made if leg == 0 else through_pivot(aligned[i], made)
                 warnings[i] += result.warnings
             current = [r.text for r in results]
+        for i, made in zip(where, aligned_translations(done)):
+            aligned[i] = made
     return aligned, warnings
 
 
@@ -84,46 +88,11 @@ async def translate_html_texts(models: ModelSet, texts: Sequence[str], sources: 
     return await asyncio.to_thread(render)
 
 
-async def translate_lines(models: ModelSet, text: str, source: str, target: str, *, max_sentences: int) -> str:
-    """Plain text translated line by line: every line kept, empty ones as they are, and each
-    line's leading and trailing whitespace (a "\\r" included) around its translation."""
-    lines = text.split("\n")
-    todo = [i for i, line in enumerate(lines) if line.strip()]
-    check_sentences(len(todo), max_sentences)
-    legs, _ = models.legs(source, target)  # a direction no model has: through a pivot language
-    texts = [lines[i].strip() for i in todo]
-    for service in legs:
-        texts = [r.text for r in await service.translate(texts, service.options_for())]
-    for i, translation in zip(todo, texts):
-        line = lines[i]
-        lines[i] = line[:len(line) - len(line.lstrip())] + translation + line[len(line.rstrip()):]
-    return "\n".join(lines)
-
-
-def decode_upload(data: bytes) -> str:
-    """An uploaded file's text (UTF-8, a byte-order mark dropped); 400 when it is empty or not UTF-8."""
-    if not data.strip():
-        raise ApiError(400, "Invalid request: the file is empty")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise ApiError(400, f"Invalid request: the file is not valid UTF-8 (byte 0x{data[err.start]:02x} at "
-                            f"offset {err.start})") from None
-
-
-async def translate_document(models: ModelSet, text: str, suffix: str, source: str, target: str, *,
-                             max_sentences: int) -> bytes:
-    """The text of an uploaded .txt or .html file translated, as UTF-8 bytes."""
-    if suffix == ".html":
-        outputs, _ = await translate_html_texts(models, [text], [source], target, max_sentences=max_sentences,
-                                                label="the file")
-        return outputs[0].encode("utf-8")
-    return (await translate_lines(models, text, source, target, max_sentences=max_sentences)).encode("utf-8")
-
-
 async def read_upload(data: bytes, suffix: str, target: str, *, file_limit_bytes: int) -> Document:
-    """An uploaded document parsed within the service's limits (documents.Limits.for_upload);
-    a refusal is a 400 naming the part at fault, a limit a 413."""
+    """An uploaded document of any format parsed within the service's limits
+    (documents.Limits.for_upload) by its row of documents.formats, text decoded once (UTF-8,
+    plain.decode_text); a refusal (empty, not UTF-8, not what its suffix says, corrupt) is a 400
+    naming the part at fault, a limit a 413."""
     def read() -> Document:
         return read_document(data, suffix, name="the file", limits=Limits.for_upload(file_limit_bytes),
                              target_lang=target)

@@ -5,7 +5,7 @@ clients work unchanged: missing parameters, unknown languages and formats get 40
 key 403, a fault inside the model 500, each as {"error": "..."}. Where attnmt's rules differ:
 an empty `q` string translates to an empty string (LibreTranslate says "missing q"), more texts
 than --max-texts (or, with `format: "html"`, more sentences than --max-sentences) get 413, and a
-cut input adds a `warnings` field. `format: "html"` keeps the markup (markup.py), without alternatives.
+cut input adds a `warnings` field. `format: "html"` keeps the markup (documents/markup.py), without alternatives.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from attnmt.server.schemas import (DetectedLanguage, ErrorResponse, Language, Li
 
 router = APIRouter(tags=["LibreTranslate"])
 
-FORMATS = ("text", "html")  # html: markup.py keeps the tags, placed by the model's word alignment
+FORMATS = ("text", "html")  # html: documents/markup.py keeps the tags, placed by the model's word alignment
 MAX_ALTERNATIVES = BEAM.high - 1  # alternatives besides the translation: the rest of the widest beam
 
 ERRORS = {400: {"model": ErrorResponse, "description": "Invalid request"},

@@ -2,13 +2,13 @@
 `target`, `api_key`) answers {"translatedFileUrl": absolute URL}, which GET /download_file/<name>
 serves until it expires (server/filestore.py).
 
-.txt files are translated line by line, .html files with their markup kept (markup.py), and
-.docx, .pptx, .odt, .odp, .epub, .srt, .po and .xliff files in their own format with their
-structure kept (attnmt.documents); a .pdf comes back as .txt. A file over --file-limit-kb, or one
-that inflates past the limits of documents.Limits.for_upload, gets 413; an empty file, another
-extension, a second file, a file that is not UTF-8 or not what its extension says, a corrupt or
-encrypted one get 400; a full store 429; a name that is not one the store gave out, or has
-expired, 404.
+Every format of attnmt.documents (its table: documents/formats.py) is read by the documents
+package and translated with its structure kept: .txt line by line, .html with its markup, .docx,
+.pptx, .odt, .odp, .epub, .srt, .po and .xliff in their own format; a .pdf comes back as .txt.
+A file over --file-limit-kb, or one that inflates past the limits of documents.Limits.for_upload,
+gets 413; an empty file, another extension, a second file, a file that is not UTF-8 or not what
+its extension says, a corrupt or encrypted one get 400; a full store 429; a name that is not one
+the store gave out, or has expired, 404.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
 from starlette.datastructures import UploadFile
 
-from attnmt.documents import SUFFIXES, DocumentError, normalize_suffix, output_suffix
-from attnmt.server.documents import decode_upload, parse_html, read_upload, translate_document, translate_parsed
+from attnmt.documents import FORMATS, DocumentError, Format, format_of
+from attnmt.server.documents import read_upload, translate_parsed
 from attnmt.server.api_errors import ApiError
 from attnmt.server.filestore import FileStore
 from attnmt.server.limits import invalid_text
@@ -34,17 +34,21 @@ router = APIRouter(tags=["LibreTranslate"])
 
 FIELDS = ("source", "target", "api_key")
 DETECT_CHARS = 4000  # `source: auto` guesses the language from the first characters of the file's text
-MEDIA_TYPES = {".txt": "text/plain; charset=utf-8", ".html": "text/html; charset=utf-8",
-               ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-               ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-               ".odt": "application/vnd.oasis.opendocument.text",
-               ".odp": "application/vnd.oasis.opendocument.presentation", ".epub": "application/epub+zip",
-               ".srt": "application/x-subrip; charset=utf-8", ".po": "text/x-gettext-translation; charset=utf-8",
-               ".xliff": "application/xliff+xml; charset=utf-8"}
-TEXT_SUFFIXES = (".txt", ".html")  # read as UTF-8 text here; every other format by attnmt.documents
+DOWNLOAD_TYPES = tuple(dict.fromkeys(format_of(fmt.output_suffix).media_type for fmt in FORMATS))  # of translations
+
+
+def describe_formats() -> str:
+    """The formats /translate_file takes, from the table (".html (.htm)", ".pdf (into .txt)")."""
+    def one(fmt: Format) -> str:
+        notes = [*fmt.aliases, *([f"into {fmt.output}"] if fmt.output else [])]
+        return f"{fmt.suffix} ({', '.join(notes)})" if notes else fmt.suffix
+    return ", ".join(one(fmt) for fmt in FORMATS)
+
+
 _FILE_DOC = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "additionalProperties": False, "required": ["file", "source", "target"], "properties": {
-        "file": {"type": "string", "format": "binary", "description": f"a {', '.join(SUFFIXES)} file (.htm, .xlf, .pot too); text formats in UTF-8"},
+        "file": {"type": "string", "format": "binary",
+                 "description": f"a document, by its extension: {describe_formats()}; text formats in UTF-8"},
         "source": {"type": "string", "description": "source language code, or 'auto'"},
         "target": {"type": "string", "description": "target language code"},
         "api_key": {"type": "string", "description": "needed when the server runs with --api-key"}}}}}}}
@@ -89,11 +93,11 @@ async def read_file_form(request: Request) -> tuple[dict[str, str], UploadFile]:
     return fields, files[0]
 
 
-def file_suffix(upload: UploadFile) -> str:
-    """The upload's extension, one of SUFFIXES (.htm counts as .html, .xlf as .xliff, .pot as .po);
-    400 otherwise."""
+def file_format(upload: UploadFile) -> Format:
+    """The upload's format, by its extension (any case; .htm counts as .html, .xlf as .xliff,
+    .pot as .po); 400 otherwise."""
     try:
-        return normalize_suffix(PurePath(upload.filename or "").suffix)
+        return format_of(PurePath(upload.filename or "").suffix)
     except DocumentError as err:
         raise ApiError(400, "Invalid request: " + str(err).removeprefix("the file: ")) from None
 
@@ -108,40 +112,30 @@ async def translate_file(request: Request, models: ModelSet = Depends(get_models
     for name in ("source", "target"):
         if not fields.get(name):
             raise ApiError(400, f"Invalid request: missing {name} parameter")
-    suffix = file_suffix(upload)
+    fmt = file_format(upload)
     settings = models.default.settings
     data = await upload.read(settings.file_limit_kb * 1000 + 1)
     if len(data) > settings.file_limit_kb * 1000:
         raise ApiError(413, f"Invalid request: the file is over {settings.file_limit_kb} kB (--file-limit-kb)")
     source, target = fields["source"], fields["target"]
-    if suffix in TEXT_SUFFIXES:
-        text = decode_upload(data)
-        if source == "auto":
-            readable = (" ".join((await asyncio.to_thread(parse_html, [text], "the file"))[0].sentences)
-                        if suffix == ".html" else text)
-            source = (await detect_sources(request, models, [readable[:DETECT_CHARS]], target))[0]["language"]
-        models.legs(source, target)  # directly, or through a pivot language (400 when nothing joins them)
-        translated = await translate_document(models, text, suffix, source, target,
-                                              max_sentences=settings.max_sentences)
-    else:
-        if source != "auto":
-            models.legs(source, target)  # a direction the server cannot reach is refused before the file is read
-        document = await read_upload(data, suffix, target, file_limit_bytes=settings.file_limit_kb * 1000)
-        if source == "auto":
-            readable = " ".join(document.sentences)[:DETECT_CHARS]
-            source = (await detect_sources(request, models, [readable], target))[0]["language"]
-            models.legs(source, target)
-        translated = await translate_parsed(models, document, source, target, max_sentences=settings.max_sentences)
-    name = await asyncio.to_thread(store.save, translated, output_suffix(suffix))
+    if source != "auto":
+        models.legs(source, target)  # directly, or through a pivot language; refused before the file is read
+    document = await read_upload(data, fmt.suffix, target, file_limit_bytes=settings.file_limit_kb * 1000)
+    if source == "auto":  # the language of the document's own text (an HTML file's without its tags)
+        readable = " ".join(document.sentences)[:DETECT_CHARS]
+        source = (await detect_sources(request, models, [readable], target))[0]["language"]
+        models.legs(source, target)
+    translated = await translate_parsed(models, document, source, target, max_sentences=settings.max_sentences)
+    name = await asyncio.to_thread(store.save, translated, fmt.output_suffix)
     return TranslateFileResponse(translatedFileUrl=str(request.url_for("download_file", name=name)))
 
 
 @router.get("/download_file/{name}", name="download_file", response_class=FileResponse,
-            responses={200: {"content": {t.split(";")[0]: {} for t in MEDIA_TYPES.values()}},
+            responses={200: {"content": {media.split(";")[0]: {} for media in DOWNLOAD_TYPES}},
                        404: {"model": ErrorResponse, "description": "No such file, or it has expired"}})
 async def download_file(name: str, request: Request) -> FileResponse:
     """A file that POST /translate_file translated, while it has not expired."""
     path = await asyncio.to_thread(get_files(request).find, name)
     if path is None:
         raise ApiError(404, "File not found: it may have expired")
-    return FileResponse(path, media_type=MEDIA_TYPES[path.suffix], filename=f"translated{path.suffix}")
+    return FileResponse(path, media_type=format_of(path.suffix).media_type, filename=f"translated{path.suffix}")

@@ -1,21 +1,22 @@
-"""markup.py: HTML split into sentences per block and put back with its inline tags placed by word
-alignment. Translations come from fake translators written here (upper-casing, reversing,
+"""documents/markup.py: HTML split into sentences per block and put back with its inline tags
+placed by word alignment. Translations come from fake translators written here (upper-casing, reversing,
 dropping words) whose alignments are known, so every expected output is worked out by hand;
 structure is checked by re-parsing the output and comparing tags, attributes and nesting."""
 
 from __future__ import annotations
 
 import random
-from collections import Counter
 
 import pytest
-from bs4 import BeautifulSoup, Tag
+from bs4 import BeautifulSoup
 from hypothesis import given, strategies as st
 
 from attnmt.decoding.results import TranslationResult
 from support.fuzzing import fuzz
+from support.html_structure import structure
 
-from attnmt.markup import MAX_DEPTH, AlignedTranslation, MarkupDocument, aligned_translation, locate, translate_html
+from attnmt.documents.markup import (MAX_DEPTH, AlignedTranslation, MarkupDocument, aligned_translation,
+                                     aligned_translations, locate, translate_html)
 
 
 def upper(sentences):
@@ -37,17 +38,6 @@ def reverse(sentences):
         out.append(AlignedTranslation(" ".join(reversed(words)), words, words[::-1],
                                       [(n - 1 - j, j) for j in range(n)]))
     return out
-
-
-def structure(html: str) -> Counter:
-    """Every element as (its ancestors' and its own (name, attributes)) path: equal counters mean
-    the same tags, the same attributes, nested the same way."""
-    soup = BeautifulSoup(html, "html.parser", multi_valued_attributes=None)
-    paths = Counter()
-    for element in soup.find_all(True):
-        chain = [element, *[p for p in element.parents if isinstance(p, Tag) and p is not soup]]
-        paths[tuple((e.name, tuple(sorted(e.attrs.items()))) for e in reversed(chain))] += 1
-    return paths
 
 
 def test_nested_and_adjacent_inline_tags_in_order():
@@ -153,6 +143,24 @@ def test_aligned_translation_joins_sentencepiece_pieces():
     aligned = aligned_translation(result, subword=True)
     assert (aligned.source_words, aligned.target_words) == (["The", "dog"], ["Der", "Hund"])
     assert aligned_translation(result, subword=False).source_words == ["▁The", "▁d", "og"]
+
+
+def test_aligned_translations_of_one_leg_and_through_a_pivot():
+    """One leg: each result's words and links as they are. Two legs (x y -> A B C -> P Q): the last
+    leg's text and words, each output word linked to the source word its pivot word was linked to
+    (P <- C <- x; Q <- A <- y; B, linked to y, has no output word). Worked out by hand."""
+    first = TranslationResult(text="A Bc C", tokens=["▁A", "▁B", "c", "▁C"], source_tokens=["▁x", "▁y"],
+                              attention=None, alignment=[(1, 0), (1, 1), (0, 2)])
+    second = TranslationResult(text="P Q", tokens=["P", "Q"], source_tokens=["A", "Bc", "C"], attention=None,
+                               alignment=[(2, 0), (0, 1)])
+    one, = aligned_translations([([first], True)])
+    assert one == AlignedTranslation("A Bc C", ["x", "y"], ["A", "Bc", "C"], [(1, 0), (1, 1), (0, 2)])
+    both, = aligned_translations([([first], True), ([second], False)])
+    assert both == AlignedTranslation("P Q", ["x", "y"], ["P", "Q"], [(0, 0), (1, 1)])
+    with pytest.raises(ValueError, match=r"a pivot leg of 2 results for 1 texts"):
+        aligned_translations([([first], True), ([second, second], False)])
+    with pytest.raises(ValueError, match=r"at least one leg"):
+        aligned_translations([])
 
 
 def test_too_deep_nesting_is_refused():

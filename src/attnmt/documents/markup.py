@@ -3,10 +3,13 @@ back around the output words that the model's attention aligns with the words th
 
     doc = MarkupDocument("<p>Ein <b>roter</b> Ball.</p>")
     doc.sentences                                    # ["Ein roter Ball."]
-    doc.render([aligned_translation(result, subword=False)])   # "<p>A <b>red</b> ball.</p>"
+    doc.render(aligned_translations([(results, False)]))   # "<p>A <b>red</b> ball.</p>"
 
-Parsing is Beautiful Soup's over Python's html.parser. What becomes a sentence, what stays untouched,
-and where each inline element is placed from the word alignment: docs/decoding.md.
+`place_spans` is the one placement of spans by alignment (HTML here; every format of documents/
+through paragraphs.py), and `aligned_translations` the one step from decoding results (one leg,
+or two through a pivot language) to what it places, for the Python API and the service alike.
+Parsing is Beautiful Soup's over Python's html.parser. What becomes a sentence, what stays
+untouched, and where each inline element is placed from the word alignment: docs/decoding.md.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any, Callable, Sequence
 from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 from bs4.element import PreformattedString
 
-from attnmt.decoding.alignment import SPM_WORD_START, token_words
+from attnmt.decoding.alignment import token_texts
 
 INLINE = frozenset("a abbr acronym b bdi bdo big cite data del dfn em font i ins kbd label mark q s samp small "
                    "span strike strong sub sup time tt u var".split())
@@ -41,7 +44,7 @@ class AlignedTranslation:
 def aligned_translation(result, *, subword: bool) -> AlignedTranslation:
     """A decoding.TranslationResult (translated with alignments=True) as an AlignedTranslation:
     tokens joined into the words that word_alignment counts."""
-    return AlignedTranslation(result.text, _words(result.source_tokens, subword), _words(result.tokens, subword),
+    return AlignedTranslation(result.text, token_texts(result.source_tokens, subword), token_texts(result.tokens, subword),
                               list(result.alignment or []))
 
 
@@ -53,15 +56,27 @@ def through_pivot(first: AlignedTranslation, second: AlignedTranslation) -> Alig
     return AlignedTranslation(second.text, first.source_words, second.target_words, links)
 
 
-def _words(tokens: Sequence[str], subword: bool) -> list[str]:
-    words: list[str] = []
-    for token, index in zip(tokens, token_words(tokens, subword)):
-        piece = token.replace(SPM_WORD_START, "") if subword else token
-        if index == len(words):
-            words.append(piece)
-        else:
-            words[index] += piece
-    return words
+def aligned_translations(legs: Sequence[tuple[Sequence, bool]]) -> list[AlignedTranslation]:
+    """Texts translated in one leg, or in several through pivot languages (source -> pivot ->
+    target), as AlignedTranslations: `legs` holds each leg's decoding.TranslationResults (in the
+    texts' order, translated with alignments=True) and whether its model reads subwords; the last
+    leg's text comes back, each output word linked to the source word its pivot word came from.
+    The one step from results to placement: documents.translate_paragraphs (the Python API) and
+    server/documents.translate_aligned (the service, one call per leg) both end here.
+
+    Raises:
+        ValueError: no leg, or legs of different lengths.
+    """
+    if not legs:
+        raise ValueError("aligned_translations needs at least one leg of results")
+    (first, subword), *pivots = legs
+    aligned = [aligned_translation(result, subword=subword) for result in first]
+    for results, subword in pivots:
+        if len(results) != len(aligned):
+            raise ValueError(f"a pivot leg of {len(results)} results for {len(aligned)} texts")
+        aligned = [through_pivot(before, aligned_translation(result, subword=subword))
+                   for before, result in zip(aligned, results)]
+    return aligned
 
 
 def _fold(char: str) -> str:
