@@ -15,7 +15,7 @@ import pytest
 
 from support import toy
 from attnmt.cli import main
-from attnmt.commands import file_jobs
+from attnmt import workers as workers_module
 from attnmt.errors import AttnmtError
 from attnmt.translator import Translator
 from attnmt.sharding import usable_cpus
@@ -96,7 +96,7 @@ def test_a_killed_worker_is_an_error_not_a_hang(toy_run):
 
 
 def test_cli_refuses_more_workers_than_cpus(toy_run, capsys, monkeypatch):
-    monkeypatch.setattr(file_jobs, "usable_cpus", lambda: 3)
+    monkeypatch.setattr(workers_module, "usable_cpus", lambda: 3)
     assert main(["translate", str(toy_run), "--workers", "4"]) == 2
     assert "--workers 4: this process may use 3 CPU(s)" in capsys.readouterr().err
 

@@ -1,9 +1,10 @@
 """A language code and a translation direction: one rule for each, one spelling.
 
-A direction is written "de-en" everywhere a person or a file sees it (a config's data.pairs, the
-CLI's --pair, a run's manifest and tokenizers.json, the service's /languages) and is a
-`Direction(source, target)` everywhere else. `Direction.parse` is the only reader of that text
-and `str(direction)` its only writer.
+A direction is written "de-en" everywhere a person or a file names one (a config's data.pairs, the
+CLI's --pair, a run's manifest and tokenizers.json, report keys) and is a `Direction(source,
+target)` everywhere else. `Direction.parse` is the only reader of that text and `str(direction)`
+its only writer; in running prose (the service's and the CLI's messages: "this server translates
+de -> en, en -> de") it is `direction.arrow`.
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ class Direction(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.source}-{self.target}"
+
+    @property
+    def arrow(self) -> str:
+        """The direction in a sentence: "de -> en"."""
+        return f"{self.source} -> {self.target}"
 
 
 def language_args(direction: Direction | None) -> dict:

@@ -125,11 +125,23 @@ def read_json(path: str | os.PathLike, error: type[Exception] = CheckpointError)
 
 
 def sha256_file(path: str | os.PathLike) -> str:
+    """The hex sha256 of a file's bytes, read in blocks of 4 MiB (the one digest of every integrity
+    record: runs, exports, prepared data, downloads, distillations)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
+        for chunk in iter(lambda: handle.read(1 << 22), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+# A line file's line: every break that str.splitlines() knows (\n, \r, \v, \f, \x1c-\x1e, \x85,
+# U+2028, U+2029) becomes a space, so that a text reads back as one line whatever the reader splits on
+_LINE_BREAKS = str.maketrans({c: " " for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def one_line(text: str) -> str:
+    """`text` as one line of a line file (without its "\\n"): a line break inside it becomes a space."""
+    return text.translate(_LINE_BREAKS)
 
 
 # ----------------------------------------------------------------------------- one writer per folder

@@ -190,6 +190,14 @@ class RunDir:
         path = Path(which)
         return path if path.is_absolute() or path.exists() else self.path / which
 
+    def weights_identity(self, which: str = "best", engine: str = "native") -> str:
+        """What names the weights a job decodes with (a shard manifest's record): the file (an
+        export's model.bin, or `which` of a run), its size and modification time; a retrained run
+        is another model."""
+        path = (self.path / "model.bin" if engine == "ctranslate2" else self.weights(which)).resolve()
+        stat = path.stat()
+        return f"{path} {stat.st_size} {stat.st_mtime_ns}"
+
     def load_model(self, which: str = "best", cfg: Config | None = None,
                    pipeline: TextPipeline | None = None) -> nn.Module:
         """The run's model with the weights `which` names (on the CPU, in eval mode)."""

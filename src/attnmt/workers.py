@@ -27,14 +27,17 @@ import pickle
 import queue
 import signal
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import torch
 
 from attnmt.decoding.options import DecodingOptions
 from attnmt.errors import AttnmtError
+from attnmt.devices import resolve_device
 from attnmt.sharding import usable_cpus
+from attnmt.world import launched_by_torchrun
 from attnmt.translator import TranslationResult, Translator
 
 log = logging.getLogger(__name__)
@@ -222,3 +225,46 @@ def _options_for(options: dict, indices: list[int]) -> dict:
     """`options` for the sentences at `indices`: the per-sentence ones (PER_SENTENCE) cut to them."""
     return {key: ([value[i] for i in indices] if key in PER_SENTENCE and isinstance(value, (list, tuple)) else value)
             for key, value in options.items()}
+
+
+# ----------------------------------------------------------------------------- the one way to open a decoder
+
+def check_workers(workers: int, engine: str) -> None:
+    """--workers N > 1 needs the native engine, one process (not torchrun), and at most as many
+    workers as the CPUs this process may use (more only add copies of the model).
+
+    Raises:
+        AttnmtError: naming what to use instead.
+    """
+    if workers <= 1:
+        return
+    if engine != "native":
+        raise AttnmtError(f"--workers is the native engine's: the {engine} engine decodes batches side by side "
+                          f"itself; set ATTNMT_CT2_INTER_THREADS (and ATTNMT_CT2_INTRA_THREADS) instead")
+    if launched_by_torchrun():
+        raise AttnmtError("--workers > 1 under torchrun: the ranks already decode side by side; start more ranks "
+                          "(--nproc-per-node) or give each more --threads instead")
+    if workers > usable_cpus():
+        raise AttnmtError(f"--workers {workers}: this process may use {usable_cpus()} CPU(s), and each worker needs "
+                          f"one (more only add copies of the model): give at most {usable_cpus()}")
+
+
+@contextmanager
+def open_translator(runs: Sequence[str], *, checkpoint: str, device: str | None, engine: str, workers: int = 1,
+                    threads: int | None = None) -> Iterator[Translator | WorkerPool]:
+    """The run(s) loaded in this process, or with `workers` > 1 a pool of worker processes
+    (workers.py: `threads` torch threads each, default the CPUs shared out) that translates alike.
+
+    Raises:
+        AttnmtError: workers on another device than the CPU; what Translator.load and check_workers raise.
+    """
+    check_workers(workers, engine)
+    if workers <= 1:
+        yield Translator.load(runs, checkpoint=checkpoint, device=device, engine=engine)
+        return
+    resolved = resolve_device(device or "auto", key="--device")
+    if resolved.type != "cpu":
+        raise AttnmtError(f"--workers {workers} shares out CPU cores, and the device is {resolved}: give "
+                          f"--device cpu, or drop --workers (on a GPU, raise --batch-size instead)")
+    with WorkerPool(runs, workers=workers, threads=threads, checkpoint=checkpoint, device="cpu") as pool:
+        yield pool

@@ -26,7 +26,6 @@ from attnmt.data.tokenizer_training import sample_pairs
 from attnmt.data.tokenizers import MosesTokenizer
 from attnmt.data.vocab import Vocab
 from attnmt.errors import DataError
-from attnmt.files import writer_lock
 
 
 def data_config(folder: Path, **data):
@@ -193,7 +192,7 @@ def test_a_damaged_file_is_refused_and_prepared_again(tmp_path, toy_corpus, capl
 def test_a_consistent_but_wrong_manifest_is_refused_by_the_structure_checks(tmp_path, toy_corpus):
     """An edit that keeps the digests right (the manifest's sha256 updated too) still cannot
     make attnmt read past an array: offsets and lengths are checked against each other."""
-    from attnmt.data.prepared import file_digest
+    from attnmt.files import sha256_file
 
     folder = prepare(data_config(toy_corpus), workers=1).folder
     lengths = np.load(folder / "part000/src.lengths.npy")
@@ -201,7 +200,7 @@ def test_a_consistent_but_wrong_manifest_is_refused_by_the_structure_checks(tmp_
     np.save(folder / "part000/src.lengths.npy", lengths)
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["files"]["part000/src.lengths.npy"] = {"bytes": (folder / "part000/src.lengths.npy").stat().st_size,
-                                                    "sha256": file_digest(folder / "part000/src.lengths.npy")}
+                                                    "sha256": sha256_file(folder / "part000/src.lengths.npy")}
     (folder / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(DataError, match=r"src\.offsets\.npy: offsets and src\.lengths\.npy disagree near pair 0"):
         PreparedData.open(folder)
@@ -271,7 +270,7 @@ def _prepare_rank(rank, cfg_data, root):
 def test_two_ranks_prepare_one_index_of_the_same_pairs(tmp_path, toy_corpus, monkeypatch):
     """torchrun ranks each encode every other chunk into their own part; the vocabulary, the
     counts and the set of pairs are those of one process (only the order of the pairs differs)."""
-    from test_distributed import run_ranks
+    from support.ranks import run_ranks
 
     monkeypatch.setattr(corpus_module, "CHUNK_LINES", 64)  # 600 pairs: 10 chunks, 5 a rank (forked: they see it)
     d = data_config(toy_corpus, tokenizer="sentencepiece", spm_vocab_size=40, dedup=True)
@@ -400,7 +399,7 @@ def test_a_dead_worker_is_one_line_not_a_hang(tmp_path):
 
 def test_a_rank_with_no_chunk_writes_an_empty_part(tmp_path, toy_corpus):
     """600 pairs are one chunk: rank 1 of 2 encodes nothing, and the index is rank 0's part."""
-    from test_distributed import run_ranks
+    from support.ranks import run_ranks
 
     d = data_config(toy_corpus)
     assert run_ranks(_prepare_rank, d, tmp_path / "two") == [0, 0]

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from support import toy
 from attnmt.config import config_from_dict
 from attnmt.data.prepare import prepare
-from attnmt.data.prepared import ARRAYS, PreparedData, file_digest
+from attnmt.data.prepared import ARRAYS, PreparedData
+from attnmt.files import sha256_file
 from attnmt.errors import DataError
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=20),
@@ -93,6 +94,6 @@ def test_changed_array_bytes_are_refused_or_harmless_even_with_their_digest_upda
         raw[at] = value
     path.write_bytes(bytes(raw))
     manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["files"][f"part000/{name}.npy"] = {"bytes": len(raw), "sha256": file_digest(path)}
+    manifest["files"][f"part000/{name}.npy"] = {"bytes": len(raw), "sha256": sha256_file(path)}
     (folder / "manifest.json").write_text(json.dumps(manifest))
     _opens_or_refuses(folder)

@@ -7,6 +7,7 @@ import argparse
 
 from attnmt.commands.arguments import add_data_args
 from attnmt.config import DataConfig, config_from_dict, load_config
+from attnmt.direction import names as direction_names
 from attnmt.errors import ConfigError, DataError
 
 HELP = "corpus statistics per split"
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     tokenizer = d.tokenizer
     if d.tokenizer == "sentencepiece":
         tokenizer += f" ({d.spm_model_type}, {d.spm_vocab_size} pieces{', joint' if d.spm_joint else ''})"
-    languages = ", ".join(f"{a}->{b}" for a, b in d.directions())
+    languages = direction_names(d.directions())
     print(f"corpus {corpus} {languages}, tokenizer {tokenizer}"
           f"{', lowercased' if d.lowercase else ''}; vocab built on train with min_freq={d.min_freq}"
           f"{f', max_vocab={d.max_vocab}' if d.max_vocab else ''}")

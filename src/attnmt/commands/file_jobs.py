@@ -4,8 +4,8 @@ of a torchrun job, resumable after a kill.
 Used when -i and -o name regular files (or -o a new one), and always under torchrun (where they
 must). stdin, stdout, pipes and devices keep each command's streaming path: a pipe cannot be
 split between ranks nor resumed, and a device must be written to, not replaced by a file.
-`open_translator` loads the run(s) for translate and evaluate, in this process or, with
---workers N, in a pool of N worker processes (workers.py).
+The run(s) are loaded by workers.open_translator (for translate, evaluate and distill alike), in
+this process or, with --workers N, in a pool of N worker processes.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from attnmt.errors import AttnmtError
 from attnmt.files import LOCK_FILE, refuse_overwrite, writer_lock
 from attnmt.run_dir import RunDir
 from attnmt.sharding import (DEFAULT_SHARD_LINES, WAIT_FOR_RANKS_S, Work, check_output, finish_job, open_job,
-                             run_shards, threads_per_rank, usable_cpus, work_folder)
+                             run_shards, threads_per_rank, work_folder)
 from attnmt.world import broadcast_from_main, close_world, init_world, launched_by_torchrun
 from attnmt.translator import Translator
-from attnmt.workers import WorkerPool
+from attnmt.workers import WorkerPool, check_workers, open_translator  # noqa: F401 (the verbs' way in)
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +43,9 @@ def wanted(args) -> bool:
 def model_settings(args) -> dict:
     """What names the model(s) in a work folder's manifest: each one's folder and its weights
     file's size and modification time (a retrained run is another model)."""
-    files = [Path(p) / "model.bin" if args.engine == "ctranslate2" else RunDir(p).weights(args.checkpoint)
-             for p in args.run_dir]
     return {"models": [str(Path(p).resolve()) for p in args.run_dir], "checkpoint": args.checkpoint,
             "engine": args.engine,
-            "weights": [f"{f.resolve()} {f.stat().st_size} {f.stat().st_mtime_ns}" for f in files]}
+            "weights": [RunDir(p).weights_identity(args.checkpoint, args.engine) for p in args.run_dir]}
 
 
 def run(args, inputs: Sequence[str], settings: dict, make_work: Callable[[Translator | WorkerPool], Work], *,
@@ -116,47 +114,6 @@ def refuse_overwriting_inputs(output: str | None, inputs: dict[str, str | None],
             {f"model folder {i + 1}": path for i, path in enumerate(run_dirs)})
     refuse_overwrite(output, files, runs)
     refuse_overwrite(work_folder(output), files, runs)
-
-
-def check_workers(workers: int, engine: str) -> None:
-    """--workers N > 1 needs the native engine, one process (not torchrun), and at most as many
-    workers as the CPUs this process may use (more only add copies of the model).
-
-    Raises:
-        AttnmtError: naming what to use instead.
-    """
-    if workers <= 1:
-        return
-    if engine != "native":
-        raise AttnmtError(f"--workers is the native engine's: the {engine} engine decodes batches side by side "
-                          f"itself; set ATTNMT_CT2_INTER_THREADS (and ATTNMT_CT2_INTRA_THREADS) instead")
-    if launched_by_torchrun():
-        raise AttnmtError("--workers > 1 under torchrun: the ranks already decode side by side; start more ranks "
-                          "(--nproc-per-node) or give each more --threads instead")
-    if workers > usable_cpus():
-        raise AttnmtError(f"--workers {workers}: this process may use {usable_cpus()} CPU(s), and each worker needs "
-                          f"one (more only add copies of the model): give at most {usable_cpus()}")
-
-
-@contextmanager
-def open_translator(runs: Sequence[str], *, checkpoint: str, device: str | None, engine: str, workers: int = 1,
-                    threads: int | None = None) -> Iterator[Translator | WorkerPool]:
-    """The run(s) loaded in this process, or with `workers` > 1 a pool of worker processes
-    (workers.py: `threads` torch threads each, default the CPUs shared out) that translates alike.
-
-    Raises:
-        AttnmtError: workers on another device than the CPU; what Translator.load and check_workers raise.
-    """
-    check_workers(workers, engine)
-    if workers <= 1:
-        yield Translator.load(runs, checkpoint=checkpoint, device=device, engine=engine)
-        return
-    resolved = resolve_device(device or "auto", key="--device")
-    if resolved.type != "cpu":
-        raise AttnmtError(f"--workers {workers} shares out CPU cores, and the device is {resolved}: give "
-                          f"--device cpu, or drop --workers (on a GPU, raise --batch-size instead)")
-    with WorkerPool(runs, workers=workers, threads=threads, checkpoint=checkpoint, device="cpu") as pool:
-        yield pool
 
 
 @contextmanager

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from attnmt.bounds import EXPIRE_MINUTES, FILE_KB, FILES, SENTENCES, WAIT_MS
 from attnmt.commands.arguments import beam_size, bounded, ensemble_paths, non_negative_int, positive_int
+from attnmt.direction import Direction
 from attnmt.errors import AttnmtError
 from attnmt.server.settings import ServeSettings
 
@@ -68,7 +69,7 @@ def model_specs(arguments: list[str], engine: str | None) -> list[ModelSpec]:
             else:
                 RunDir(path).require_run()
         data = RunDir(paths[0]).config().data
-        pair = f"{data.src_lang} -> {data.tgt_lang}"
+        pair = Direction(data.src_lang, data.tgt_lang).arrow
         if pair in pairs:
             raise AttnmtError(f"{pairs[pair]} and {argument} both translate {pair}: serve one model per pair "
                               f"(join runs with '+' to serve them as one ensemble)")

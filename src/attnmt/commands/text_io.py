@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import IO, Iterable, Iterator
 
 from attnmt.errors import AttnmtError
+from attnmt.files import one_line
 from attnmt.untrusted import bounded_lines
 
 
@@ -71,8 +72,8 @@ def open_input(path: str | None) -> Iterator[IO]:
 
 
 def output_line(text: str) -> str:
-    """`text` as one output line: a line break inside it ("\\n", "\\r") becomes a space."""
-    return text.replace("\r", " ").replace("\n", " ") + "\n"
+    """`text` as one output line, its "\\n" at the end (files.one_line: a break inside it becomes a space)."""
+    return one_line(text) + "\n"
 
 
 @contextmanager

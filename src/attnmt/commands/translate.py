@@ -193,13 +193,10 @@ def report_line(result, source: str, where: str) -> str | None:
     the source words with almost no attention, and the length ratio of each flagged sentence."""
     if not result.flagged:
         return None
-    from attnmt.decoding.alignment import SPM_WORD_START, token_words
+    from attnmt.decoding.alignment import SPM_WORD_START, token_texts
 
     subword = any(t.startswith(SPM_WORD_START) for t in result.source_tokens)
-    words: list[str] = []
-    for token, index in zip(result.source_tokens, token_words(result.source_tokens, subword)):
-        piece = token.replace(SPM_WORD_START, "") if subword else token
-        words.append(piece) if index == len(words) else words.__setitem__(index, words[index] + piece)
+    words = token_texts(result.source_tokens, subword)
     parts = []
     for sentence in result.sentences:
         if not sentence.flagged:

@@ -24,7 +24,7 @@ from typing import Any, Iterator
 from attnmt.untrusted import load_json
 from attnmt.data.corpus import CorpusFiles, RawChunk, cache_dir, read_chunks, train_files
 from attnmt.data.languages import Languages
-from attnmt.data.prepared import FORMAT, MANIFEST, PIPELINE_FILES, PreparedData, file_digest, read_manifest
+from attnmt.data.prepared import FORMAT, MANIFEST, PIPELINE_FILES, PreparedData, read_manifest
 from attnmt.direction import Direction
 from attnmt.errors import AttnmtError, DataError, WriteError
 from attnmt.files import sha256_file, write_json, writer_lock
@@ -169,7 +169,7 @@ class _DigestCache:
         if isinstance(entry, dict) and entry.get("stat") == stamp and isinstance(entry.get("sha256"), str):
             return entry["sha256"]
         try:
-            digest = file_digest(path)
+            digest = sha256_file(path)
         except OSError as err:
             raise DataError(f"{path}: cannot read ({err.strerror or err})") from None
         self.entries[key] = {"stat": stamp, "sha256": digest}

@@ -30,7 +30,7 @@ from attnmt.bounds import CORPUS_LINE_BYTES
 from attnmt.direction import Direction
 from attnmt.direction import names as direction_names
 from attnmt.errors import DataError
-from attnmt.files import atomic_write
+from attnmt.files import atomic_write, sha256_file
 from attnmt.untrusted import bounded_lines
 
 logger = logging.getLogger(__name__)
@@ -333,14 +333,6 @@ def cache_dir() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "attnmt"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _offline_hint(filename: str) -> str:
     return (f"If you are offline, get the Multi30k task 1 files elsewhere and point attnmt at them: "
             f"export ATTNMT_DATA=/path/to/folder/with/{filename} (files named <split>.<lang>.gz, "
@@ -399,7 +391,7 @@ def _verify_local(path: Path, expected: str | None) -> None:
     if expected is None:
         logger.warning("%s has no known checksum: using it unverified", path)
         return
-    if (actual := _sha256(path)) != expected:
+    if (actual := sha256_file(path)) != expected:
         raise DataError(f"{path}: sha256 {actual}, expected {expected}; "
                         "is this the Multi30k task 1 raw file?")
 
@@ -433,7 +425,7 @@ def multi30k_path(split: str, lang: str) -> Path:
 
     path = cache_dir() / "multi30k" / filename
     if path.is_file():
-        if expected is None or _sha256(path) == expected:
+        if expected is None or sha256_file(path) == expected:
             return path
         logger.warning("%s: cached file fails its checksum; downloading it again", path)
     base = os.environ.get("ATTNMT_MULTI30K_URL") or MULTI30K_URL
@@ -450,7 +442,7 @@ def load_multi30k(split: str, src_lang: str, tgt_lang: str) -> ParallelCorpus:
     if src_lang == tgt_lang:
         raise DataError(f"source and target language are both {src_lang!r}")
     corpus = read_parallel(multi30k_path(split, src_lang), multi30k_path(split, tgt_lang))
-    corpus.name = f"multi30k/{SPLIT_ALIASES.get(split, split)}.{src_lang}-{tgt_lang}"
+    corpus.name = f"multi30k/{SPLIT_ALIASES.get(split, split)}.{Direction(src_lang, tgt_lang)}"
     return corpus
 
 

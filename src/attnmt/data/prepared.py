@@ -15,7 +15,6 @@ naming it at the next read (`check_unchanged`), not a SIGBUS.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -29,7 +28,7 @@ import numpy as np
 from attnmt.untrusted import load_json
 from attnmt.data.pipeline import TextPipeline
 from attnmt.errors import AttnmtError, DataError
-from attnmt.files import write_json
+from attnmt.files import sha256_file, write_json
 
 log = logging.getLogger(__name__)
 
@@ -84,14 +83,6 @@ def narrowest(name: str, largest: int) -> np.dtype:
     return np.dtype(next((t for t in dtypes if largest <= np.iinfo(t).max), dtypes[-1]))
 
 
-def file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def blocks(n: int, size: int = BLOCK) -> Iterator[slice]:
     for start in range(0, n, size):
         yield slice(start, min(start + size, n))
@@ -135,7 +126,7 @@ class PartWriter:
         found = {}
         for name in map(array_file, ARRAYS):
             path = self.folder / name
-            found[f"{self.folder.name}/{name}"] = {"bytes": path.stat().st_size, "sha256": file_digest(path)}
+            found[f"{self.folder.name}/{name}"] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
         return found
 
     def _save(self, name: str, array: np.ndarray) -> None:
@@ -156,7 +147,7 @@ def write_manifest(folder: Path, *, key: str, settings: dict, versions: dict, in
     files = {}
     for name in [*sorted(p.name for p in folder.glob("*.model")), *PIPELINE_FILES]:
         path = folder / name
-        files[name] = {"bytes": path.stat().st_size, "sha256": file_digest(path)}
+        files[name] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
     for found in part_files:
         files.update(found)
     manifest = {"format": FORMAT, "key": key, "settings": settings, "versions": versions, "inputs": inputs,
@@ -383,7 +374,7 @@ def _verify_digests(folder: Path, manifest: dict) -> None:
             raise DataError(f"{path}: {path.stat().st_size} bytes, {info.get('bytes')} when it was prepared: "
                             f"the file was cut or changed")
     with ThreadPoolExecutor(2) as pool:  # hashlib releases the GIL
-        digests = dict(zip(files, pool.map(lambda name: file_digest(folder / name), files)))
+        digests = dict(zip(files, pool.map(lambda name: sha256_file(folder / name), files)))
     for name, info in files.items():
         if digests[name] != info["sha256"]:
             raise DataError(f"{folder / name}: sha256 {digests[name][:16]}..., not the {info['sha256'][:16]}... it "

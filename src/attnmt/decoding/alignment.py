@@ -25,6 +25,19 @@ def token_words(tokens: Sequence[str], subword: bool) -> list[int]:
     return words
 
 
+def token_texts(tokens: Sequence[str], subword: bool) -> list[str]:
+    """The words the tokens make (token_words' grouping), each its pieces joined without the word
+    mark: ["▁Ein", "▁Hund", "es"] -> ["Ein", "Hundes"]; words are their own text."""
+    words: list[str] = []
+    for token, index in zip(tokens, token_words(tokens, subword)):
+        piece = token.replace(SPM_WORD_START, "") if subword else token
+        if index == len(words):
+            words.append(piece)
+        else:
+            words[index] += piece
+    return words
+
+
 def word_alignment(attention, source_tokens: Sequence[str], tokens: Sequence[str], *,
                    subword: bool) -> list[tuple[int, int]]:
     """Word alignment from attention: each output word is linked to the source word it attends to

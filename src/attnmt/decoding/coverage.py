@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from attnmt.decoding.alignment import token_words
+from attnmt.decoding.alignment import token_texts, token_words
 
 WORD_ATTENTION_MIN = 0.02  # a source word that received less than this over the output is "uncovered" (val)
 LENGTH_RATIO_MIN = 0.5  # output tokens per source token below this: the output is "too short"
@@ -91,9 +91,7 @@ def measure_parts(attention, source_tokens: Sequence[str], tokens: Sequence[str]
                else np.zeros((0, len(source_tokens))))  # (tgt_len, src_len); an empty output attends to nothing
     received = np.zeros(words[-1] + 1)  # (src_words,)
     np.add.at(received, words, weights.sum(axis=0))
-    texts = [""] * len(received)
-    for token, word in zip(source_tokens, words):
-        texts[word] += token
+    texts = token_texts(source_tokens, subword)  # (src_words,)
     found = []
     for span, first, end in parts:
         own = sorted(set(words[first:end].tolist()))

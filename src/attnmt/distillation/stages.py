@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from attnmt.distillation.state import (STAGES, STUDENT_CONFIG, STUDENT_CONFIG_GI
                                        DistillDir, DistillSettings, OutOfTime, export_folder, language_options,
                                        seconds_key, source_paths, teacher_tests, test_name)
 from attnmt.errors import AttnmtError, ConfigError, DataError
-from attnmt.files import atomic_write, read_json, writer_lock
+from attnmt.files import atomic_write, one_line, read_json, writer_lock
 from attnmt.run_dir import RunDir
 from attnmt.sharding import finish_job, open_job, run_shards
 
@@ -143,25 +142,20 @@ def teacher_directions(settings: DistillSettings, student_cfg: Config) -> tuple[
     return data.multilingual, wanted
 
 
-@contextmanager
 def open_teacher(settings: DistillSettings, runtime: Runtime, *, workers: int = 1):
-    """The teacher: a Translator (an ensemble for several runs), or a pool of `workers` processes."""
-    from attnmt.translator import Translator
-    from attnmt.workers import WorkerPool
+    """The teacher (a context manager): a Translator (an ensemble for several runs), or a native
+    teacher's pool of `workers` processes (workers.open_translator, as attnmt translate opens one;
+    CTranslate2 decodes side by side itself)."""
+    from attnmt.workers import open_translator
 
-    if workers > 1 and settings.teacher_engine == "native":
-        with WorkerPool(list(settings.teacher), workers=workers, checkpoint=settings.checkpoint, device="cpu") as pool:
-            yield pool
-        return
-    yield Translator.load(list(settings.teacher), checkpoint=settings.checkpoint, device=runtime.device,
-                          engine=settings.teacher_engine)
+    return open_translator(list(settings.teacher), checkpoint=settings.checkpoint, device=runtime.device,
+                           engine=settings.teacher_engine,
+                           workers=workers if settings.teacher_engine == "native" else 1)
 
 
 def teacher_identity(settings: DistillSettings) -> list[str]:
     """What names the teacher's weights in a shard manifest: each file, its size and modification time."""
-    files = [Path(p) / "model.bin" if settings.teacher_engine == "ctranslate2" else RunDir(p).weights(settings.checkpoint)
-             for p in settings.teacher]
-    return [f"{f.resolve()} {f.stat().st_size} {f.stat().st_mtime_ns}" for f in files]
+    return [RunDir(p).weights_identity(settings.checkpoint, settings.teacher_engine) for p in settings.teacher]
 
 
 def entries(cfg: Config) -> list[Entry]:
@@ -182,15 +176,10 @@ def _write_lines(path: Path, lines) -> int:
         nonlocal count
         with open(tmp, "w", encoding="utf-8", newline="\n") as handle:
             for line in lines:
-                handle.write(_one_line(line) + "\n")
+                handle.write(one_line(line) + "\n")
                 count += 1
     atomic_write(path, write)
     return count
-
-
-def _one_line(text: str) -> str:
-    """A text as one line of a line file (line breaks inside it become spaces)."""
-    return text.replace("\r", " ").replace("\n", " ").replace("\u2028", " ").replace("\u2029", " ")
 
 
 def extract(d: DistillDir, entry: Entry, limit: int | None) -> int:
@@ -259,7 +248,7 @@ def stage_teacher(d: DistillDir, settings: DistillSettings, cfg: Config, runtime
             def translate(columns, options=options):
                 runtime.budget.check(d.path, "teacher")
                 texts = [_decode(line) for line in columns[0]]
-                return [_one_line(r.text) + "\n" for r in teacher.translate(texts, options)] if texts else []
+                return [one_line(r.text) + "\n" for r in teacher.translate(texts, options)] if texts else []
             _sharded(d, [src_path], out, settings, {"teacher": identity, "beam": settings.beam,
                                                    "direction": str(entry.direction)}, translate)
             d.record(out, "teacher", lines)

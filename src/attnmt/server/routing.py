@@ -70,9 +70,9 @@ class ModelSet:
             raise ApiError(400, f"{target} is not supported: {self.describe_directions()}")
         via = self.pivot(source, target)
         if via is not None:
-            raise ApiError(400, f"{source} -> {target} is not supported directly: {self.describe_directions()} "
+            raise ApiError(400, f"{Direction(source, target).arrow} is not supported directly: {self.describe_directions()} "
                                 f"(LibreTranslate's /translate and /translate_file translate it through {via[2]})")
-        raise ApiError(400, f"{source} -> {target} is not supported: {self.describe_directions()}")
+        raise ApiError(400, f"{Direction(source, target).arrow} is not supported: {self.describe_directions()}")
 
     def pivot(self, source: str, target: str) -> tuple[TranslationService, TranslationService, str] | None:
         """Services for source -> P and P -> target, P English when it can be (else the first

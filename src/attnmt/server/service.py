@@ -63,7 +63,7 @@ class TranslationService:
     @property
     def arrow(self) -> str:
         """The direction as the service's messages show it: 'de -> en'."""
-        return f"{self.source_lang} -> {self.target_lang}"
+        return self.direction.arrow
 
     # ---- checks ---------------------------------------------------------------------------
 

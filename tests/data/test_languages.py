@@ -225,4 +225,4 @@ def test_data_stats_of_a_multilingual_config_shows_each_directions_sets(tmp_path
                                          ["val:en-de", "en", "40"], ["val:en-de", "de", "40"],
                                          ["test:de-en", "de", "40"], ["test:de-en", "en", "40"],
                                          ["test:en-de", "en", "40"], ["test:en-de", "de", "40"]]
-    assert "de->en, en->de" in out.splitlines()[0] and "train: 600 pairs read, 600 kept" in out
+    assert "de-en, en-de" in out.splitlines()[0] and "train: 600 pairs read, 600 kept" in out

@@ -29,6 +29,18 @@ def _cli(args, **kwargs):
     return subprocess.run([sys.executable, "-m", "attnmt", *args], capture_output=True, **kwargs)
 
 
+@pytest.mark.parametrize("brk", ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"])
+def test_a_written_text_reads_back_as_one_line_whatever_the_reader_splits_on(brk):
+    """files.one_line, the rule of translate's outputs and distill's teacher files: each break that
+    str.splitlines() or a "\\n" split sees becomes a space."""
+    from attnmt.commands.text_io import output_line
+    from attnmt.files import one_line
+
+    line = output_line(f"Ein Hund{brk}läuft")
+    assert line.splitlines() == [line[:-1]] and line.count("\n") == 1 and line.endswith("\n")
+    assert one_line(f"a{brk}b").replace(" ", "") == "ab"
+
+
 def test_translate_gives_one_line_per_input_line_from_a_file_and_from_stdin(toy_run, tmp_path):
     path = tmp_path / "in.txt"
     path.write_bytes(ODD_BYTES)
