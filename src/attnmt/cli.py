@@ -110,7 +110,9 @@ def _verb_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> a
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the verb's parser (`attnmt translate: error: ...`), as its other errors are
+        _verb_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     name = "data stats" if args.command == "data" else args.command
