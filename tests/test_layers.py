@@ -26,9 +26,9 @@ LAYERS = {
     "evaluation": 9, "significance": 9, "training": 10,
     "translator": 11, "sharding": 11, "plotting": 12,  # sharding: line files in resumable shards over ranks
     "workers": 12,  # decoding in several processes, each with its own Translator (translator.py)
-    "markup": 12,  # HTML split into sentences and put back with tags placed by word alignment (decoding/alignment.py)
     "distillation": 13,  # `attnmt distill`: teacher -> student in resumable stages (translator, sharding, training, workers)
-    "documents": 13,  # .docx, .pptx, .odt, .odp, .epub, .srt, .po, .xliff, .pdf: markup.py's placement, translator results
+    "documents": 13,  # .txt, .html, .docx, .pptx, .odt, .odp, .epub, .srt, .po, .xliff, .pdf: one table of formats,
+                      # documents/markup.py's placement by word alignment, translator results
     "server": 14, "commands": 15, "cli": 16, "__main__": 17, "__init__": 17,
 }
 
@@ -111,13 +111,61 @@ def test_no_module_imports_itself_through_others():
     assert circles == [], "import circles: " + "; ".join(" -> ".join(c) for c in circles)
 
 
-def test_the_architecture_page_names_every_module():
-    """docs/architecture.md's file list matches the tree: every module of src/attnmt is named there."""
+TESTS = Path(__file__).resolve().parent
+# test files at the root of tests/ that test no one root module but the whole (imports, packaging,
+# docs, the GPU paths, hostile input, integrity, users' files, fuzzing of text)
+CROSS_CUTTING = {"test_layers.py", "test_packaging.py", "test_docs.py", "test_gpu.py", "test_hostile_input.py",
+                 "test_integrity.py", "test_output_paths.py", "test_run_safety.py", "test_text_fuzz.py"}
+
+
+def listed_paths(listing: str) -> list[str]:
+    """The paths docs/architecture.md's file list names, relative to src/attnmt: an entry is a line
+    of at most 8 spaces of indent whose first word is a folder (ends in '/', the parent of the
+    more indented entries below it) or a file; deeper lines continue a description."""
+    paths, folders = [], []  # folders: (indent, path) of the open folders
+    for line in listing.splitlines():
+        indent = len(line) - len(line.lstrip(" "))
+        if not line.strip() or indent > 8:
+            continue
+        word = line.split()[0].rstrip(",")
+        while folders and folders[-1][0] >= indent:
+            folders.pop()
+        path = (folders[-1][1] if folders else "") + word
+        if word.endswith("/"):
+            folders.append((indent, path))
+        else:
+            paths.append(path)
+    return [p.removeprefix("src/attnmt/") for p in paths if p.startswith("src/attnmt/")]
+
+
+def test_the_architecture_page_lists_every_module_by_its_path():
+    """docs/architecture.md's file list is the tree, path by path: every module of src/attnmt is an
+    entry under its own folder, and every .py entry there exists (a file with the name of another
+    one, elsewhere, no longer hides a missing entry)."""
     page = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
-    missing = [str(path.relative_to(SRC)) for path in sorted(SRC.rglob("*.py"))
-               if path.name != "__init__.py" and path.name not in page]
-    assert missing == [], f"docs/architecture.md does not name {missing}"
-    listing = page.split("Files as they are:", 1)[1].split("## ", 1)[0]
-    names = {path.name for path in SRC.rglob("*.py")}
-    stale = sorted({name for name in re.findall(r"[\w]+\.py\b", listing)} - names)
-    assert stale == [], f"docs/architecture.md's file list names modules that are gone: {stale}"
+    listing = page.split("Files as they are:", 1)[1].split("```", 2)[1]
+    listed = {p for p in listed_paths(listing) if p.endswith(".py")}
+    actual = {str(path.relative_to(SRC)) for path in SRC.rglob("*.py")}
+    assert sorted(actual - listed - {p for p in actual if p.endswith("__init__.py")}) == [], \
+        "docs/architecture.md's file list does not name these modules by their path"
+    assert sorted(listed - actual) == [], "docs/architecture.md's file list names modules that are not there"
+
+
+def test_the_tests_mirror_the_packages():
+    """tests/ mirrors src/attnmt: each package has a test folder of its name, and a test file at the
+    root is a root module's (test_config_bounds.py: config.py) or one of the few cross-cutting ones."""
+    packages = sorted(p.name for p in SRC.iterdir() if (p / "__init__.py").is_file())
+    assert [p for p in packages if not any((TESTS / p).glob("test_*.py"))] == [], \
+        "src/attnmt packages without a tests/ folder of their tests"
+    modules = {p.stem for p in SRC.glob("*.py")} - {"__init__", "__main__"}
+    stray = [f.name for f in sorted(TESTS.glob("test_*.py"))
+             if f.name not in CROSS_CUTTING and not any(f.stem == f"test_{m}" or f.stem.startswith(f"test_{m}_")
+                                                        for m in modules)]
+    assert stray == [], "test files at the root of tests/ that name no root module (move them to their package's folder)"
+
+
+def test_test_files_have_unique_names():
+    """pytest imports test modules by their file name (its prepend import mode): two of one name
+    in two folders collide (and one hides the other from a check by name)."""
+    names = [f.name for f in TESTS.rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

@@ -124,7 +124,7 @@ def test_average_into_the_runs_config_or_over_a_file_is_refused(worlds, tmp_path
     before = snapshot(run)
     for output, refusal in ((run / "config.json", f"is inside the run {run}"),
                             (run / "checkpoints" / "mine.safetensors", f"is inside the run {run}"),
-                            (run, f"holds the checkpoint epoch_"), (tmp_path, "holds the checkpoint epoch_")):
+                            (run, "holds the checkpoint epoch_"), (tmp_path, "holds the checkpoint epoch_")):
         assert main(["average", str(run), "--last", "2", "-o", str(output)]) == 2
         line = one_error_line(capsys.readouterr().err, "average")
         assert f"{output}: {refusal}" in line and str(run) in line, line

@@ -1,6 +1,6 @@
 """`attnmt translate` / `score` from a file into a file in resumable shards (sharding.py), on one
 process and on 2 CPU ranks (gloo): the ranks are forked with torchrun's environment as in
-tests/test_distributed.py, and one test runs torchrun itself. Every multi-process run has a hard
+tests/training/test_distributed.py, and one test runs torchrun itself. Every multi-process run has a hard
 timeout. The expected outputs come from Translator.translate / score called once on all lines."""
 
 import hashlib
@@ -24,7 +24,7 @@ from attnmt.world import World
 from attnmt.translator import Translator
 
 from support import toy
-from test_distributed import RANKS_TIMEOUT_S, run_ranks
+from support.ranks import RANKS_TIMEOUT_S, run_ranks
 
 PAIRS = toy.copy_pairs(50, seed=25)
 SOURCES = [src for src, _ in PAIRS]

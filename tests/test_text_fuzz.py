@@ -3,7 +3,7 @@ paragraph separators, combining marks, very long words) gives one result per inp
 Python API, and any bytes on stdin or in a file give one output line per input line through
 `attnmt translate` (issue 24 items 15 and "fuzzing is the method").
 
-    ATTNMT_FUZZ=deep pytest tests/test_cli_fuzz.py tests/test_text_fuzz.py   # the deeper profile
+    ATTNMT_FUZZ=deep pytest tests/commands/test_cli_fuzz.py tests/test_text_fuzz.py   # the deeper profile
 """
 
 import io

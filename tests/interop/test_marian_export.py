@@ -18,7 +18,7 @@ from test_marian_exactness import generate  # noqa: E402
 
 from attnmt.config import Config, config_from_dict  # noqa: E402
 from attnmt.errors import AttnmtError  # noqa: E402
-from attnmt.interop.marian import export_marian, import_marian, marian_expressible  # noqa: E402
+from attnmt.interop.marian import export_marian, marian_expressible  # noqa: E402
 from attnmt.run_dir import RunDir  # noqa: E402
 from attnmt.translator import Translator  # noqa: E402
 

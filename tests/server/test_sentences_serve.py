@@ -5,7 +5,7 @@ each sentence's coverage in /v1."""
 import httpx
 import pytest
 
-from attnmt.markup import MarkupDocument, aligned_translation
+from attnmt.documents.markup import MarkupDocument, aligned_translation
 
 LT = {"source": "de", "target": "en"}
 PARAGRAPH = " Hund katze haus. Rot blau.\n\nMann frau kind ball. "

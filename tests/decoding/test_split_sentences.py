@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from attnmt.markup import MarkupDocument, aligned_translation
+from attnmt.documents.markup import MarkupDocument, aligned_translation
 from attnmt.translator import Translator
 
 PARAGRAPH = "  Hund katze haus. Rot blau.\n\nMann frau kind ball.\t"

@@ -9,16 +9,13 @@ through the real command line."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 # What the ranks import lazily is imported once here, so that forked ranks do not each import it.
 import safetensors.torch  # noqa: F401,E402
 import sacrebleu.metrics  # noqa: F401,E402
@@ -30,7 +27,6 @@ import attnmt
 import attnmt.training.compiled_step as step_module  # where make_update_step looks train_step up
 from attnmt.checkpoint import load_train_state, load_weights_file
 from attnmt.cli import main
-from attnmt.data.batching import make_batches
 from attnmt.config import load_config
 from attnmt.data.epochs import shard_update
 from attnmt.world import init_world
@@ -38,52 +34,14 @@ from attnmt.errors import AttnmtError, ConfigError
 from attnmt.translator import Translator
 
 from support import toy
+from support.ranks import RANKS_TIMEOUT_S, run_ranks  # noqa: F401 (RANKS_TIMEOUT_S: the tests' limit)
 
 
-RANKS_TIMEOUT_S = 120  # hard limit for every multi-process run: nothing may hang CI
 TIMING_KEYS = {"tokens_per_s", "seconds", "data_wait"}
 TINY_TRANSFORMER = ["model.arch=transformer", "model.d_model=16", "model.heads=2", "model.ff_dim=32",
                     "model.enc_layers=1", "model.dec_layers=1", "train.batch_by=tokens", "train.batch_size=100"]
 # 320 pairs in 16-sentence batches: 20 batches, 10 updates of 2 batches an epoch.
 BASE = ["train.num_threads=1", "data.train_subset=320", "train.log_every=3", "model.dropout=0.0"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _rank_main(rank, world_size, port, target, args):
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                      MASTER_PORT=str(port))
-    try:
-        code = target(rank, *args)
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code or 0)  # skip pytest's exit handlers in the child
-
-
-def run_ranks(target, *args, world_size=2, timeout=RANKS_TIMEOUT_S) -> list[int]:
-    """Run target(rank, *args) on `world_size` forked ranks; return their exit codes. Ranks still
-    running after `timeout` seconds are killed and the test fails."""
-    ctx = mp.get_context("fork")
-    port = free_port()
-    procs = [ctx.Process(target=_rank_main, args=(rank, world_size, port, target, args)) for rank in range(world_size)]
-    for proc in procs:
-        proc.start()
-    deadline = time.monotonic() + timeout
-    for proc in procs:
-        proc.join(max(0.0, deadline - time.monotonic()))
-    hung = [proc for proc in procs if proc.is_alive()]
-    for proc in hung:
-        proc.kill()
-        proc.join()
-    assert not hung, f"{len(hung)} rank(s) still running after {timeout} s"
-    return [proc.exitcode for proc in procs]
 
 
 def train_cli(rank, argv):

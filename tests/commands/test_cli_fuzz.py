@@ -9,7 +9,7 @@ the command hands over to the library: training (`training.train`, which `attnmt
 demo call), serving (uvicorn's `Server.run`) and a distillation's stages (`distillation.stages._run`,
 after its refusals).
 
-    ATTNMT_FUZZ=deep pytest tests/test_cli_fuzz.py tests/test_text_fuzz.py   # the deeper profile
+    ATTNMT_FUZZ=deep pytest tests/commands/test_cli_fuzz.py tests/test_text_fuzz.py   # the deeper profile
 """
 
 import argparse
