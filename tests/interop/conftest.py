@@ -1,5 +1,6 @@
 """Tiny Marian models for the interop tests, built once per session (marian_toy.py); the tests
-need `transformers` (the optional extra attnmt[hf]) and are skipped without it."""
+need `transformers` (the optional extra attnmt[hf]) and are skipped without it. And a tiny
+sentencepiece Transformer with its Argos package (support/argos.py)."""
 
 from __future__ import annotations
 
@@ -22,3 +23,21 @@ def marian_run(marian_folder, tmp_path_factory) -> Path:
     from attnmt.interop.marian import import_marian
 
     return import_marian(marian_folder, tmp_path_factory.mktemp("runs") / "imported").path
+
+
+# ---- Argos Translate packages (tests/interop/test_argos_*.py; support/argos.py)
+
+@pytest.fixture(scope="session")
+def argos_run(tmp_path_factory) -> Path:
+    """A tiny sentencepiece Transformer trained on the toy copy task (seconds)."""
+    from support import argos
+
+    return argos.toy_run(tmp_path_factory.mktemp("argos"))
+
+
+@pytest.fixture(scope="session")
+def argos_package(argos_run, tmp_path_factory) -> Path:
+    """`attnmt export RUN --format argos` of argos_run: an int8 package."""
+    from attnmt.interop.argos.export import export_argos
+
+    return export_argos(argos_run, tmp_path_factory.mktemp("packages") / "de_en.argosmodel")[0]

@@ -49,7 +49,8 @@ log = logging.getLogger(__name__)
 WEIGHTS = "checkpoints/imported.safetensors"  # in the run directory
 HF_EXPORT_INFO = "attnmt_hf_export.json"  # in an `attnmt export --format hf` folder: which run, which weights
 HF_EXPORT_FILES = ("model.safetensors", "config.json", "generation_config.json", "vocab.json", "source.spm",
-                   "target.spm", "tokenizer_config.json", HF_EXPORT_INFO)  # all it writes; --force replaces these only
+                   "target.spm", "tokenizer_config.json", HF_EXPORT_INFO)  # all it writes
+HF_KIND = f"a Marian export ({HF_EXPORT_INFO})"  # what --force replaces: files.refuse_replacing's record of one
 SOURCE_MODEL, TARGET_MODEL = "source.model", "target.model"  # the sentencepiece models, in the run directory
 MAX_JSON_BYTES = 64 * 1024 * 1024  # vocab.json of an OPUS-MT model is about 1.5 MB
 # transformers' ACT2FN names -> attnmt's model.activation
@@ -480,8 +481,7 @@ def export_marian(run_dir: str | Path, output_dir: str | Path, *, checkpoint: st
     problems = marian_expressible(cfg, pipeline)
     if problems:
         raise AttnmtError(f"{run.path}: cannot be written as a Marian model: {'; '.join(problems)}")
-    check_folder_output(output_dir, {"run": run.path}, force=force, kind=f"a Marian export ({HF_EXPORT_INFO})",
-                        marker=HF_EXPORT_INFO, owned=HF_EXPORT_FILES.__contains__)  # before the lock is made
+    check_folder_output(output_dir, {"run": run.path}, force=force, kind=HF_KIND)  # before the lock is made
     target = Path(os.path.abspath(output_dir))
     with writer_lock(target.parent, name=f".{target.name}.lock"):  # one export into it at a time
         _write_marian(run, cfg, pipeline, checkpoint, output_dir)
@@ -493,7 +493,7 @@ def _write_marian(run: RunDir, cfg: Config, pipeline: TextPipeline, checkpoint: 
     """The Marian folder, written into a staging folder renamed into `output_dir`'s place."""
     model = run.load_model(checkpoint, cfg, pipeline)
     m, vocab = cfg.model, pipeline.tgt_vocab
-    with staged_folder(output_dir) as staging:
+    with staged_folder(output_dir, kind=HF_KIND) as staging:  # its files recorded: --force deletes only them
         save_tensors(marian_tensors(model, m.share_embeddings), staging / "model.safetensors",
                      metadata={"format": "pt"})
         write_json(staging / "config.json", marian_config(cfg, model, vocab))
