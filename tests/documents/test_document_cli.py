@@ -13,13 +13,6 @@ from attnmt.cli import main
 from support import document_samples as samples
 
 
-@pytest.fixture(scope="module")
-def translator(toy_run):
-    from attnmt.translator import Translator
-
-    return Translator.load(toy_run, device="cpu")
-
-
 def test_translate_docx_from_the_command_line(toy_run, translator, tmp_path):
     import docx
 
@@ -85,3 +78,26 @@ def test_which_inputs_are_documents(name, document):
 
     assert document_files.wanted(Namespace(input=name)) is document
     assert document_files.wanted(Namespace(input=None)) is False
+
+
+def test_retranslate_reaches_the_command_line(toy_run, translator, tmp_path, capsys):
+    """A .po's existing translation is kept by `translate -i x.po -o y.po`, translated again (and
+    marked fuzzy) with --retranslate; a line file refuses the flag in one line."""
+    import polib
+
+    po = polib.POFile()
+    po.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+    po.append(polib.POEntry(msgid="Hund rot", msgstr="by a person"))
+    source = tmp_path / "x.po"
+    source.write_text(str(po), encoding="utf-8")
+    kept, again = tmp_path / "kept.po", tmp_path / "again.po"
+    assert main(["translate", str(toy_run), "-i", str(source), "-o", str(kept)]) == 0
+    assert main(["translate", str(toy_run), "-i", str(source), "-o", str(again), "--retranslate"]) == 0
+    assert kept.read_bytes() == source.read_bytes()
+    entry = polib.pofile(str(again))[0]
+    assert entry.msgstr == translator.translate(["Hund rot"], split_sentences=True)[0].text and entry.fuzzy
+    lines = tmp_path / "a.txt"
+    lines.write_text("Hund rot\n")
+    assert main(["translate", str(toy_run), "-i", str(lines), "--retranslate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--retranslate applies to documents" in err

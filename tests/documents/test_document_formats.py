@@ -152,7 +152,7 @@ def test_po_plurals_placeholders_comments():
     first = entries[(None, "Hund rot %s Haus")]
     assert first.msgstr.count("%s") == 1 and " ".join(first.msgstr.replace("%s", " ").split()) == fake_text("Hund rot Haus")
     assert first.occurrences == [("app.py", "12")] and first.comment == "a dog" and first.tcomment == "translator note"
-    assert "python-format" in first.flags
+    assert first.flags == ["python-format", "fuzzy"]  # machine output, marked for review
     second = entries[("menu", "Katze {name} blau")]
     assert "{name}" in second.msgstr and " ".join(second.msgstr.replace("{name}", " ").split()) == fake_text("Katze blau")
     plural = entries[(None, "Ein Ball")]
@@ -178,7 +178,11 @@ def test_xliff_targets_with_inline_codes(version):
         assert " ".join("".join(first.itertext()).split()) == fake_text("Hund rot Haus")
         assert first.find("x:g", ns).get("id") == "1" and first.find("x:g", ns).text == fake_word("rot")
         second = units["2"].findall("x:target", ns)
+        assert [t.text for t in second] == ["alt"] and second[0].get("state") is None  # a translation there: kept
+        again = etree.fromstring(translated(source.encode(), ".xliff", target_lang="en", retranslate=True))
+        second = [u for u in again.iterfind(".//x:trans-unit", ns) if u.get("id") == "2"][0].findall("x:target", ns)
         assert len(second) == 1 and second[0].find("x:x", ns) is not None  # replaced, the code kept
+        assert second[0].get("state") == "needs-review-translation"
         assert units["3"].find("x:target", ns) is None  # translate="no"
         fourth = "".join(units["4"].find("x:target", ns).itertext())
         assert "%s" in fourth and " ".join(fourth.replace("%s", " ").split()) == fake_text("Mann Frau")
@@ -228,3 +232,19 @@ def test_code_runs_and_urls_are_kept_in_word():
     assert "https://example.org/a?b=1" in texts and "print(x)" in texts
     assert [r.font.name for r in out.paragraphs[0].runs if r.text == "print(x)"] == ["Courier New"]
     assert out.paragraphs[1].text == "3.14"
+
+
+@pytest.mark.parametrize("mimetype,suffix", [("text-web", ".odt"), ("text-web", ".oth"), ("text-template", ".ott"),
+                                             ("presentation-template", ".otp")])
+def test_opendocument_web_pages_and_templates_are_read(mimetype, suffix):
+    """Issue 65 D: an ODF text-web document (LibreOffice's Writer/Web) was refused as "not a .odt"."""
+    from odf import teletype, text
+    from odf.opendocument import load
+
+    source = samples.odp_bytes() if mimetype.startswith("presentation") else samples.odt_bytes()
+    data = samples.zip_with(source, {"mimetype": f"application/vnd.oasis.opendocument.{mimetype}".encode()})
+    out = translated(data, suffix)
+    assert zipfile.ZipFile(io.BytesIO(out)).read("mimetype").decode().endswith(mimetype)  # what it was
+    document = load(io.BytesIO(out))
+    first = (document.presentation if mimetype.startswith("presentation") else document.text).getElementsByType(text.P)[0]
+    assert teletype.extractText(first) == fake_text("Hund rot Haus .") or fake_word("hund") in teletype.extractText(first)

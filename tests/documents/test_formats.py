@@ -26,15 +26,17 @@ def test_the_table_holds_each_format_once_as_its_specification_says():
         assert fmt.media_type.split(";")[0] == spec.media_type, fmt.suffix
         assert fmt.zipped == spec.zipped, fmt.suffix
         assert fmt.output_suffix == spec.output, fmt.suffix
-        text = not spec.zipped and spec.media_type != "application/pdf"
-        assert fmt.media_type.endswith("; charset=utf-8") == text, fmt.suffix  # text is sent as what it is read as
+        # text is sent as what it is written in: UTF-8, but a .po, in the charset its header declares
+        text = not spec.zipped and spec.media_type != "application/pdf" and fmt.suffix != ".po"
+        assert fmt.media_type.endswith("; charset=utf-8") == text, fmt.suffix
     spellings = [s for fmt in FORMATS for s in (fmt.suffix, *fmt.aliases)]
     assert len(spellings) == len(set(spellings))  # no suffix or alias names two formats
 
 
 def test_the_exported_lists_are_the_tables():
     assert SUFFIXES == (".txt", ".html", ".docx", ".pptx", ".odt", ".odp", ".epub", ".srt", ".po", ".xliff", ".pdf")
-    assert ALIASES == {".htm": ".html", ".xlf": ".xliff", ".pot": ".po"}
+    assert ALIASES == {".htm": ".html", ".xlf": ".xliff", ".pot": ".po", ".ott": ".odt", ".oth": ".odt", ".odm": ".odt",
+                       ".otp": ".odp"}
     assert OUTPUT_SUFFIX == {".pdf": ".txt"}
     for suffix, spec in SPEC.items():
         for spelling in (suffix, *spec.aliases):
@@ -75,7 +77,8 @@ def test_the_kind_check_follows_the_row(suffix):
         with pytest.raises(DocumentError, match=r"^x\.pdf: not a \.pdf file: it is a zip archive$"):
             read_document(archive, suffix, name="x.pdf")
     else:  # XLIFF is XML, parsed from its bytes (its declared encoding)
-        refusal = r"not well-formed XML" if suffix == ".xliff" else r"not valid UTF-8 \(byte 0x[0-9a-f]{2} at offset \d+\)"
+        refusal = (r"not well-formed XML" if suffix == ".xliff" else
+                   r"(line \d+: )?not valid UTF-8 \(byte 0x[0-9a-f]{2} at offset \d+\)")
         with pytest.raises(DocumentError, match=rf"^x{suffix}: {refusal}"):
             read_document(archive, suffix, name=f"x{suffix}")
     with pytest.raises(DocumentError, match=rf"^x{suffix}: the file is empty$"):
@@ -87,7 +90,8 @@ def test_importing_the_package_loads_no_format():
     every `attnmt translate` and the service do) loads no parser library and no format module."""
     heavy = ["bs4", "srt", "polib", "pypdf", "docx", "pptx", "odf", "attnmt.documents.markup",
              "attnmt.documents.plain", "attnmt.documents.office", "attnmt.documents.epub",
-             "attnmt.documents.subtitles", "attnmt.documents.localization", "attnmt.documents.paragraphs"]
+             "attnmt.documents.subtitles", "attnmt.documents.po", "attnmt.documents.xliff", "attnmt.documents.paragraphs",
+             "attnmt.documents.xml_text"]
     code = f"import sys, attnmt.documents; print([m for m in {heavy!r} if m in sys.modules])"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"

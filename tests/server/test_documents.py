@@ -132,7 +132,8 @@ def test_html_file_round_trip_and_names_differ(file_server):
     got = httpx.get(urls[0])
     assert got.headers["content-type"].startswith("text/html")
     assert structure(got.text) == structure(html.decode())
-    assert sorted(p.name for p in file_server.files.iterdir()) == sorted(u.rsplit("/", 1)[1] for u in urls)
+    stored = [p.name for p in file_server.files.iterdir() if not p.name.startswith(".")]  # not the store's record, lock
+    assert sorted(stored) == sorted(u.rsplit("/", 1)[1] for u in urls)
 
 
 @pytest.mark.parametrize("name,data,fields,status,pattern", [
@@ -217,3 +218,44 @@ def test_file_rate_limit(thread_server, toy_translator):
     files = {"file": ("a.txt", b"Hund .")}
     assert httpx.post(server.url + "/translate_file", files=files, data=LT).status_code == 200
     assert_error(httpx.post(server.url + "/translate_file", files=files, data=LT), 429, r"Slowdown: 1 per 1 minute")
+
+
+def test_documents_take_turns_in_their_own_thread_and_a_full_lane_is_503():
+    """Issue 66 B: uploads are read one at a time in a thread of their own, never in the pool the
+    rest of the service uses; past the ones waiting, 503; one cancelled while it waits never runs."""
+    import asyncio
+    import threading
+
+    from attnmt.server.api_errors import ApiError
+    from attnmt.server.documents import DocumentLane
+
+    gate, ran, threads = threading.Event(), [], set()
+
+    def work(name):
+        def run():
+            threads.add(threading.current_thread().name)
+            if name == "first":
+                assert gate.wait(timeout=60)
+            ran.append(name)
+            return name
+        return run
+
+    async def scenario():
+        lane = DocumentLane(waiting=1)
+        first = asyncio.ensure_future(lane.run(work("first")))
+        second = asyncio.ensure_future(lane.run(work("second")))
+        await asyncio.sleep(0.1)
+        try:
+            await lane.run(work("third"))
+        except ApiError as err:
+            refused = (err.status, str(err))
+        second.cancel()  # its client left while it waited
+        await asyncio.sleep(0.1)  # the cancel reaches the waiting work
+        gate.set()
+        assert await first == "first"
+        await asyncio.sleep(0.1)
+        return refused
+
+    status, message = asyncio.run(asyncio.wait_for(scenario(), timeout=60))
+    assert status == 503 and "busy reading 2 documents" in message
+    assert ran == ["first"] and all(name.startswith("attnmt-documents") for name in threads)

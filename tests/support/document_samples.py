@@ -265,11 +265,12 @@ Baum groß Auto .
 
 
 def po_text() -> str:
-    """A .pot-like file: placeholders, a plural, context, comments, flags, an obsolete entry."""
+    """A .pot-like file (its Language empty): placeholders, a plural, context, comments, flags, an
+    obsolete entry."""
     import polib
 
     po = polib.POFile()
-    po.metadata = {"Project-Id-Version": "toy 1.0", "Content-Type": "text/plain; charset=UTF-8",
+    po.metadata = {"Project-Id-Version": "toy 1.0", "Language": "", "Content-Type": "text/plain; charset=UTF-8",
                    "Plural-Forms": "nplurals=2; plural=(n != 1);"}
     po.append(polib.POEntry(msgid="Hund rot %s Haus", msgstr="", occurrences=[("app.py", "12")],
                             comment="a dog", tcomment="translator note", flags=["python-format"]))

@@ -29,8 +29,9 @@ SPEC = {
     ".html": Spec((".htm",), "text/html", False, ".html", "Hund rot ."),               # WHATWG HTML
     ".docx": Spec((), f"{_OOXML}.wordprocessingml.document", True, ".docx", "Hund rot Haus blau ."),  # ECMA-376
     ".pptx": Spec((), f"{_OOXML}.presentationml.presentation", True, ".pptx", "Haus rot"),
-    ".odt": Spec((), "application/vnd.oasis.opendocument.text", True, ".odt", "Haus groß"),  # OASIS ODF 1.2
-    ".odp": Spec((), "application/vnd.oasis.opendocument.presentation", True, ".odp", "Hund rot Haus ."),
+    # OASIS ODF 1.2: a template (.ott), LibreOffice's Writer/Web (.oth) and a master document (.odm) are text documents
+    ".odt": Spec((".ott", ".oth", ".odm"), "application/vnd.oasis.opendocument.text", True, ".odt", "Haus groß"),
+    ".odp": Spec((".otp",), "application/vnd.oasis.opendocument.presentation", True, ".odp", "Hund rot Haus ."),
     ".epub": Spec((), "application/epub+zip", True, ".epub", "Hund rot Haus ."),       # EPUB 3 OCF
     ".srt": Spec((), "application/x-subrip", False, ".srt", "Hund rot Haus ."),        # no IANA entry; de facto
     ".po": Spec((".pot",), "text/x-gettext-translation", False, ".po", "Hund rot Haus"),  # GNU gettext manual

@@ -45,6 +45,6 @@ def run(args) -> int:
     with file_jobs.torch_threads(args.threads), \
             file_jobs.open_translator(args.run_dir, checkpoint=args.checkpoint, device=args.device,
                                       engine=args.engine) as translator:
-        data, _ = translate_file(translator, args.input, options)
+        data, _ = translate_file(translator, args.input, options, retranslate=getattr(args, "retranslate", False))
     atomic_write(args.output, lambda tmp: tmp.write_bytes(data))
     return 0

@@ -6,6 +6,7 @@
     data, suffix = translate_file(Translator.load("runs/demo"), "report.docx")   # bytes of the translated .docx
 
     document = read_document(data, ".docx", name="report.docx")   # parsed, checked (safety.py)
+    read_document(po, ".po", target_lang="en", retranslate=True)  # existing translations too (localization.py)
     document.sentences                                            # the paragraphs the model reads
     document.render(aligned_translations)                         # bytes of the same format
 
@@ -21,35 +22,40 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from attnmt.decoding.options import DecodingOptions
-from attnmt.documents.formats import (ALIASES, FORMATS, OUTPUT_SUFFIX, SUFFIXES, Document, Format, find_format,
-                                      format_of, normalize_suffix, output_suffix)
+from attnmt.documents.formats import (ALIASES, FORMATS, OUTPUT_SUFFIX, SUFFIXES, Document, Format, ReadSettings,
+                                      find_format, format_of, normalize_suffix, output_suffix)
+from attnmt.documents.localization import Existing
 from attnmt.documents.safety import DocumentError, DocumentTooLarge, Limits
 
 if TYPE_CHECKING:
     from attnmt.documents.markup import AlignedTranslation
 
 __all__ = ["ALIASES", "FORMATS", "OUTPUT_SUFFIX", "SUFFIXES", "Document", "DocumentError", "DocumentTooLarge",
-           "Format", "Limits", "find_format", "format_of", "normalize_suffix", "output_suffix", "read_document",
-           "translate_document", "translate_paragraphs", "translate_file"]
+           "Existing", "Format", "Limits", "ReadSettings", "find_format", "format_of", "normalize_suffix",
+           "output_suffix", "read_document", "translate_document", "translate_paragraphs", "translate_file"]
 
 
 def read_document(data: bytes, suffix: str, *, name: str = "the file", limits: Limits = Limits(),
-                  target_lang: str | None = None) -> Document:
+                  target_lang: str | None = None, retranslate: bool = False) -> Document:
     """`data` parsed as a `suffix` document, within `limits`; `target_lang` goes into the formats
-    that record it (.po's Language, XLIFF's target language).
+    that record it (.po's empty Language, XLIFF's target language); translations a .po or XLIFF
+    file already holds are kept, unless `retranslate` (localization.py: machine output is marked
+    for review either way).
 
     Raises:
         DocumentError: a file that is not what its suffix says, is corrupt or encrypted, or that
             cannot be read (naming the file and the part, line or entry); DocumentTooLarge: over `limits`.
     """
-    return format_of(suffix, name).read(data, name, limits, target_lang)
+    settings = ReadSettings(target_lang, Existing(retranslate=retranslate))
+    return format_of(suffix, name).read(data, name, limits, settings)
 
 
 def translate_document(data: bytes, suffix: str, translate: Callable[[list[str]], Sequence[AlignedTranslation]], *,
-                       name: str = "the file", limits: Limits = Limits(), target_lang: str | None = None) -> bytes:
+                       name: str = "the file", limits: Limits = Limits(), target_lang: str | None = None,
+                       retranslate: bool = False) -> bytes:
     """`data` (a `suffix` document) with its paragraphs translated by `translate` (paragraphs ->
     their AlignedTranslations), in the same format (.pdf: .txt)."""
-    document = read_document(data, suffix, name=name, limits=limits, target_lang=target_lang)
+    document = read_document(data, suffix, name=name, limits=limits, target_lang=target_lang, retranslate=retranslate)
     sentences = document.sentences
     return document.render(list(translate(sentences)) if sentences else [])
 
@@ -69,10 +75,12 @@ def translate_paragraphs(translator, paragraphs: Sequence[str], options: Decodin
 
 
 def translate_file(translator, source: str | os.PathLike | bytes, options: DecodingOptions | None = None, *,
-                   suffix: str | None = None, limits: Limits = Limits(), **keywords) -> tuple[bytes, str]:
+                   suffix: str | None = None, limits: Limits = Limits(), retranslate: bool = False,
+                   **keywords) -> tuple[bytes, str]:
     """A document file (a path, or its bytes with `suffix`) translated by `translator`
     as `options` (or their fields as keywords: beam_size, source_lang, target_lang, ...) say; the
-    bytes of the translation and their suffix (.pdf -> .txt).
+    bytes of the translation and their suffix (.pdf -> .txt). A .po's or XLIFF's existing
+    translations are kept unless `retranslate`.
 
     Raises:
         DocumentError: as read_document, or a file that cannot be read.
@@ -85,13 +93,14 @@ def translate_file(translator, source: str | os.PathLike | bytes, options: Decod
         path = Path(source)
         name = str(path)
         suffix = suffix or path.suffix
-        try:
-            data = path.read_bytes()
-        except OSError as err:
-            raise DocumentError(f"{path}: cannot read it ({err.strerror or err})") from None
+        from attnmt.untrusted import read_input
+
+        # a regular file only (no FIFO, device, /dev/zero through a link), within what a document may unpack to
+        data = read_input(path, limit=limits.max_unpacked_bytes, error=DocumentError, too_large=DocumentTooLarge,
+                          what="a document (its Limits.max_unpacked_bytes)")
     fmt = format_of(suffix, name)
     options = DecodingOptions.of(options, **keywords)
     target = options.target_lang or getattr(translator.cfg.data, "tgt_lang", None)
     translated = translate_document(data, fmt.suffix, lambda paragraphs: translate_paragraphs(translator, paragraphs, options),
-                                    name=name, limits=limits, target_lang=target)
+                                    name=name, limits=limits, target_lang=target, retranslate=retranslate)
     return translated, fmt.output_suffix

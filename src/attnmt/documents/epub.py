@@ -15,7 +15,7 @@ from attnmt.documents.paragraphs import Units
 from attnmt.documents.plain import decode_text
 from attnmt.documents.safety import DocumentError, DocumentTooLarge, Limits, ZipPackage, parse_xml, serialize_xml
 from attnmt.documents.xml_text import MixedDialect, mixed_unit
-from attnmt.documents.markup import AlignedTranslation, MarkupDocument
+from attnmt.documents.markup import AlignedTranslation, MarkupDocument, TooDeep
 
 CONTAINER = "urn:oasis:names:tc:opendocument:xmlns:container"
 OPF = "http://www.idpf.org/2007/opf"
@@ -51,10 +51,12 @@ class EpubDocument:
             if media in XHTML_TYPES:
                 try:
                     chapter = MarkupDocument(decode_text(self.package.read(path), part))
+                except TooDeep as err:
+                    raise DocumentTooLarge(f"{part}: {err}") from None
                 except ValueError as err:
                     if isinstance(err, DocumentError):
                         raise
-                    raise DocumentTooLarge(f"{part}: {err}") from None
+                    raise DocumentError(f"{part}: {err}") from None
                 self.units.count(len(chapter.runs), part)
                 self.chapters.append((path, chapter))
             elif media == "application/x-dtbncx+xml":

@@ -3,7 +3,7 @@
     fmt = format_of(".htm", "page.htm")   # the .html row; DocumentError naming the formats otherwise
     fmt.media_type                        # "text/html; charset=utf-8": what /download_file answers
     fmt.output_suffix                     # ".html" (the .pdf row: ".txt")
-    document = fmt.read(data, "page.htm", Limits())   # check_kind, then the format's reader
+    document = fmt.read(data, "page.htm", Limits(), ReadSettings(target_lang="en"))   # check_kind, then its reader
 
 A row holds a format's suffix, its other spellings, its media type, the kind its bytes must be
 (a zip archive, a PDF: safety.check_kind refuses anything else before the reader runs), the
@@ -14,7 +14,7 @@ the file store's names) and commands/document_files.py (which `-i` files are doc
 A new format is one row here and its reader's module, as fairseq registers one entry per task.
 
 Each reader imports its module when it is called, so `import attnmt.documents` loads no format's
-code or library (Beautiful Soup, srt, polib, pypdf).
+code or library (Beautiful Soup, srt, lxml, pypdf).
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
+from attnmt.documents.localization import Existing
 from attnmt.documents.safety import PDF, ZIP, DocumentError, Limits, check_kind
 
 if TYPE_CHECKING:
     from attnmt.documents.markup import AlignedTranslation
 
-__all__ = ["ALIASES", "FORMATS", "OUTPUT_SUFFIX", "SUFFIXES", "Document", "Format", "find_format", "format_of",
-           "normalize_suffix", "output_suffix"]
+__all__ = ["ALIASES", "FORMATS", "OUTPUT_SUFFIX", "SUFFIXES", "Document", "Format", "ReadSettings", "find_format",
+           "format_of", "normalize_suffix", "output_suffix"]
 
 
 class Document(Protocol):
@@ -39,7 +40,28 @@ class Document(Protocol):
     def render(self, translations: Sequence[AlignedTranslation]) -> bytes: ...
 
 
-Reader = Callable[[bytes, str, Limits, "str | None"], Document]  # (data, name, limits, target_lang)
+@dataclass(frozen=True)
+class ReadSettings:
+    """What a reader is told besides the bytes.
+
+    Attributes:
+        target_lang: the language translated into, for the formats that record it (.po's empty
+            Language, XLIFF's target-language / trgLang).
+        existing: what happens to translations the file already holds (.po, XLIFF: kept unless
+            Existing(retranslate=True); localization.py).
+    """
+
+    target_lang: str | None = None
+    existing: Existing = Existing()
+
+    def __post_init__(self):
+        if self.target_lang is not None and not isinstance(self.target_lang, str):
+            raise TypeError(f"ReadSettings.target_lang must be a language code or None, not {self.target_lang!r}")
+        if not isinstance(self.existing, Existing):
+            raise TypeError(f"ReadSettings.existing must be a localization.Existing, not {self.existing!r}")
+
+
+Reader = Callable[[bytes, str, Limits, ReadSettings], Document]  # (data, name, limits, settings)
 
 
 @dataclass(frozen=True)
@@ -49,8 +71,8 @@ class Format:
     Attributes:
         suffix: its extension, lower case (".docx").
         media_type: what the service sends it as (/download_file's Content-Type).
-        reader: (data, name, limits, target_lang) -> Document; `target_lang` goes into the formats
-            that record it (.po's Language, XLIFF's target language).
+        reader: (data, name, limits, settings) -> Document (settings: ReadSettings, the target
+            language and the policy for existing translations).
         aliases: other spellings of the suffix (".htm").
         kind: what its bytes must be (safety.ZIP, safety.PDF; None: text, checked by decoding).
         output: the suffix of its translation when that is another format's (.pdf -> ".txt").
@@ -72,54 +94,54 @@ class Format:
         return self.output or self.suffix
 
     def read(self, data: bytes, name: str = "the file", limits: Limits = Limits(),
-             target_lang: str | None = None) -> Document:
+             settings: ReadSettings = ReadSettings()) -> Document:
         """`data` parsed as this format within `limits` (see documents.read_document)."""
         check_kind(data, self.suffix, name, kind=self.kind)
-        return self.reader(data, name, limits, target_lang)
+        return self.reader(data, name, limits, settings)
 
 
 # ---- the readers: each imports its module when a document is read ----------------------------------
 
-def _text(data: bytes, name: str, limits: Limits, target_lang: str | None) -> Document:
+def _text(data: bytes, name: str, limits: Limits, settings: ReadSettings) -> Document:
     from attnmt.documents.plain import TextDocument
     return TextDocument(data, name, limits)
 
 
-def _html(data: bytes, name: str, limits: Limits, target_lang: str | None) -> Document:
+def _html(data: bytes, name: str, limits: Limits, settings: ReadSettings) -> Document:
     from attnmt.documents.plain import HtmlDocument
     return HtmlDocument(data, name, limits)
 
 
-def _pdf(data: bytes, name: str, limits: Limits, target_lang: str | None) -> Document:
+def _pdf(data: bytes, name: str, limits: Limits, settings: ReadSettings) -> Document:
     from attnmt.documents.plain import PdfDocument
     return PdfDocument(data, name, limits)
 
 
 def _office(suffix: str) -> Reader:
-    def read(data: bytes, name: str, limits: Limits, target_lang: str | None) -> Document:
+    def read(data: bytes, name: str, limits: Limits, settings: ReadSettings) -> Document:
         from attnmt.documents.office import OfficeDocument
         return OfficeDocument(data, suffix, name, limits)
     return read
 
 
-def _epub(data: bytes, name: str, limits: Limits, target_lang: str | None) -> Document:
+def _epub(data: bytes, name: str, limits: Limits, settings: ReadSettings) -> Document:
     from attnmt.documents.epub import EpubDocument
     return EpubDocument(data, name, limits)
 
 
-def _srt(data: bytes, name: str, limits: Limits, target_lang: str | None) -> Document:
+def _srt(data: bytes, name: str, limits: Limits, settings: ReadSettings) -> Document:
     from attnmt.documents.subtitles import SubtitleDocument
     return SubtitleDocument(data, name, limits)
 
 
-def _po(data: bytes, name: str, limits: Limits, target_lang: str | None) -> Document:
-    from attnmt.documents.localization import PoDocument
-    return PoDocument(data, name, limits, target_lang)
+def _po(data: bytes, name: str, limits: Limits, settings: ReadSettings) -> Document:
+    from attnmt.documents.po import PoDocument
+    return PoDocument(data, name, limits, settings.target_lang, settings.existing)
 
 
-def _xliff(data: bytes, name: str, limits: Limits, target_lang: str | None) -> Document:
-    from attnmt.documents.localization import XliffDocument
-    return XliffDocument(data, name, limits, target_lang)
+def _xliff(data: bytes, name: str, limits: Limits, settings: ReadSettings) -> Document:
+    from attnmt.documents.xliff import XliffDocument
+    return XliffDocument(data, name, limits, settings.target_lang, settings.existing)
 
 
 _OOXML = "application/vnd.openxmlformats-officedocument"
@@ -130,11 +152,11 @@ FORMATS: tuple[Format, ...] = (
     Format(".html", "text/html; charset=utf-8", _html, aliases=(".htm",)),
     Format(".docx", f"{_OOXML}.wordprocessingml.document", _office(".docx"), kind=ZIP),
     Format(".pptx", f"{_OOXML}.presentationml.presentation", _office(".pptx"), kind=ZIP),
-    Format(".odt", f"{_ODF}.text", _office(".odt"), kind=ZIP),
-    Format(".odp", f"{_ODF}.presentation", _office(".odp"), kind=ZIP),
+    Format(".odt", f"{_ODF}.text", _office(".odt"), aliases=(".ott", ".oth", ".odm"), kind=ZIP),
+    Format(".odp", f"{_ODF}.presentation", _office(".odp"), aliases=(".otp",), kind=ZIP),
     Format(".epub", "application/epub+zip", _epub, kind=ZIP),
     Format(".srt", "application/x-subrip; charset=utf-8", _srt),
-    Format(".po", "text/x-gettext-translation; charset=utf-8", _po, aliases=(".pot",)),
+    Format(".po", "text/x-gettext-translation", _po, aliases=(".pot",)),  # in the charset its header declares
     Format(".xliff", "application/xliff+xml; charset=utf-8", _xliff, aliases=(".xlf",)),
     Format(".pdf", "application/pdf", _pdf, kind=PDF, output=".txt"),
 )

@@ -7,7 +7,9 @@ Which parts hold text that is translated:
 - .pptx: ppt/slides/slide*.xml, ppt/notesSlides/notesSlide*.xml (speaker notes); a:p (DRAWING).
   Layouts and masters (their "Click to add title" prompts) are left alone.
 - .odt, .odp: content.xml and styles.xml (headers, footers); text:p and text:h (ODF), notes,
-  frames and text boxes included.
+  frames and text boxes included. An .odt may be a text document, its template (.ott), a
+  Writer/Web document (.oth, mimetype ...opendocument.text-web) or a master document (.odm);
+  an .odp a presentation or its template (.otp).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def _odf_code(element) -> bool:
     return bool(CODE_STYLE.search(element.get(_t("style-name"), "")))
 
 
-ODF = MixedDialect(groups=frozenset({_t("span"), _t("a"), _t("meta"), _t("ruby-base")}),
+ODF = MixedDialect(groups=frozenset({_t("a"), _t("meta"), _t("ruby-base")}), styles=frozenset({_t("span")}),
                    breaks=frozenset({_t("tab"), _t("line-break")}), spaces=_t("s"), spaces_count=_t("c"),
                    code=_odf_code)
 
@@ -45,8 +47,12 @@ FORMATS = {
     ".odt": ("content.xml", re.compile(r"(content|styles)\.xml"), (_t("p"), _t("h")), ODF),
     ".odp": ("content.xml", re.compile(r"(content|styles)\.xml"), (_t("p"), _t("h")), ODF),
 }
-MIMETYPES = {".odt": "application/vnd.oasis.opendocument.text",
-             ".odp": "application/vnd.oasis.opendocument.presentation"}
+_ODF_TYPE = "application/vnd.oasis.opendocument"
+# the mimetypes a zip read as .odt / .odp may declare: the document, its template, and (Writer)
+# LibreOffice's Writer/Web and master documents, whose content.xml is a text document's
+MIMETYPES = {".odt": frozenset(f"{_ODF_TYPE}.{kind}" for kind in ("text", "text-template", "text-web",
+                                                                  "text-master", "text-master-template")),
+             ".odp": frozenset(f"{_ODF_TYPE}.{kind}" for kind in ("presentation", "presentation-template"))}
 
 
 def _part_order(name: str) -> tuple:
@@ -64,7 +70,7 @@ class OfficeDocument:
             raise DocumentError(f"{name}: not a {suffix} file ({required} is missing)")
         if suffix in MIMETYPES and self.package.has("mimetype"):
             mimetype = self.package.read("mimetype", limit=200).decode("ascii", "replace").strip()
-            if mimetype != MIMETYPES[suffix]:
+            if mimetype not in MIMETYPES[suffix]:
                 raise DocumentError(f"{name}: not a {suffix} file (its mimetype is {mimetype[:80]!r})")
         self.units = Units(name, limits.max_paragraphs)
         self.trees = {}

@@ -7,30 +7,27 @@ subtitle, a PO entry), each with the spans that markup.place_spans puts back by 
 
 A format turns its paragraphs into pieces: text (with a style key: runs of a Word paragraph), atoms
 (kept whole and placed at their relative position: a tab, a footnote mark, a picture, an inline
-code) and groups (an element wrapping pieces: a link, an ODF span). Text that is not prose (URLs,
-e-mail addresses, a format's placeholders) becomes Literal atoms: the model never reads it, and it
-comes back exactly. A unit with no letters for the model (numbers, punctuation) is not translated.
+code) and groups (an element wrapping pieces: a link, an ODF span). Text that is not prose is
+kept by the one rule of protected.py for every format (URLs, e-mail addresses, domains,
+placeholders, tags): it becomes Literal atoms the model never reads, and comes back exactly, in
+its place. A unit with no letters for the model (numbers, punctuation) is not translated.
 
 With `styled=True` (Word, PowerPoint: every character is in some run), the style holding the most
 characters of a level is its base, written as plain text; each stretch of another style is a
-Styled span, placed like an HTML <b>.
+Styled span, placed like an HTML <b> (markup.place_spans: on its aligned words, or the nearest
+free word when it has none, never emptied).
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from attnmt.documents.safety import DocumentTooLarge
-from attnmt.documents.markup import AlignedTranslation, MarkupDocument, Placed, Span, model_text, place_spans
-
-URL = re.compile(r"(?:https?://|ftp://|www\.)[^\s<>\"]*[^\s<>\".,;:!?)\]}'»]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-# printf (%s, %(name)s, %1$d), brace ({name}, {0}), ${name} placeholders and tags inside localized strings
-PLACEHOLDER = re.compile(r"%(?:\d+\$)?(?:\([^)\s]*\))?[-+#0]*(?:\d+|\*)?(?:\.\d+)?[sdifFeEgGxXoucrab%]"
-                         r"|\$?\{[^{}\s]*\}|</?[A-Za-z][^<>\n]*>")
-LETTER = re.compile(r"[^\W\d_]")
+from attnmt.documents.markup import (AlignedTranslation, Literal, MarkupDocument, Placed, Span, model_text,
+                                     place_spans)
+from attnmt.documents.protected import PROTECTED, has_letters
 
 
 @dataclass(eq=False)
@@ -39,14 +36,6 @@ class Styled:
 
     template: Any
     key: Any = None  # the style key it stands for
-
-
-@dataclass(eq=False)
-class Literal:
-    """Text kept exactly (a URL, a placeholder, inline code), in `template`'s style."""
-
-    text: str
-    template: Any = None
 
 
 @dataclass(eq=False)
@@ -101,18 +90,17 @@ class Unit:
 
 
 class _Builder:
-    def __init__(self, protect: re.Pattern | None, styled: bool):
+    def __init__(self, styled: bool):
         self.parts: list[str] = []
         self.length = 0
         self.breaks: list[int] = []
-        self.protect = protect
         self.styled = styled
 
     def add_text(self, value: str, template: Any) -> list[Span]:
         """Add `value`; its protected stretches become Literal atoms (returned)."""
         spans = []
         pos = 0
-        for match in self.protect.finditer(value) if self.protect else ():
+        for match in PROTECTED.finditer(value):
             self._add(value[pos:match.start()])
             spans.append(Span(Literal(match.group(), template), self.length, self.length, atom=True))
             pos = match.end()
@@ -162,13 +150,13 @@ class _Builder:
 
 
 def build_unit(pieces: Sequence[Piece], write: Callable[[list[str | Placed], Any], None], *,
-               protect: re.Pattern | None = URL, styled: bool = False) -> Unit | None:
+               styled: bool = False) -> Unit | None:
     """The unit of `pieces`, or None when it holds nothing for the model (no letters: empty,
-    numbers, punctuation, only URLs). `write(content, base)` writes a translation back."""
-    builder = _Builder(protect, styled)
+    numbers, punctuation, only URLs or placeholders). `write(content, base)` writes a translation back."""
+    builder = _Builder(styled)
     spans, base = builder.level(pieces)
     joined = "".join(builder.parts)
-    if not LETTER.search(joined):
+    if not has_letters(joined):
         return None
     return Unit(joined, spans, builder.breaks, lambda content: write(content, base), base)
 

@@ -6,6 +6,9 @@ text of each page; lines are joined into paragraphs (a blank line, or a short li
 sentence, ends one; a hyphen at a line's end joins the word), each paragraph translated and
 written on its own line, a blank line between paragraphs and a form feed between pages. Layout,
 fonts and pictures are not kept: writing a PDF back would need its text positions re-flowed.
+The work a PDF may take is bounded (Limits.max_pdf_stream_bytes: its pages' content streams
+inflated; Limits.max_pdf_operations: operations pypdf's extraction runs, a form drawn N times
+counted N times), and lines are joined in linear time.
 """
 
 from __future__ import annotations
@@ -86,26 +89,75 @@ SENTENCE_END = re.compile(r"[.!?:;\"'»”)]\s*$")
 
 
 def pdf_paragraphs(page_text: str) -> list[str]:
-    """A page's extracted lines joined into paragraphs."""
+    """A page's extracted lines joined into paragraphs, in time linear in the text (each
+    paragraph's lines are joined once, at its end)."""
     lines = [line.strip() for line in page_text.splitlines()]
     longest = max((len(line) for line in lines), default=0)
-    paragraphs, current = [], ""
+    paragraphs: list[str] = []
+    current: list[str] = []  # the lines (and the spaces between them) of the paragraph being read
+
+    def end() -> None:
+        if current:
+            paragraphs.append("".join(current))
+            current.clear()
+
     for line in lines:
         if not line:
-            if current:
-                paragraphs.append(current)
-            current = ""
+            end()
             continue
-        if current.endswith("-") and len(current) > 1 and current[-2].isalpha() and line[:1].islower():
-            current = current[:-1] + line
-        else:
-            current = f"{current} {line}" if current else line
+        last = current[-1] if current else ""
+        if last.endswith("-") and len(last) > 1 and last[-2].isalpha() and line[:1].islower():
+            current[-1] = last[:-1]  # a word hyphenated across the line end, joined
+        elif current:
+            current.append(" ")
+        current.append(line)
         if SENTENCE_END.search(line) and len(line) < 0.7 * longest:
-            paragraphs.append(current)
-            current = ""
-    if current:
-        paragraphs.append(current)
+            end()
+    end()
     return paragraphs
+
+
+class _PdfBudget:
+    """The work a PDF's text may take: content-stream operations, counted as pypdf's extraction
+    runs them (a Form XObject drawn 1,000 times counts 1,000 times), stopped past the limit."""
+
+    class Spent(Exception):
+        pass
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.count = 0
+
+    def visit(self, operator, operands, cm, tm) -> None:
+        self.count += 1
+        if self.count > self.limit:
+            raise self.Spent()
+
+
+def _stream_bytes(page, limit: int) -> int:
+    """The inflated bytes of a page's contents and of every Form XObject it can draw (each
+    counted once), checked as each is inflated (pypdf bounds each stream's inflation)."""
+    from pypdf.generic import IndirectObject
+
+    total = len(page.get_contents().get_data()) if page.get_contents() is not None else 0
+    seen, stack = set(), [page.get("/Resources")]
+    while stack and total <= limit:
+        resources = stack.pop()
+        resources = resources.get_object() if isinstance(resources, IndirectObject) else resources
+        if not hasattr(resources, "get"):
+            continue
+        xobjects = resources.get("/XObject")
+        xobjects = xobjects.get_object() if xobjects is not None else {}
+        for ref in (xobjects.values() if hasattr(xobjects, "values") else ()):
+            key = (ref.idnum, ref.generation) if isinstance(ref, IndirectObject) else id(ref)
+            if key in seen:
+                continue
+            seen.add(key)
+            xobject = ref.get_object()
+            if getattr(xobject, "get", lambda k: None)("/Subtype") == "/Form":
+                total += len(xobject.get_data())
+                stack.append(xobject.get("/Resources"))
+    return total
 
 
 class PdfDocument(_Lines):
@@ -127,12 +179,28 @@ class PdfDocument(_Lines):
             raise DocumentError(f"{name}: a PDF that cannot be read ({type(err).__name__}: {err})") from None
         if count > MAX_PAGES:
             raise DocumentTooLarge(f"{name}: {count} pages; at most {MAX_PAGES} are read")
+        budget = _PdfBudget(limits.max_pdf_operations)
         lines: list[str] = []
         for number in range(count):
+            where = f"{name}: page {number + 1}"
             try:
-                page_text = reader.pages[number].extract_text() or ""
+                page = reader.pages[number]
+                size = _stream_bytes(page, limits.max_pdf_stream_bytes)
+                if size > limits.max_pdf_stream_bytes:
+                    raise DocumentTooLarge(f"{where}: its content streams inflate past "
+                                           f"{limits.max_pdf_stream_bytes:,} bytes; at most that is read")
+                page_text = page.extract_text(visitor_operand_before=budget.visit) or ""
+            except (DocumentError, _PdfBudget.Spent) as err:
+                if isinstance(err, DocumentError):
+                    raise
+                raise DocumentTooLarge(f"{where}: the PDF's pages draw more than {budget.limit:,} operations "
+                                       f"up to here; at most that many are read (extract its text "
+                                       f"with another tool and translate the .txt)") from None
             except Exception as err:
-                raise DocumentError(f"{name}: page {number + 1}: its text cannot be extracted "
+                if budget.count > budget.limit:  # pypdf wrapped the stop in an error of its own
+                    raise DocumentTooLarge(f"{where}: the PDF's pages draw more than {budget.limit:,} "
+                                           f"operations up to here; at most that many are read") from None
+                raise DocumentError(f"{where}: its text cannot be extracted "
                                     f"({type(err).__name__}: {err})") from None
             if number:
                 lines.append("\f")

@@ -12,7 +12,7 @@ from typing import Sequence
 from attnmt.documents.paragraphs import Units, build_unit, plain_text, text
 from attnmt.documents.plain import decode_text
 from attnmt.documents.safety import DocumentError, DocumentTooLarge, Limits
-from attnmt.documents.markup import AlignedTranslation, MarkupDocument
+from attnmt.documents.markup import AlignedTranslation, MarkupDocument, TooDeep
 
 TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 
@@ -58,8 +58,10 @@ class SubtitleDocument:
             if TAG.search(subtitle.content):
                 try:
                     self.parts.append((i, MarkupDocument(subtitle.content)))
-                except ValueError as err:
+                except TooDeep as err:
                     raise DocumentTooLarge(f"{name}: subtitle {subtitle.index}: {err}") from None
+                except ValueError as err:
+                    raise DocumentError(f"{name}: subtitle {subtitle.index}: {err}") from None
             else:
                 self.units.add(build_unit([text(subtitle.content)], self._writer(i)))
 

@@ -5,11 +5,13 @@ Two shapes of XML hold a paragraph's text:
   each with its properties (rPr) and its text (t); links and tracked insertions wrap runs.
   `RunDialect`, `run_unit`.
 - mixed content (OpenDocument's text:p, XLIFF's source/target): text and inline elements
-  interleaved, as in HTML. `MixedDialect`, `mixed_unit`.
+  interleaved, as in HTML. `MixedDialect`, `mixed_unit`. ODF's text:span is read as Word's runs
+  are (a style each: LibreOffice wraps every run in one), links and XLIFF's codes as groups.
 
-Only text is rewritten: paragraph properties, fields, drawings, bookmarks, footnote marks, tabs
-and breaks are kept (as atoms, placed at their relative position); the runs' properties are
-copied onto the runs that carry the translated text.
+Only text is rewritten: paragraph properties, fields (their code, and every result but a
+HYPERLINK's), drawings and text boxes (moved, never copied: their own paragraphs are units of
+their own), bookmarks, footnote marks, tabs and breaks are kept (as atoms, placed at their
+relative position); the runs' properties are copied onto the runs that carry the translated text.
 """
 
 from __future__ import annotations
@@ -21,8 +23,7 @@ from typing import Any, Callable
 
 from lxml import etree
 
-from attnmt.documents.paragraphs import (URL, Group, Literal, Piece, Styled, Unit, atom, build_unit, group,
-                                         text)
+from attnmt.documents.paragraphs import Group, Literal, Piece, Styled, Unit, atom, build_unit, group, text
 from attnmt.documents.safety import DocumentTooLarge
 from attnmt.documents.markup import Placed
 
@@ -100,6 +101,17 @@ DRAWING = RunDialect(A, first=frozenset({"pPr"}), last=frozenset({"endParaRPr"})
                      code=_drawing_code)
 
 
+@dataclass(eq=False)
+class RunPart:
+    """A run's part that is not its text (a tab, a break, a drawing, a text box, a field
+    character, a footnote mark): written back as a run of its own with the run's properties.
+    The part itself is moved there, never copied, so that paragraphs inside it (a text box's)
+    keep the translation their own units write."""
+
+    props: Any
+    part: Any
+
+
 def _style_key(props, dialect: RunDialect) -> bytes:
     """Run properties as a key: runs whose keys are equal are one style (language and spelling
     marks ignored)."""
@@ -133,9 +145,40 @@ def _text_element(dialect: RunDialect, value: str) -> Any:
     return element
 
 
-def run_pieces(parent, dialect: RunDialect, depth: int, limit: int, where: str) -> list[Piece]:
+class _Fields:
+    """Word's complex fields (w:fldChar begin / w:instrText / separate / end) open around the runs
+    being read: a field's result (a page number, a date, a cross-reference) is the field's to
+    compute, kept exactly; a HYPERLINK field's result is the text a reader sees, translated."""
+
+    def __init__(self):
+        self.open: list[list[str]] = []  # the instruction text of each field open, outer first
+
+    def keeps_text(self) -> bool:
+        return any(not "".join(instruction).strip().upper().startswith("HYPERLINK") for instruction in self.open)
+
+    def read(self, part, dialect: RunDialect) -> None:
+        name = local(part)
+        if name == "fldChar":
+            kind = part.get(dialect.q("fldCharType"))
+            if kind == "begin":
+                self.open.append([])
+            elif kind == "end" and self.open:
+                self.open.pop()
+        elif name == "instrText" and self.open:
+            self.open[-1].append(part.text or "")
+
+
+def _simple_field_kept(element, dialect: RunDialect) -> bool:
+    """A w:fldSimple other than a HYPERLINK: its result is kept whole."""
+    return local(element) == "fldSimple" and not (element.get(dialect.q("instr")) or "").strip().upper().startswith(
+        "HYPERLINK")
+
+
+def run_pieces(parent, dialect: RunDialect, depth: int, limit: int, where: str,
+               fields: _Fields | None = None) -> list[Piece]:
     """The pieces of a paragraph (or of a group inside one). Nothing in the tree is changed."""
     _too_deep(depth, limit, where)
+    fields = fields if fields is not None else _Fields()
     pieces: list[Piece] = []
     for child in parent:
         name = local(child)
@@ -152,15 +195,15 @@ def run_pieces(parent, dialect: RunDialect, depth: int, limit: int, where: str) 
                     continue
                 if namespace(part) == dialect.ns and part_name == dialect.text:
                     value = part.text or ""
-                    if code:
+                    if code or fields.keeps_text():
                         pieces.append(atom(Literal(value, props)))
                     elif value:
                         pieces.append(text(value, key, props))
                 else:  # a tab, a break, a drawing, a field character, a footnote mark: its own run
-                    pieces.append(atom(_new_run(dialect, props, copy.deepcopy(part)),
-                                       breaks=part_name in dialect.breaks))
-        elif name in dialect.groups:
-            pieces.append(group(child, run_pieces(child, dialect, depth + 1, limit, where)))
+                    fields.read(part, dialect)
+                    pieces.append(atom(RunPart(props, part), breaks=part_name in dialect.breaks))
+        elif name in dialect.groups and not _simple_field_kept(child, dialect):
+            pieces.append(group(child, run_pieces(child, dialect, depth + 1, limit, where, fields)))
         else:
             pieces.append(atom(child, breaks=name in dialect.breaks))
     return pieces
@@ -186,6 +229,8 @@ def _runs(content: list[str | Placed], base, dialect: RunDialect) -> list[Any]:
             out.extend(_runs(piece.content, node.template, dialect))
         elif isinstance(node, Literal):
             out.append(_new_run(dialect, node.template, _text_element(dialect, node.text)))
+        elif isinstance(node, RunPart):
+            out.append(_new_run(dialect, node.props, node.part))  # moves the part out of its old run
         elif isinstance(node, Group):
             for child in list(node.element):
                 node.element.remove(child)
@@ -209,29 +254,44 @@ def run_unit(paragraph, dialect: RunDialect, *, limit: int, where: str) -> Unit 
             paragraph.remove(child)
         paragraph.extend(first + _runs(content, base, dialect) + last)
 
-    return build_unit(pieces, write, protect=URL, styled=True)
+    return build_unit(pieces, write, styled=True)
 
 
 # ---- mixed content (OpenDocument, XLIFF) --------------------------------------------------------
 
 @dataclass(frozen=True)
 class MixedDialect:
-    """Which inline elements of a mixed-content format wrap text (groups), separate words
-    (breaks) or stand for spaces; every other element is an atom. Qualified names."""
+    """Which inline elements of a mixed-content format wrap text (groups: a link, an XLIFF code),
+    style the text they wrap (styles: ODF's text:span, read as runs are in Word: the style of
+    most characters is the level's base, each stretch of another is placed as one span), separate
+    words (breaks) or stand for spaces; every other element is an atom. Qualified names."""
 
     groups: frozenset
+    styles: frozenset = frozenset()
     breaks: frozenset = frozenset()
     spaces: str | None = None        # ODF's <text:s text:c="N"/>: N spaces
     spaces_count: str | None = None
     code: Callable[[Any], bool] = lambda element: False
-    protect: re.Pattern = URL
 
 
-def mixed_pieces(element, dialect: MixedDialect, depth: int, limit: int, where: str) -> list[Piece]:
+def _chain_key(chain: tuple) -> tuple:
+    """The style of text inside the styling elements `chain` (outer first): their tags and attributes."""
+    return tuple((element.tag, tuple(sorted(element.attrib.items()))) for element in chain)
+
+
+def mixed_pieces(element, dialect: MixedDialect, depth: int, limit: int, where: str,
+                 chain: tuple = ()) -> list[Piece]:
+    """The pieces of a mixed-content element; text inside styling elements (`chain`, outer first)
+    carries their style. Nothing in the tree is changed."""
     _too_deep(depth, limit, where)
     pieces: list[Piece] = []
+    key = _chain_key(chain)
+
+    def add(value: str) -> None:
+        pieces.append(text(value, key, chain))
+
     if element.text:
-        pieces.append(text(element.text))
+        add(element.text)
     for child in element:
         tag = child.tag if isinstance(child.tag, str) else None
         if tag is not None and tag == dialect.spaces:
@@ -239,48 +299,70 @@ def mixed_pieces(element, dialect: MixedDialect, depth: int, limit: int, where: 
                 count = min(max(int(child.get(dialect.spaces_count, "1")), 1), 1000)
             except ValueError:
                 count = 1
-            pieces.append(text(" " * count))
+            add(" " * count)
         elif tag in dialect.breaks:
             pieces.append(atom(child, breaks=True))
+        elif tag in dialect.styles and not dialect.code(child):
+            pieces.extend(mixed_pieces(child, dialect, depth + 1, limit, where, chain + (child,)))
         elif tag in dialect.groups and not dialect.code(child):
-            pieces.append(group(child, mixed_pieces(child, dialect, depth + 1, limit, where)))
+            pieces.append(group(child, mixed_pieces(child, dialect, depth + 1, limit, where, chain)))
         else:
             pieces.append(atom(child))
         if child.tail:
-            pieces.append(text(child.tail))
+            add(child.tail)
     return pieces
 
 
-def fill_mixed(element, content: list[str | Placed]) -> None:
-    """Replace `element`'s text and children by placed content (its attributes and tail kept)."""
+def fill_mixed(element, content: list[str | Placed], base: tuple | None = None) -> None:
+    """Replace `element`'s text and children by placed content (its attributes and tail kept):
+    plain text in the styling elements of `base` (the level's base style), a Styled stretch in
+    its own, each written as new copies of those elements (their attributes, not their text)."""
     for child in list(element):
         element.remove(child)
     element.text = None
-    last = None
+    state = {"last": None, "wrapper": None}  # the node written last; the (chain, innermost) text goes into
 
-    def add(value: str) -> None:
-        if last is None:
+    def add(value: str, chain: tuple) -> None:
+        if not value:
+            return
+        wrapper = state["wrapper"]
+        if chain and wrapper is not None and wrapper[0] == chain:
+            wrapper[1].text = (wrapper[1].text or "") + value
+            return
+        if chain:
+            outer = inner = etree.SubElement(element, chain[0].tag, dict(chain[0].attrib))
+            for styling in chain[1:]:
+                inner = etree.SubElement(inner, styling.tag, dict(styling.attrib))
+            inner.text = value
+            state["last"], state["wrapper"] = outer, (chain, inner)
+        elif state["last"] is None:
             element.text = (element.text or "") + value
         else:
-            last.tail = (last.tail or "") + value
+            state["last"].tail = (state["last"].tail or "") + value
 
-    for piece in content:
-        if isinstance(piece, str):
-            add(piece)
-        elif isinstance(piece.node, Literal):
-            add(piece.node.text)
-        elif isinstance(piece.node, Group):
-            fill_mixed(piece.node.element, piece.content)
-            piece.node.element.tail = None
-            element.append(piece.node.element)
-            last = piece.node.element
-        else:
-            piece.node.tail = None
-            element.append(piece.node)
-            last = piece.node
+    def place(node) -> None:
+        node.tail = None
+        element.append(node)
+        state["last"], state["wrapper"] = node, None
+
+    def write(pieces: list[str | Placed], chain: tuple) -> None:
+        for piece in pieces:
+            if isinstance(piece, str):
+                add(piece, chain)
+            elif isinstance(piece.node, Literal):
+                add(piece.node.text, piece.node.template or ())
+            elif isinstance(piece.node, Styled):
+                write(piece.content, piece.node.template or ())
+            elif isinstance(piece.node, Group):
+                fill_mixed(piece.node.element, piece.content, piece.node.base)
+                place(piece.node.element)
+            else:
+                place(piece.node)
+
+    write(content, base or ())
 
 
 def mixed_unit(element, dialect: MixedDialect, *, limit: int, where: str) -> Unit | None:
     """The unit of a mixed-content element (None: nothing to translate), written back into it."""
     pieces = mixed_pieces(element, dialect, 0, limit, where)
-    return build_unit(pieces, lambda content, base: fill_mixed(element, content), protect=dialect.protect)
+    return build_unit(pieces, lambda content, base: fill_mixed(element, content, base), styled=True)

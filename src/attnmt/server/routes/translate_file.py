@@ -6,7 +6,9 @@ Every format of attnmt.documents (its table: documents/formats.py) is read by th
 package and translated with its structure kept: .txt line by line, .html with its markup, .docx,
 .pptx, .odt, .odp, .epub, .srt, .po and .xliff in their own format; a .pdf comes back as .txt.
 A file over --file-limit-kb, or one that inflates past the limits of documents.Limits.for_upload,
-gets 413; an empty file, another extension, a second file, a file that is not UTF-8 or not what
+gets 413, as does one of more than --max-sentences sentences; an input cut (a paragraph past
+search.max_input_tokens) is said in `warnings`, a key LibreTranslate's clients ignore; an empty
+file, another extension, a second file, a file that is not UTF-8 or not what
 its extension says, a corrupt or encrypted one get 400; a full store 429; a name that is not one
 the store gave out, or has expired, 404.
 """
@@ -32,7 +34,8 @@ from attnmt.server.schemas import ErrorResponse, TranslateFileResponse
 
 router = APIRouter(tags=["LibreTranslate"])
 
-FIELDS = ("source", "target", "api_key")
+FIELDS = ("source", "target", "api_key", "retranslate")
+YES_NO = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False, "": False}
 DETECT_CHARS = 4000  # `source: auto` guesses the language from the first characters of the file's text
 DOWNLOAD_TYPES = tuple(dict.fromkeys(format_of(fmt.output_suffix).media_type for fmt in FORMATS))  # of translations
 
@@ -51,7 +54,10 @@ _FILE_DOC = {"requestBody": {"required": True, "content": {"multipart/form-data"
                  "description": f"a document, by its extension: {describe_formats()}; text formats in UTF-8"},
         "source": {"type": "string", "description": "source language code, or 'auto'"},
         "target": {"type": "string", "description": "target language code"},
-        "api_key": {"type": "string", "description": "needed when the server runs with --api-key"}}}}}}}
+        "api_key": {"type": "string", "description": "needed when the server runs with --api-key"},
+        "retranslate": {"type": "string", "enum": ["true", "false"],
+                        "description": "a .po or XLIFF file's existing translations: translated again (true) "
+                                       "or kept (false, the default); machine output is marked for review"}}}}}}}
 
 
 def get_files(request: Request) -> FileStore:
@@ -102,7 +108,8 @@ def file_format(upload: UploadFile) -> Format:
         raise ApiError(400, "Invalid request: " + str(err).removeprefix("the file: ")) from None
 
 
-@router.post("/translate_file", response_model=TranslateFileResponse, responses=ERRORS, openapi_extra=_FILE_DOC)
+@router.post("/translate_file", response_model=TranslateFileResponse, response_model_exclude_none=True,
+             responses=ERRORS, openapi_extra=_FILE_DOC)
 async def translate_file(request: Request, models: ModelSet = Depends(get_models)) -> TranslateFileResponse:
     """Translate a file (.txt, .html, .docx, .pptx, .odt, .odp, .epub, .srt, .po, .xliff; .pdf into
     .txt); the answer is the URL of the translation (served for --files-expire-minutes)."""
@@ -113,6 +120,9 @@ async def translate_file(request: Request, models: ModelSet = Depends(get_models
         if not fields.get(name):
             raise ApiError(400, f"Invalid request: missing {name} parameter")
     fmt = file_format(upload)
+    retranslate = YES_NO.get(fields.get("retranslate", "").strip().lower())
+    if retranslate is None:
+        raise ApiError(400, "Invalid request: retranslate must be true or false")
     settings = models.default.settings
     data = await upload.read(settings.file_limit_kb * 1000 + 1)
     if len(data) > settings.file_limit_kb * 1000:
@@ -120,14 +130,17 @@ async def translate_file(request: Request, models: ModelSet = Depends(get_models
     source, target = fields["source"], fields["target"]
     if source != "auto":
         models.legs(source, target)  # directly, or through a pivot language; refused before the file is read
-    document = await read_upload(data, fmt.suffix, target, file_limit_bytes=settings.file_limit_kb * 1000)
+    document = await read_upload(data, fmt.suffix, target, file_limit_bytes=settings.file_limit_kb * 1000,
+                                 retranslate=retranslate)
     if source == "auto":  # the language of the document's own text (an HTML file's without its tags)
         readable = " ".join(document.sentences)[:DETECT_CHARS]
         source = (await detect_sources(request, models, [readable], target))[0]["language"]
         models.legs(source, target)
-    translated = await translate_parsed(models, document, source, target, max_sentences=settings.max_sentences)
+    translated, warnings = await translate_parsed(models, document, source, target,
+                                                  max_sentences=settings.max_sentences)
     name = await asyncio.to_thread(store.save, translated, fmt.output_suffix)
-    return TranslateFileResponse(translatedFileUrl=str(request.url_for("download_file", name=name)))
+    return TranslateFileResponse(translatedFileUrl=str(request.url_for("download_file", name=name)),
+                                 warnings=warnings or None)
 
 
 @router.get("/download_file/{name}", name="download_file", response_class=FileResponse,
