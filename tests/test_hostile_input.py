@@ -1,6 +1,7 @@
 """Hostile and broken input: every case gets a clear message or a sane result, never a crash."""
 
 import gzip
+import re
 import logging
 
 import pytest
@@ -112,3 +113,124 @@ def test_megabyte_line_in_training_data_is_dropped_and_counted(tmp_path, toy_cor
     with caplog.at_level(logging.INFO):
         train(cfg, tmp_path / "run")
     assert "prepared 599 of 600 pairs read (too_long 1)" in caplog.text
+
+
+# ----------------------------------------------------------------------------- files of special kinds (issue 66 C)
+
+def _special(kind: str, folder):
+    """A path of `kind` in `folder`: a FIFO with no writer, a link to /dev/zero (endless), a link to a
+    FIFO, or a folder; named like a line file and like a .docx."""
+    import os
+
+    path = folder / f"{kind}.txt"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "zero-link":
+        path.symlink_to("/dev/zero")
+    elif kind == "fifo-link":
+        os.mkfifo(folder / "the-fifo")
+        path.symlink_to(folder / "the-fifo")
+    elif kind == "folder":
+        path.mkdir()
+    return path
+
+
+def _within(seconds, fn, *args):
+    """fn(*args) in a thread; fails the test when it does not return in time (a reader blocked on a
+    FIFO, or reading /dev/zero for ever) instead of hanging the suite."""
+    import threading
+
+    out = {}
+
+    def call():
+        try:
+            out["value"] = fn(*args)
+        except BaseException as err:  # noqa: BLE001 (reported below)
+            out["error"] = err
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"{fn.__name__}{args} did not return within {seconds} s"
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+KINDS = ["fifo", "zero-link", "fifo-link", "folder"]
+NOT_REGULAR = r"not a regular file|is a folder"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_cli_reader_refuses_a_file_of_a_special_kind_at_once(toy_run, tmp_path, capsys, kind):
+    """A FIFO, /dev/zero behind a link, a link to a FIFO and a folder, given to each verb that reads
+    a user's file: one line naming it, at once (before: a FIFO blocked for ever, /dev/zero read
+    2.5 GB in 5.6 s). The one exception is the line file `translate -i` streams: a named pipe is
+    read as it comes (tests/test_sharding.py::test_a_pipe_as_input_streams_on_one_process)."""
+    from test_run_safety import one_error_line
+
+    special = _special(kind, tmp_path)
+    good = tmp_path / "good.txt"
+    good.write_text("Hund katze .\n")
+    document = tmp_path / f"{kind}.docx"
+    document.symlink_to(special)
+    glossary = tmp_path / f"{kind}.tsv"
+    glossary.symlink_to(special)
+    streamed = [] if kind.startswith("fifo") else [  # a pipe given to -i streams (`-i <(zcat f.gz)`), as before
+        ["translate", str(toy_run), "-i", str(special)],
+        ["translate", str(toy_run), "-i", str(special), "-o", str(tmp_path / "out.txt")]]
+    argvs = [*streamed,
+             ["translate", str(toy_run), "-i", str(document), "-o", str(tmp_path / "out.docx")],
+             ["translate", str(toy_run), "-i", str(good), "--glossary", str(glossary)],
+             ["score", str(toy_run), "-i", str(special), "-r", str(good)],
+             ["compare", "--hyp", str(special), "--hyp", str(good), "--ref", str(good)]]
+    for argv in argvs:
+        assert _within(60, main, argv) == 2, argv
+        line = one_error_line(capsys.readouterr().err, argv[0])
+        assert re.search(NOT_REGULAR, line) and str(tmp_path) in line, (argv, line)
+    assert not (tmp_path / "out.txt").exists() and not (tmp_path / "out.docx").exists()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_python_readers_refuse_a_file_of_a_special_kind_at_once(translator, tmp_path, kind):
+    from attnmt.data.corpus import read_parallel
+    from attnmt.documents import DocumentError, translate_file
+    from attnmt.files import sha256_file
+
+    special = _special(kind, tmp_path)
+    document = tmp_path / f"{kind}.html"
+    document.symlink_to(special)
+    with pytest.raises(DocumentError, match=NOT_REGULAR):
+        _within(30, translate_file, translator, document)
+    good = tmp_path / "good.de"
+    good.write_text("Hund .\n")
+    with pytest.raises(DataError, match=rf"{NOT_REGULAR}|is a folder, not a text file"):
+        _within(30, lambda: read_parallel(special, good))
+    if kind != "folder":
+        with pytest.raises(OSError, match="not a regular file"):
+            _within(30, sha256_file, special)
+
+
+def test_a_document_named_txt_is_said_to_be_one(toy_run, tmp_path, capsys):
+    """A .docx renamed .txt was read as a line file for 330 s (1.4 GB) with no hint: now the first
+    bytes say what it is."""
+    import zipfile
+
+    from test_run_safety import one_error_line
+
+    fake = tmp_path / "report.txt"
+    with zipfile.ZipFile(fake, "w") as z:
+        z.writestr("word/document.xml", "<w:document/>")
+    for argv in (["translate", str(toy_run), "-i", str(fake)],
+                 ["translate", str(toy_run), "-i", str(fake), "-o", str(tmp_path / "out.txt")]):
+        assert main(argv) == 2
+        line = one_error_line(capsys.readouterr().err, "translate")
+        assert f"{fake}: is a zip archive, not a text file of lines" in line
+
+
+def test_a_document_over_its_limit_is_refused_before_it_is_read(translator, tmp_path):
+    from attnmt.documents import DocumentTooLarge, Limits, translate_file
+
+    big = tmp_path / "big.html"
+    big.write_bytes(b"<p>Hund.</p>" * 1000)
+    with pytest.raises(DocumentTooLarge, match=r"12,000 bytes, over the 5,000 bytes"):
+        translate_file(translator, big, limits=Limits(max_unpacked_bytes=5_000))

@@ -21,6 +21,13 @@ from support.fuzzing import fuzz
 SENTENCES = ["Hund katze haus .", "Rot blau ball wasser .", "Klein ."]
 
 
+def empty_input(run):
+    """An empty line file beside the run (a device such as /dev/null is refused as input)."""
+    path = run.parent / "empty.txt"
+    path.write_text("")
+    return path
+
+
 @pytest.fixture
 def run(toy_run, tmp_path):
     """A private copy of the session's toy run, free to damage."""
@@ -53,7 +60,7 @@ def translations(run_dir):
 def test_a_flipped_byte_in_the_weights_is_refused_naming_the_file(run, capsys):
     weights = best_weights(run)
     flip(weights, weights.stat().st_size - 3)  # inside the last tensor's data
-    err = cli_error(capsys, ["translate", str(run), "-i", "/dev/null"])
+    err = cli_error(capsys, ["translate", str(run), "-i", str(empty_input(run))])
     assert weights.name in err and "corrupted" in err
 
 
@@ -129,7 +136,7 @@ def test_a_changed_run_file_is_refused_naming_it(run, name, capsys):
     path = run / name
     text = path.read_text()
     path.write_text(text.replace("e", "a", 1) if "e" in text else text + " ")
-    err = cli_error(capsys, ["translate", str(run), "-i", "/dev/null"])
+    err = cli_error(capsys, ["translate", str(run), "-i", str(empty_input(run))])
     assert name in err and "sha256 does not match" in err and "delete its entry" in err
 
 
@@ -137,7 +144,7 @@ def test_a_changed_run_file_is_refused_naming_it(run, name, capsys):
 def test_malformed_tokenizer_settings_get_one_line(run, settings_json, capsys):
     (run / "tokenizers.json").write_text(settings_json)
     (run / "checksums.json").unlink()  # a run from before checksums: the settings' own checks speak
-    err = cli_error(capsys, ["translate", str(run), "-i", "/dev/null"])
+    err = cli_error(capsys, ["translate", str(run), "-i", str(empty_input(run))])
     assert "tokenizers.json" in err
 
 

@@ -10,6 +10,7 @@ command exits 2 with one line naming both paths and that nothing on disk changed
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -200,9 +201,9 @@ def test_a_line_without_end_is_refused_at_once_naming_file_line_and_limit(worlds
     run = worlds["rnn"]
     python = [sys.executable, "-m", "attnmt"]
     rc, err, peak = _run_bounded([*python, "translate", str(run), "-i", "/dev/zero", "-o", "out.txt"], cwd=tmp_path)
-    assert rc == 2 and one_error_line(err, "translate") == (
-        f"attnmt translate: error: /dev/zero:1: a line longer than {LINE_BYTES} bytes (the most attnmt reads as "
-        f"one line; is it a text file, one sentence per line?)"), err
+    assert rc == 2 and one_error_line(err, "translate") == (  # a device is no line file: refused unread
+        "attnmt translate: error: /dev/zero: it is a character device, not a regular file: attnmt reads only "
+        "regular files (pipe text in on the standard input instead)"), err
     assert peak < 1_000_000_000, peak
     with open("/dev/zero", "rb") as zeros:  # stdin
         rc, err, _ = _run_bounded([*python, "translate", str(run)], stdin=zeros, cwd=tmp_path)
@@ -380,3 +381,108 @@ def _main_capturing(argv: list[str]) -> tuple[int, str]:
     with contextlib.redirect_stderr(err):
         code = main(argv)
     return code, err.getvalue()
+
+
+# ----------------------------------------------------------------------------- issue 66 D: only what it recorded
+
+@pytest.fixture(scope="module")
+def random_transformer(tmp_path_factory):
+    """A Transformer run with random weights (CTranslate2 exports it; no transformers needed)."""
+    pytest.importorskip("ctranslate2")
+    from support.toy import make_random_run
+
+    return make_random_run(tmp_path_factory.mktemp("random") / "run")
+
+
+def test_export_force_deletes_only_the_files_it_recorded(random_transformer, tmp_path, capsys):
+    """`export --force` matched names (*.model, attnmt_*.json) and deleted the user's keep.model/,
+    attnmt_notes.json, user.model and a whole run copied to other-run.model/; now it replaces
+    only a folder whose every file is one its record (attnmt_written.json) lists, unchanged."""
+    from attnmt.files import WRITTEN
+
+    run, out = random_transformer, tmp_path / "exp"
+    assert main(["export", str(run), "-o", str(out)]) == 0
+    record = json.loads((out / WRITTEN).read_text())
+    assert sorted(record["files"]) == sorted(p.name for p in out.iterdir() if p.name != WRITTEN)
+    assert all(entry["sha256"] == hashlib.sha256((out / name).read_bytes()).hexdigest()
+               for name, entry in record["files"].items())
+    assert main(["export", str(run), "-o", str(out), "--force"]) == 0  # its own earlier export: replaced
+    for name, make in (("keep.model/notes.txt", "dir"), ("attnmt_notes.json", "file"), ("user.model", "file"),
+                       ("other-run.model/config.json", "dir")):
+        target = out / name
+        target.parent.mkdir(exist_ok=True)
+        target.write_text("the user's")
+        before = snapshot(out)
+        assert main(["export", str(run), "-o", str(out), "--force"]) == 2, name
+        line = one_error_line(capsys.readouterr().err, "export")
+        assert "holds files attnmt did not write" in line and name.split("/")[0] in line, line
+        assert snapshot(out) == before  # nothing deleted, nothing written
+        shutil.rmtree(out / name.split("/")[0]) if "/" in name else target.unlink()
+    (out / "model.bin").write_bytes(b"the user's own model.bin")  # a recorded name, other bytes
+    assert main(["export", str(run), "-o", str(out), "--force"]) == 2
+    assert "model.bin (changed since attnmt wrote it)" in one_error_line(capsys.readouterr().err, "export")
+    assert (out / "model.bin").read_bytes() == b"the user's own model.bin"
+    (out / WRITTEN).unlink()  # an export of an attnmt before the record, or a folder of the user's
+    assert main(["export", str(run), "-o", str(out), "--force"]) == 2
+    assert f"no record of its own, {WRITTEN}" in one_error_line(capsys.readouterr().err, "export")
+
+
+def test_a_forged_or_broken_record_deletes_nothing(tmp_path):
+    """Records that name files outside the folder, are links, are not JSON or list a changed
+    file: refuse_replacing refuses, and remove_written never deletes outside what it lists."""
+    from attnmt.errors import AttnmtError
+    from attnmt.files import WRITTEN, record_written, refuse_replacing, remove_written, staged_folder
+
+    outside = tmp_path / "thesis.tex"
+    outside.write_text("years of work")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.bin").write_bytes(b"attnmt's")
+    record_written(out, kind="a test output")
+    refuse_replacing(out, kind="a test output", flag="--force")  # passes: everything recorded
+    good = (out / WRITTEN).read_text()
+    for forged in (json.dumps({"format": "attnmt-written-1", "files": {"../thesis.tex": {"bytes": 13, "sha256": "0"}}}),
+                   json.dumps({"format": "attnmt-written-1", "files": {str(outside): {"bytes": 13, "sha256": "0"}}}),
+                   "{not json", json.dumps({"format": "other", "files": {}})):
+        (out / WRITTEN).write_text(forged)
+        with pytest.raises(AttnmtError, match="attnmt did not write"):
+            refuse_replacing(out, kind="a test output", flag="--force")
+        remove_written(out)
+        assert outside.read_text() == "years of work" and (out / "a.bin").exists()
+        (out / WRITTEN).write_text(good)
+    (out / WRITTEN).unlink()
+    (out / WRITTEN).symlink_to(outside)  # a link in the record's place is no record
+    with pytest.raises(AttnmtError, match="attnmt did not write"):
+        refuse_replacing(out, kind="a test output", flag="--force")
+    (out / WRITTEN).unlink()
+    record_written(out, kind="a test output")
+    with pytest.raises(AttnmtError, match=r"holds files attnmt did not write \(late\.txt\)"):
+        with staged_folder(out, kind="a test output") as staging:  # a file appears while the new one is written
+            (staging / "b.bin").write_bytes(b"new")
+            (out / "late.txt").write_text("the user's, meanwhile")
+    assert (out / "late.txt").exists() and (out / "a.bin").exists() and not (out / "b.bin").exists()
+    (out / "late.txt").unlink()
+    with staged_folder(out, kind="a test output") as staging:
+        (staging / "b.bin").write_bytes(b"new")
+    assert sorted(p.name for p in out.iterdir()) == sorted(["b.bin", WRITTEN])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "thesis.tex"]  # nothing left aside
+
+
+def test_average_force_replaces_only_an_unchanged_average(toy_run, tmp_path, capsys):
+    """--force over a file whose metadata says `averaged` but whose tensors are not the ones it
+    recorded (edited, or a forged header) is refused: the file's own record must still hold."""
+    import torch
+    from safetensors.torch import save_file
+
+    run = tmp_path / "run"
+    shutil.copytree(toy_run, run)
+    average = tmp_path / "avg.safetensors"
+    assert main(["average", str(run), "--last", "2", "-o", str(average)]) == 0
+    assert main(["average", str(run), "--last", "2", "-o", str(average), "--force"]) == 0
+    save_file({"w": torch.zeros(2)}, str(average), metadata={"averaged": "epoch_1", "attnmt_sha256": "0" * 64})
+    assert main(["average", str(run), "--last", "2", "-o", str(average), "--force"]) == 2
+    assert "is not an earlier average as `attnmt average` wrote it" in one_error_line(capsys.readouterr().err,
+                                                                                      "average")
+    save_file({"w": torch.zeros(2)}, str(average), metadata={"averaged": "epoch_1"})  # no digest: not its record
+    assert main(["average", str(run), "--last", "2", "-o", str(average), "--force"]) == 2
+    capsys.readouterr()

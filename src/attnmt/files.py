@@ -11,9 +11,14 @@ output): an OS lock on a file in it, released by the kernel when its holder ends
 (forked children close their copy at the fork); the file is opened without following links and
 written only when it is a plain file of its own; a lock whose recorded holder has ended is taken over.
 `refuse_overwrite` is the one rule of every command that writes: an output never equals, contains
-or lies inside what the command reads (links resolved), checked before any work; `refuse_replacing`
-lets `--force` / `--overwrite` replace only an earlier output of the same kind, never a folder
-holding anything attnmt did not write.
+or lies inside what the command reads (links resolved), checked before any work. What a writing
+verb may delete is one rule too: only what it recorded writing, file by file, in its record inside
+the folder it owns (`record_written` / WRITTEN: each file's size and sha256); `refuse_replacing`
+lets `--force` replace a folder only when everything in it is so recorded and unchanged, and
+`staged_folder` deletes those files one by one, never a tree.
+
+The digest of every record (`sha256_file`) reads a regular file only (a FIFO or device in a
+record's place is refused at once, as untrusted.open_regular refuses them for every user's file).
 """
 
 from __future__ import annotations
@@ -126,9 +131,18 @@ def read_json(path: str | os.PathLike, error: type[Exception] = CheckpointError)
 
 def sha256_file(path: str | os.PathLike) -> str:
     """The hex sha256 of a file's bytes, read in blocks of 4 MiB (the one digest of every integrity
-    record: runs, exports, prepared data, downloads, distillations)."""
+    record: runs, exports, prepared data, downloads, distillations).
+
+    Raises:
+        OSError: it cannot be read, or it is not a regular file (a FIFO or device in a record's
+            place: refused at once rather than read for ever).
+    """
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))  # a FIFO: at once
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # the one rule of untrusted.open_regular_binary
+            raise OSError(errno.EINVAL, "it is not a regular file", str(path))
+        os.set_blocking(fd, True)
         for chunk in iter(lambda: handle.read(1 << 22), b""):
             digest.update(chunk)
     return digest.hexdigest()
@@ -502,30 +516,153 @@ def _hard_link_into(output: Path, folder: Path) -> Path | None:
     return None
 
 
+# ----------------------------------------------------------------------------- what a writing verb may delete
+
+WRITTEN = "attnmt_written.json"  # inside a folder a verb wrote whole: every file it wrote there, with its digest
+WRITTEN_FORMAT = "attnmt-written-1"
+MAX_WRITTEN_BYTES = 1 << 20      # a record lists a few dozen files: a bigger file in its place is not one
+
+
+def _walk(folder: Path) -> tuple[list[str], list[str], list[str]]:
+    """(regular files, folders, anything else: links, pipes, devices) under `folder`, as relative
+    POSIX names, without following links."""
+    files, folders, other = [], [], []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        base = Path(dirpath)
+        for name in dirnames + filenames:
+            path = base / name
+            rel = path.relative_to(folder).as_posix()
+            mode = os.lstat(path).st_mode
+            if stat.S_ISREG(mode):
+                files.append(rel)
+            elif stat.S_ISDIR(mode):
+                folders.append(rel)
+            else:
+                other.append(rel)
+        dirnames[:] = [d for d in dirnames if not (base / d).is_symlink()]
+    return files, folders, other
+
+
+def record_written(folder: str | os.PathLike, *, kind: str) -> None:
+    """Record every file in `folder` (subfolders too) as written by attnmt: its size and sha256,
+    in WRITTEN inside it (the last file written). What `refuse_replacing` and `staged_folder` may
+    later delete is what this lists, unchanged, and nothing else.
+
+    Raises:
+        ValueError: the folder holds a link or something that is not a file (attnmt writes none).
+    """
+    folder = Path(folder)
+    files, _, other = _walk(folder)
+    if other:
+        raise ValueError(f"{folder}: holds {other[0]}, which is not a file")
+    entries = {name: {"bytes": (folder / name).stat().st_size, "sha256": sha256_file(folder / name)}
+               for name in sorted(files) if name != WRITTEN}
+    write_json(folder / WRITTEN, {"format": WRITTEN_FORMAT, "kind": kind, "files": entries})
+
+
+def written_record(folder: str | os.PathLike) -> dict | None:
+    """The files a verb recorded writing into `folder` (name -> {bytes, sha256}); None when there is
+    no record, or the file in its place is not one (too big, not JSON, names outside the folder)."""
+    path = Path(folder) / WRITTEN
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode) or os.lstat(path).st_size > MAX_WRITTEN_BYTES:
+            return None
+        record = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = record.get("files") if isinstance(record, dict) and record.get("format") == WRITTEN_FORMAT else None
+    if not isinstance(files, dict):
+        return None
+    for name, entry in files.items():
+        parts = Path(name).parts
+        if (not isinstance(name, str) or not parts or Path(name).is_absolute() or ".." in parts or name == WRITTEN
+                or not isinstance(entry, dict) or not isinstance(entry.get("bytes"), int)
+                or not isinstance(entry.get("sha256"), str)):
+            return None
+    return files
+
+
+def _foreign(folder: Path, files: dict) -> list[str]:
+    """What in `folder` its record does not account for: a file it does not list or that changed
+    since (size, sha256), a link, a FIFO or device, a folder holding no recorded file."""
+    found, folders, other = _walk(folder)
+    foreign = list(other)
+    for name in found:
+        if name == WRITTEN:
+            continue
+        entry = files.get(name)
+        path = folder / name
+        if entry is None or path.stat().st_size != entry["bytes"] or sha256_file(path) != entry["sha256"]:
+            foreign.append(name + ("" if entry is None else " (changed since attnmt wrote it)"))
+    needed = {parent.as_posix() for name in files for parent in Path(name).parents if parent.as_posix() != "."}
+    foreign += [name + "/" for name in folders if name not in needed]
+    return sorted(foreign)
+
+
+def remove_written(folder: str | os.PathLike) -> list[str]:
+    """Delete, file by file, what `folder`'s record lists (each a regular file of the recorded
+    size), then the record and the folders left empty; never anything else. Returns what is left
+    (empty: the folder is gone)."""
+    folder = Path(folder)
+    files = written_record(folder) or {}
+    for name, entry in files.items():
+        path = folder / name
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_size == entry["bytes"]:
+            path.unlink()
+    (folder / WRITTEN).unlink(missing_ok=True)
+    for dirpath, _, _ in sorted(os.walk(folder), key=lambda item: -len(item[0])):  # deepest first
+        try:
+            os.rmdir(dirpath)
+        except OSError:  # not empty: something attnmt did not write
+            pass
+    return [] if not os.path.lexists(folder) else sorted(_walk(folder)[0] + _walk(folder)[2])
+
+
 @contextmanager
-def staged_folder(output: str | os.PathLike) -> Iterator[Path]:
-    """A new temporary folder beside `output` for the body to fill; renamed into `output`'s place
-    when the body ends without an error (an earlier folder there removed first: the caller has
-    checked with `refuse_replacing` that it may go), removed otherwise. `output` is taken
-    literally (`.` and `..` resolved, links not), so the staging folder is never inside it."""
+def staged_folder(output: str | os.PathLike, *, kind: str = "an output of attnmt") -> Iterator[Path]:
+    """A new temporary folder beside `output` for the body to fill, its files then recorded
+    (`record_written`, as `kind`) and renamed into `output`'s place when the body ends without
+    an error; removed otherwise. An earlier folder there (which the caller has checked with
+    `refuse_replacing` may go) is checked again, moved aside, and only the files its record lists
+    are deleted: a file that appeared meanwhile is kept, said in a warning. `output` is taken
+    literally (`.` and `..` resolved, links not), so the staging folder is never inside it.
+
+    Raises:
+        AttnmtError: the earlier folder no longer passes `refuse_replacing` (nothing replaced).
+    """
     target = Path(os.path.abspath(output))
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         yield staging
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        staging.rename(target)
+        record_written(staging, kind=kind)
+        if os.path.lexists(target) and target.is_dir() and not target.is_symlink() and any(target.iterdir()):
+            refuse_replacing(target, kind=kind, flag="--force")  # again: minutes may have passed
+            aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+            os.rmdir(aside)
+            os.rename(target, aside)
+            staging.rename(target)
+            left = remove_written(aside)
+            if left:
+                log.warning("%s: kept (it holds %s, which attnmt did not write and which appeared while it wrote %s)",
+                            aside, ", ".join(left[:5]), target)
+        else:
+            if target.is_dir() and not target.is_symlink():
+                target.rmdir()  # empty
+            staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def refuse_replacing(folder: str | os.PathLike, *, kind: str, marker: str, owned: Callable[[str], bool],
-                     flag: str) -> None:
-    """What `--force` / `--overwrite` may replace: nothing, an empty folder, or an earlier output
-    of the same kind, recognised by `marker` (a file that kind always holds) and by every entry
-    being one `owned` accepts (a name that kind writes). Never a file, a link, or a folder holding
-    anything attnmt did not write.
+def refuse_replacing(folder: str | os.PathLike, *, kind: str, flag: str) -> None:
+    """What `--force` / `--overwrite` may replace: nothing, an empty folder, or a folder holding
+    only what an earlier output of `kind` recorded writing into it (its WRITTEN record: each
+    file, unchanged since). Never a file, a link, or a folder holding anything else, whatever
+    its name (issue 66 group D: names were matched, and a user's keep.model/ went).
 
     Raises:
         AttnmtError: naming the folder, what is foreign in it and what `flag` replaces.
@@ -538,13 +675,14 @@ def refuse_replacing(folder: str | os.PathLike, *, kind: str, marker: str, owned
                           f"or another output")
     if not path.is_dir():
         raise AttnmtError(f"{folder}: is a file, not a folder; {flag} replaces only {kind}: choose another output")
-    names = sorted(entry.name for entry in os.scandir(path))
-    if not names:
+    if not any(path.iterdir()):
         return
-    if marker not in names:
-        raise AttnmtError(f"{folder}: holds files attnmt did not write (no {marker}: it is not {kind}); {flag} "
-                          f"replaces only {kind}: choose another output, or move them away")
-    foreign = [name for name in names if not owned(name)]
+    files = written_record(path)
+    if files is None:
+        raise AttnmtError(f"{folder}: holds files attnmt did not write (no record of its own, {WRITTEN}: it is not "
+                          f"{kind}, or one written before attnmt recorded its files); {flag} replaces only {kind}: "
+                          f"choose another output, or move them away")
+    foreign = _foreign(path, files)
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise AttnmtError(f"{folder}: holds files attnmt did not write ({shown}); {flag} replaces only {kind}: "
@@ -552,10 +690,11 @@ def refuse_replacing(folder: str | os.PathLike, *, kind: str, marker: str, owned
 
 
 def check_folder_output(output: str | os.PathLike, runs: Mapping[str, str | os.PathLike], *, force: bool, kind: str,
-                        marker: str, owned: Callable[[str], bool], flag: str = "--force") -> None:
+                        flag: str = "--force", marker: str | None = None, owned: Callable | None = None) -> None:
     """A folder output (an export): never over what the command reads (`refuse_overwrite`); an
-    existing non-empty one only with `force`, and then only an earlier output of the same kind
-    (`refuse_replacing`).
+    existing non-empty one only with `force`, and then only what an earlier output recorded
+    writing there (`refuse_replacing`; `staged_folder` writes the record). `marker` and `owned`
+    (names a kind of output holds) are no rule any more: the record decides; callers may drop them.
 
     Raises:
         AttnmtError: naming the output and the reason.
@@ -563,6 +702,6 @@ def check_folder_output(output: str | os.PathLike, runs: Mapping[str, str | os.P
     refuse_overwrite(output, {}, runs)  # before --force could delete anything
     path = Path(output)
     if force:
-        refuse_replacing(path, kind=kind, marker=marker, owned=owned, flag=flag)
+        refuse_replacing(path, kind=kind, flag=flag)
     elif os.path.lexists(path) and (not path.is_dir() or any(path.iterdir())):
         raise AttnmtError(f"{output}: exists and is not empty (use {flag} to replace an earlier export there)")

@@ -161,3 +161,36 @@ def test_a_prepared_file_cut_under_a_running_training_is_one_line_naming_it(tmp_
     lines = [line for line in err.splitlines() if line.startswith("attnmt train: error: ")]
     assert len(lines) == 1 and "Traceback" not in err, err[-2000:]
     assert f"{ids}: cut to 200 bytes while in use" in lines[0]
+
+
+@pytest.mark.parametrize("where", ["partial", "key", "inside"])
+def test_a_fifo_in_the_cache_is_removed_not_waited_on(tmp_path, toy_corpus, where):
+    """Issue 66 E: a FIFO at $ATTNMT_CACHE/prepared/.KEY.partial (or as KEY) blocked `attnmt
+    prepare` in shutil.rmtree for ever, holding the key's lock. Now it is said and removed (never
+    opened), and the data prepared; a FIFO in place of a prepared array is damage, said and healed.
+    Run as a process with a timeout, so that a hang fails instead of blocking the suite."""
+    config = tmp_path / "toy.yaml"
+    config.write_text(toy.config_text(toy_corpus))
+    plan = make_plan(data_config(toy_corpus))
+    plan.root.mkdir(parents=True, exist_ok=True)
+    if where == "inside":
+        prepare(data_config(toy_corpus), workers=1)
+        target = plan.folder / "part000" / "tgt.ids.npy"
+        target.unlink()
+    else:
+        target = plan.partial if where == "partial" else plan.folder
+    os.mkfifo(target)
+    process = subprocess.Popen([sys.executable, "-m", "attnmt", "prepare", str(config), "--workers", "1"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                               env=dict(os.environ))
+    try:
+        _, err = process.communicate(timeout=180)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+    assert process.returncode == 0, err[-2000:]
+    assert "Traceback" not in err
+    again = prepare(data_config(toy_corpus), workers=1)
+    assert len(again) == 600 and leftovers(plan.root) == []
+    assert not os.path.exists(plan.partial)

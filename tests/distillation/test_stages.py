@@ -5,6 +5,7 @@ never stopped), damaged outputs refused, the table printed, a multilingual teach
 import hashlib
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -377,3 +378,81 @@ def test_a_student_shrunk_from_its_teacher_is_distilled(tmp_path, teacher, stude
     for name, tensor in student_weights.items():  # lr 1e-9: what it started from
         assert (tensor - teacher_weights[name]).abs().max() < 1e-5, name
     assert json.loads((d / "report.json").read_text())["rows"][-1]["BLEU"] > 0
+
+
+# ---- issue 66: redo leaves a resumable state, settings type-checked, the teacher never written into
+
+def test_redo_teacher_on_a_finished_distillation_resumes_to_the_same_outputs(damaged, reference, capsys):
+    """`--redo teacher` forgot student_config.json (recorded under the teacher stage) and broke
+    the distillation for good; now every stage is made again, and resuming after it finds
+    everything done. The teacher translates alike and the student trains anew to the same tensors."""
+    from attnmt.checkpoint import recorded_digest
+
+    ref, _ = reference
+    assert main(["distill", "--resume", str(damaged), "--redo", "teacher"]) == 0
+    assert main(["distill", "--resume", str(damaged)]) == 0  # resumable after it: everything done
+    capsys.readouterr()
+    state = json.loads((damaged / "distill.json").read_text())
+    assert all(state["stages"][stage]["done"] for stage in state["stages"])
+    assert state["files"]["student_config.json"]["stage"] == "start"
+    for name in ("teacher/train0.en", "corpus/train0.en", "teacher/test.en"):
+        assert _sha(damaged / name) == _sha(ref / name), name
+    best = json.loads((ref / "student" / "best.json").read_text())["file"]
+    assert recorded_digest(damaged / "student" / best) == recorded_digest(ref / "student" / best)
+
+
+def test_redo_student_trains_it_anew(damaged, capsys):
+    """A redone student starts over (it resumed the finished training, which then did nothing)."""
+    log = damaged / "student" / "metrics.jsonl"
+    first = damaged / "student" / "checkpoints" / "epoch_001.safetensors"
+    os.utime(first, ns=(0, 0))  # marked: trained anew, it is written again
+    assert main(["distill", "--resume", str(damaged), "--redo", "student"]) == 0
+    capsys.readouterr()
+    state = json.loads((damaged / "distill.json").read_text())
+    assert state["stages"]["student"]["done"] and "restart" not in state["stages"]["student"]
+    events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
+    assert events == ["start", "epoch", "epoch", "end"], events
+    assert first.stat().st_mtime_ns != 0  # the first epoch trained again (it was resumed, finished, doing nothing)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("batch_size", "x", "settings.batch_size='x' must be an integer"),
+    ("beam", 0, "settings.beam=0 must be in 1..16"),
+    ("shard_lines", True, "settings.shard_lines=True must be an integer"),
+    ("filter_share", "0.1", "settings.filter_share='0.1' must be a number"),
+    ("quantization", "int3", "settings.quantization='int3': expected one of"),
+    ("teacher", "runs/a", "settings.teacher: expected a list"),
+    ("checkpoint", None, "settings.checkpoint: expected a name or file"),
+])
+def test_a_setting_of_the_wrong_type_is_one_line_naming_it(damaged, capsys, key, value, message):
+    """distill.json with "batch_size": "x" raised TypeError on resume (a traceback, exit 1)."""
+    state = json.loads((damaged / "distill.json").read_text())
+    state["settings"][key] = value
+    (damaged / "distill.json").write_text(json.dumps(state))
+    assert main(["distill", "--resume", str(damaged)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"distill.json: {message}" in err, err
+
+
+@pytest.mark.parametrize("spec", ["+", "++", " + "])
+def test_a_plus_without_a_run_on_a_side_is_one_line(tmp_path, capsys, spec):
+    """`attnmt distill +` raised IndexError."""
+    assert main(["distill", spec, "-o", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "names no run; an ensemble is runs joined by '+'" in err
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_distillation_inside_its_teacher_is_refused(teacher, student_config, capsys):
+    """`-o TEACHER/sub` (or a folder under checkpoints/) wrote a whole distillation inside the run
+    it reads: only "not empty" was checked."""
+    empty = teacher / "checkpoints" / "empty"
+    empty.mkdir()
+    try:
+        for output in (teacher / "sub", empty, teacher):
+            assert main(["distill", str(teacher), "--student", str(student_config), "-o", str(output)]) == 2
+            err = capsys.readouterr().err
+            assert f"{output}: is inside the teacher {teacher}" in err or f"{output}: holds the teacher" in err, err
+        assert not (teacher / "sub").exists() and not any(empty.iterdir())
+    finally:
+        empty.rmdir()

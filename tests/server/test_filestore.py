@@ -10,7 +10,10 @@ import pytest
 
 from attnmt.errors import AttnmtError
 from attnmt.server.api_errors import ApiError
-from attnmt.server.filestore import FileStore
+from attnmt.files import LOCK_FILE
+from attnmt.server.filestore import RECORD, FileStore
+
+OWN_FILES = (RECORD, LOCK_FILE)  # what the store keeps in its folder besides the translations
 
 
 def test_names_are_random_and_only_they_are_found(tmp_path):
@@ -111,7 +114,8 @@ def test_a_full_disk_is_507_and_keeps_nothing_half_written(tmp_path, monkeypatch
     assert refused.value.status == 507 and "No space left on device" in str(refused.value)
     assert str(tmp_path) not in str(refused.value)  # the server's paths stay its own
     monkeypatch.undo()
-    assert [p.name for p in (tmp_path / "store").iterdir()] == [kept]  # nothing half-written; the earlier file kept
+    stored = sorted(p.name for p in (tmp_path / "store").iterdir() if p.name not in OWN_FILES)
+    assert stored == [kept]  # nothing half-written; the earlier file kept (beside the store's record and lock)
     assert (tmp_path / "store" / kept).read_bytes() == b"an earlier translation"
 
 
@@ -134,9 +138,48 @@ def test_a_foreign_file_named_like_a_translation_is_never_served_nor_expired(tmp
     assert again.sweep() == 0 and not (tmp_path / mine).exists()
     assert foreign.read_text() == "the user's"
     again.close()
-    record = tmp_path.parent / f".{tmp_path.name}.attnmt-files.json"
-    assert record.is_file() and sorted(p.name for p in tmp_path.iterdir()) == [foreign.name]  # beside, not in it
+    record = tmp_path / RECORD  # inside the folder it owns (issue 66 D: not beside it, in the parent)
+    assert record.is_file() and sorted(p.name for p in tmp_path.iterdir() if p.name not in OWN_FILES) == [foreign.name]
     record.write_text("{not json")  # a damaged record: nothing is the store's
     third = FileStore(tmp_path, expire_s=60, max_files=10, clock=lambda: now[0])
     assert third.find(foreign.name) is None and third.sweep() == 0 and foreign.exists()
     third.close()
+
+
+def test_a_forged_record_gets_no_file_of_the_users_deleted(tmp_path):
+    """Issue 66 D: the record was kept beside the folder, in its parent, as a list of names; one
+    edited to list the user's files (named like translations) got them deleted at expiry. Now
+    it is inside the folder with each file's size and sha256: a listed file that is not the one
+    the store wrote is left alone, and the old record beside the folder is not read at all."""
+    import json
+
+    now = [1_000_000.0]
+    folder = tmp_path / "fd2"
+    folder.mkdir()
+    users = [folder / ("b" * 32 + ".txt"), folder / ("c" * 32 + ".html")]
+    for path in users:
+        path.write_text("the user's")
+        os.utime(path, (0, 0))  # long expired
+    names = [p.name for p in users]
+    (tmp_path / ".fd2.attnmt-files.json").write_text(json.dumps({"format": "attnmt-filestore-1", "files": names}))
+    (folder / RECORD).write_text(json.dumps({"format": "attnmt-filestore-2", "files": {
+        names[0]: {"bytes": 10, "sha256": "0" * 64},  # the size is right, the digest is not
+        names[1]: {"bytes": 3, "sha256": "1" * 64}}}))
+    store = FileStore(folder, expire_s=60, max_files=10, clock=lambda: now[0])
+    assert all(store.find(name) is None for name in names)
+    assert store.sweep() == 0
+    mine = store.save(b"translated", ".txt")
+    os.utime(folder / mine, (now[0], now[0]))
+    now[0] += 3600
+    assert store.sweep() == 0 and not (folder / mine).exists()  # its own file, expired: deleted
+    store.close()
+    assert all(path.read_text() == "the user's" for path in users)
+    (folder / mine).write_text("replaced by the user")  # a name the store wrote, now other bytes
+    record = json.loads((folder / RECORD).read_text())
+    record["files"][mine] = {"bytes": len(b"translated"), "sha256": "0" * 64}
+    (folder / RECORD).write_text(json.dumps(record))
+    os.utime(folder / mine, (0, 0))
+    again = FileStore(folder, expire_s=60, max_files=10, clock=lambda: now[0] + 3600)
+    assert again.find(mine) is None and again.sweep() == 0
+    again.close()
+    assert (folder / mine).read_text() == "replaced by the user"

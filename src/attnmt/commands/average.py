@@ -59,13 +59,15 @@ def run(args) -> int:
 
 
 def refuse_replacing_file(out: Path, *, force: bool) -> None:
-    """-o over an existing file only with --force, and then only over an earlier average (a
-    safetensors file whose metadata says `averaged`); never a link, a folder or anything else.
+    """-o over an existing file only with --force, and then only over an earlier average as it
+    was written: a safetensors file whose own record (its metadata) says `averaged` and holds the
+    digest of its tensors, which they still match (checkpoint.load_weights_file checks it); never
+    a link, a folder, a file with another name's content, or anything else.
 
     Raises:
         AttnmtError: naming the file and why.
     """
-    from attnmt.checkpoint import recorded_metadata
+    from attnmt.checkpoint import DIGEST_KEY, load_weights_file, recorded_metadata
     from attnmt.errors import CheckpointError
 
     if not os.path.lexists(out):
@@ -74,9 +76,13 @@ def refuse_replacing_file(out: Path, *, force: bool) -> None:
         raise AttnmtError(f"{out}: exists; --force replaces an earlier average there: choose another output or "
                           f"add --force")
     try:
-        averaged = not out.is_symlink() and out.is_file() and "averaged" in recorded_metadata(out)
+        metadata = recorded_metadata(out) if not out.is_symlink() and out.is_file() else {}
+        averaged = "averaged" in metadata and DIGEST_KEY in metadata
+        if averaged:
+            load_weights_file(out)  # the tensors still those it recorded
     except CheckpointError:
         averaged = False
     if not averaged:
-        raise AttnmtError(f"{out}: is not an earlier average (a safetensors file `attnmt average` wrote); --force "
-                          f"replaces only that: choose another output")
+        raise AttnmtError(f"{out}: is not an earlier average as `attnmt average` wrote it (a safetensors file "
+                          f"recording `averaged` and its tensors' digest, unchanged); --force replaces only that: "
+                          f"choose another output")

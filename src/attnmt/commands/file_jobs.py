@@ -18,6 +18,7 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
+from attnmt.commands.text_io import check_text_input
 from attnmt.devices import resolve_device
 from attnmt.errors import AttnmtError
 from attnmt.files import LOCK_FILE, refuse_overwrite, writer_lock
@@ -58,6 +59,8 @@ def run(args, inputs: Sequence[str], settings: dict, make_work: Callable[[Transl
     """
     if args.input is None or args.output is None:
         raise AttnmtError("under torchrun, give -i FILE and -o FILE: the ranks share files, not a stream")
+    for path in inputs:  # regular text files only (text_io.open_text_file): no FIFO, device or zip
+        check_text_input(path)
     check_output(args.output)  # before the process group: every rank refuses alike
     with torch_threads(args.threads):
         device = resolve_device(args.device or "auto", key="--device")

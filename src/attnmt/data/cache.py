@@ -15,13 +15,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import shutil
+import stat
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Iterator
 
-from attnmt.untrusted import load_json
+from attnmt.untrusted import load_json, read_input
 from attnmt.data.corpus import CorpusFiles, RawChunk, cache_dir, read_chunks, train_files
 from attnmt.data.languages import Languages
 from attnmt.data.prepared import FORMAT, MANIFEST, PIPELINE_FILES, PreparedData, read_manifest
@@ -36,6 +38,7 @@ SETTINGS = ("corpus", "src_lang", "tgt_lang", "tokenizer", "lowercase", "spm_mod
             "spm_joint", "spm_train_sentences", "min_freq", "max_vocab", "max_len", "min_len", "max_len_ratio",
             "drop_identical", "dedup", "train_subset")
 SPM_ONLY = ("spm_model_type", "spm_vocab_size", "spm_joint", "spm_train_sentences")
+DIGESTS_BYTES = 64 << 20  # digests.json: ~150 bytes an input file; more is not ours (read anew, hashed again)
 
 
 def prepared_root() -> Path:
@@ -153,8 +156,8 @@ class _DigestCache:
 
     def __init__(self, path: Path):
         self.path, self.changed = path, False
-        try:
-            found = load_json(path.read_text(encoding="utf-8"), source=str(path))
+        try:  # a regular file only (a FIFO in its place would block): untrusted.read_input
+            found = load_json(read_input(path, limit=DIGESTS_BYTES).decode("utf-8"), source=str(path))
         except (OSError, UnicodeDecodeError, AttnmtError):
             found = {}
         self.entries: dict = found if isinstance(found, dict) else {}
@@ -190,20 +193,37 @@ def lock_name(key: str) -> str:
 
 
 def _open(folder: Path) -> tuple[PreparedData | None, str]:
-    """The prepared folder, checked; or None and what is wrong with it ("" when it does not exist)."""
-    if not folder.is_symlink() and not folder.exists():
+    """The prepared folder, checked; or None and what is wrong with it ("" when it does not exist).
+    Something in a folder's place that is not one (a file, a FIFO, a link) is damage, as is a
+    file inside it that cannot be read (a FIFO where an array was: refused, never read)."""
+    try:
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
         return None, ""
+    except OSError as err:
+        return None, f"{folder}: cannot be read ({err.strerror or err})"
+    if not stat.S_ISDIR(mode):
+        return None, f"{folder}: is {_kind(mode)}, not a prepared folder"
     if not (folder / MANIFEST).is_file():
         return None, f"{folder / MANIFEST}: missing (an incomplete or damaged preparation)"
     try:
         return PreparedData.open(folder), ""
     except DataError as err:
         return None, str(err)
+    except OSError as err:  # a file of it that is not a regular one, or unreadable
+        return None, f"{err.filename or folder}: cannot be read ({err.strerror or err})"
+
+
+def _kind(mode: int) -> str:
+    return ("a symbolic link" if stat.S_ISLNK(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
+            else "a regular file" if stat.S_ISREG(mode) else "a device or socket")
 
 
 def discard(folder: Path, why: str) -> None:
-    """Remove a folder of the cache that cannot be used (a link: the link only), in a warning
-    naming it and why (`why` "": said already). Its writers' lock must be held.
+    """Remove a folder of the cache that cannot be used (a link: the link only; a file, FIFO or
+    device in a folder's place: that entry only, never opened: shutil.rmtree opens what it is
+    given, and a FIFO would block it for ever, issue 66 group E), in a warning naming it and why
+    (`why` "": said already). Its writers' lock must be held.
 
     Raises:
         WriteError: it could not be removed (a read-only cache): names it.
@@ -211,10 +231,10 @@ def discard(folder: Path, why: str) -> None:
     if why:
         log.warning("discarding %s: %s", folder, why)
     try:
-        if folder.is_symlink() or folder.is_file():
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
             folder.unlink()
         else:
-            shutil.rmtree(folder)
+            shutil.rmtree(folder)  # its entries are unlinked, never opened
     except FileNotFoundError:
         pass
     except OSError as err:

@@ -31,7 +31,7 @@ from attnmt.direction import Direction
 from attnmt.direction import names as direction_names
 from attnmt.errors import DataError
 from attnmt.files import atomic_write, sha256_file
-from attnmt.untrusted import bounded_lines
+from attnmt.untrusted import bounded_lines, open_regular_binary
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ def corpus_spec(data_cfg) -> CorpusSpec:
 def _open_binary(path: Path) -> IO[bytes]:
     """`path` opened for reading bytes, gunzipped on the fly when it starts with the gzip magic."""
     try:
-        handle = open(path, "rb")
+        handle = open_regular_binary(path)  # a FIFO or device (/dev/zero) refused at once (issue 66 group C)
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except IsADirectoryError:

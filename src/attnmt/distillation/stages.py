@@ -30,11 +30,11 @@ from attnmt.data.corpus import CorpusFiles, corpus_spec, load_corpus, multi30k_p
 from attnmt.decoding.options import DecodingOptions
 from attnmt.direction import Direction
 from attnmt.distillation.report import stage_evaluate
-from attnmt.distillation.state import (STAGES, STUDENT_CONFIG, STUDENT_CONFIG_GIVEN, STUDENT_RUN, Budget,
+from attnmt.distillation.state import (STAGES, START, STUDENT_CONFIG, STUDENT_CONFIG_GIVEN, STUDENT_RUN, Budget,
                                        DistillDir, DistillSettings, OutOfTime, export_folder, language_options,
                                        seconds_key, source_paths, teacher_tests, test_name)
 from attnmt.errors import AttnmtError, ConfigError, DataError
-from attnmt.files import atomic_write, one_line, read_json, writer_lock
+from attnmt.files import atomic_write, one_line, read_json, refuse_overwrite, writer_lock
 from attnmt.run_dir import RunDir
 from attnmt.sharding import finish_job, open_job, run_shards
 
@@ -74,11 +74,13 @@ def start(folder: str | Path, settings: DistillSettings, student_cfg: Config, ru
     """
     d = DistillDir(folder)
     teacher_directions(settings, student_cfg)  # refused before anything is written
+    # never inside (nor over) the teacher it reads: `-o TEACHER/sub` wrote a distillation into the run
+    refuse_overwrite(d.path, {}, [("teacher", path) for path in settings.teacher])
     d.refuse_unless_new()
     with writer_lock(d.path):
         d.create(settings)
         save_config(_absolute(student_cfg), d.path / STUDENT_CONFIG_GIVEN)
-        d.record(d.path / STUDENT_CONFIG_GIVEN, "teacher")
+        d.record(d.path / STUDENT_CONFIG_GIVEN, START)
         return _run(d, settings, runtime)
 
 
@@ -401,6 +403,11 @@ def stage_student(d: DistillDir, settings: DistillSettings, cfg: Config, runtime
     student = load_saved_config(d.path / STUDENT_CONFIG)
     run_path = d.path / STUDENT_RUN
     run = RunDir(run_path)
+    info = d.stage_info("student")
+    if info.pop("restart", False):  # `--redo student` (or an earlier stage): the run's own files go, then it starts anew
+        if run_path.is_dir():
+            run.clear()
+        d.save()
     resuming = (run_path / "train_state.json").is_file()
     trained = float(read_json(run_path / "train_state.json", DataError).get("seconds", 0.0)) if resuming else 0.0
     if runtime.budget.minutes is not None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from attnmt.bounds import BEAM, SHARD_LINES, Bound
 from attnmt.config import Config
 from attnmt.direction import Direction, language_args
 from attnmt.errors import AttnmtError, DataError
@@ -30,6 +31,15 @@ STATE = "distill.json"
 FORMAT = "attnmt-distill"
 VERSION = 1
 STAGES = ("teacher", "filter", "corpus", "student", "export", "evaluate")
+START = "start"  # what a distillation's start records (the student config as given): no stage makes it again
+QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "float32")
+ENGINES = ("native", "ctranslate2")
+AT_LEAST_ONE, AT_LEAST_ZERO = Bound(1, 2**31 - 1), Bound(0, 2**31 - 1)
+# each setting's type (and range), checked when distill.json is read back (issue 66 group G)
+SETTING_RULES = {"beam": BEAM, "student_beam": BEAM, "vocab_top_k": AT_LEAST_ONE, "vocab_frequent": AT_LEAST_ZERO,
+                 "shard_lines": SHARD_LINES, "batch_size": AT_LEAST_ONE,
+                 "filter_share": Bound(0.0, 1.0, integer=False), "original_weight": Bound(0.0, 1000.0, integer=False)}
+SETTING_CHOICES = {"teacher_engine": ENGINES, "quantization": QUANTIZATIONS}
 STUDENT_CONFIG_GIVEN = "student_config.json"  # the student config as given (its --set applied)
 STUDENT_CONFIG = "student.json"  # ... and as trained: data.train on the distilled corpus
 STUDENT_RUN = "student"
@@ -80,15 +90,34 @@ class DistillSettings:
 
     @classmethod
     def from_dict(cls, raw: Any, where: str) -> DistillSettings:
+        """The settings a state file records, each checked for its type and range (a state file
+        is read back, so it may have been edited): a DataError names the file and the key.
+
+        Raises:
+            DataError: not an object, an unknown or missing setting, a value of the wrong type or range.
+        """
         if not isinstance(raw, dict):
             raise DataError(f"{where}: settings must be an object")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(raw) - names)
         if unknown:
             raise DataError(f"{where}: settings.{unknown[0]}: unknown setting")
+        missing = sorted(names - set(raw))
+        if missing:
+            raise DataError(f"{where}: settings.{missing[0]}: missing")
+        teacher = raw["teacher"]
+        if not (isinstance(teacher, list) and teacher and all(isinstance(t, str) and t for t in teacher)):
+            raise DataError(f"{where}: settings.teacher: expected a list of the teacher's folders, got {teacher!r}")
+        if not isinstance(raw["checkpoint"], str) or not raw["checkpoint"]:
+            raise DataError(f"{where}: settings.checkpoint: expected a name or file, got {raw['checkpoint']!r}")
+        for key, bound in SETTING_RULES.items():
+            bound.check(f"settings.{key}", raw[key], error=lambda message: DataError(f"{where}: {message}"))
+        for key, choices in SETTING_CHOICES.items():
+            if raw[key] not in choices:
+                raise DataError(f"{where}: settings.{key}={raw[key]!r}: expected one of {', '.join(choices)}")
         try:
-            return cls(**{**raw, "teacher": tuple(raw.get("teacher", ()))})
-        except TypeError as err:
+            return cls(**{**raw, "teacher": tuple(teacher)})
+        except AttnmtError as err:
             raise DataError(f"{where}: settings: {err}") from None
 
 
@@ -170,11 +199,14 @@ class DistillDir:
                 raise DataError(f"{where}: {key} must be an object")
         for name, record in state["files"].items():
             if not (isinstance(record, dict) and isinstance(record.get("sha256"), str)
-                    and isinstance(record.get("lines"), int) and record.get("stage") in STAGES):
+                    and isinstance(record.get("lines"), int) and not isinstance(record.get("lines"), bool)
+                    and record.get("stage") in (START, *STAGES)):
                 raise DataError(f"{where}: files.{name}: expected {{lines, sha256, stage}}")
-        for name in state["stages"]:
+        for name, record in state["stages"].items():
             if name not in STAGES:
                 raise DataError(f"{where}: stages.{name}: unknown stage (expected one of {', '.join(STAGES)})")
+            if not isinstance(record, dict):
+                raise DataError(f"{where}: stages.{name}: expected an object")
         settings = DistillSettings.from_dict(state.get("settings"), where)
         self.state = state
         return settings
@@ -202,11 +234,19 @@ class DistillDir:
         self.save()
 
     def redo(self, stage: str) -> list[str]:
-        """Forget `stage` and every later one (their files are made again); returns their names."""
+        """Forget `stage` and every later one (their files are made again; the student is trained
+        anew when its stage is redone); returns their names. What the start recorded (the student
+        config as given) stays, whichever stage a state of an earlier attnmt filed it under: no
+        stage makes it, and a redo must leave a state that resumes (issue 66 group E: `--redo
+        teacher` forgot it, and the distillation could never be resumed again)."""
         later = list(STAGES[STAGES.index(stage):])
         for name in later:
             self.state["stages"].pop(name, None)
-        self.state["files"] = {k: v for k, v in self.state["files"].items() if v["stage"] not in later}
+        if "student" in later:
+            self.state["stages"]["student"] = {"restart": True}  # done stays false; stage_student trains anew
+        self.state["files"] = {k: (dict(v, stage=START) if k == STUDENT_CONFIG_GIVEN else v)
+                               for k, v in self.state["files"].items()
+                               if v["stage"] not in later or k == STUDENT_CONFIG_GIVEN}
         self.save()
         return later
 
@@ -244,7 +284,10 @@ class DistillDir:
         record = self.state["files"].get(self.rel(path))
         if record is None:
             raise DataError(f"{path}: not recorded in {self.state_path}: the stage that makes it has not finished")
-        redo = f"make it again with `attnmt distill --resume {self.path} --redo {record['stage']}`"
+        redo = (f"make it again with `attnmt distill --resume {self.path} --redo {record['stage']}`"
+                if record["stage"] != START else
+                "it was given when the distillation started: start a new one (`attnmt distill TEACHER --student "
+                "CONFIG -o DIR`)")
         if not path.is_file():
             raise DataError(f"{path}: missing (stage {record['stage']!r} wrote it): {redo}")
         lines = count_lines(path) if record["lines"] >= 0 else -1

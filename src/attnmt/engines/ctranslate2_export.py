@@ -28,9 +28,10 @@ from attnmt.run_dir import EXPORT_CONFIG, EXPORT_INFO, RunDir
 log = logging.getLogger(__name__)
 
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "float32")
+KIND = f"a CTranslate2 export ({EXPORT_INFO})"  # `--force` replaces what such an export recorded writing (files.WRITTEN)
 # what an export folder holds: CTranslate2's model, config and vocabularies, attnmt's pipeline
-# (tokenizers.json, vocab.*.json, sentencepiece *.model), attnmt_*.json and checksums.json;
-# `--force` replaces a folder holding these and nothing else
+# (tokenizers.json, vocab.*.json, sentencepiece *.model), attnmt_*.json and checksums.json (names,
+# not a rule for deleting: only files.WRITTEN's record says what an export wrote)
 EXPORT_FILES = ("model.bin", "config.json", "*_vocabulary.json", "*_vocabulary.txt", "tokenizers.json", "vocab.*.json",
                 "*.model", "attnmt_*.json", "checksums.json", "vmap.txt")
 
@@ -181,8 +182,7 @@ def export_run(run_dir: str | Path, output_dir: str | Path, *, checkpoint: str =
         raise AttnmtError(f"{run.config_path}: model.arch={cfg.model.arch}: CTranslate2 has no "
                           f"RNN models; only Transformer runs can be exported (the native engine translates "
                           f"this run)")
-    check_folder_output(output_dir, {"run": run.path}, force=force, kind=f"a CTranslate2 export ({EXPORT_INFO})",
-                        marker=EXPORT_INFO, owned=export_owns)  # before the lock is made
+    check_folder_output(output_dir, {"run": run.path}, force=force, kind=KIND)  # before the lock is made
     target = Path(os.path.abspath(output_dir))
     with writer_lock(target.parent, name=f".{target.name}.lock"):  # one export into it at a time
         return _export(run, cfg, output_dir, ctranslate2, checkpoint, quantization, attention_layer, vocab_map)
@@ -200,7 +200,7 @@ def _export(run: RunDir, cfg, output_dir: Path, ctranslate2, checkpoint: str, qu
     spec.validate()
     spec.optimize(quantization=quantization)
     kept = f"{output_dir} is as it was" if output_dir.exists() else f"nothing was written to {output_dir}"
-    with staged_folder(output_dir) as staging:
+    with staged_folder(output_dir, kind=KIND) as staging:  # its files recorded: --force deletes only them
         with writing(staging, kept):  # a full disk: one line naming the file, the output untouched
             spec.save(str(staging))
             pipeline.save(staging)

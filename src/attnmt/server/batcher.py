@@ -5,12 +5,19 @@
     results = await batcher.translate(["Ein Hund ."], DecodingOptions(beam_size=5))
     await batcher.close()
 
-The first sentence waiting opens a batch; sentences with equal decoding options (a frozen
-DecodingOptions, decoding/options.py) that arrive within `max_wait_ms` of it join, up to
-`max_batch_sentences`. Sentences with other options wait
-for a later batch (they never share one). The model runs in one worker thread, off the event
-loop, so the server answers other requests (e.g. /health) while a batch runs, and the
-model's state (a Transformer's attention view) is only touched by that one thread.
+A request's sentences wait as one job. A batch holds sentences of equal decoding options (a
+frozen DecodingOptions, decoding/options.py) and of one kind (plain, or with target prefixes or
+constraints per sentence), at most `max_batch_sentences`, taken from the waiting jobs in turn
+(round robin, one sentence of each job at a time): a request of a thousand sentences is a
+series of batches, and a one-sentence request that arrives meanwhile goes into the next one
+instead of waiting for the thousand (issue 66 group A). The job served longest ago chooses the
+next batch's options, so no setting waits for another's long request either. The first sentence
+of a batch waits up to `max_wait_ms` for company. A job whose request has gone (its future
+cancelled: the client left, server/limits.py) is dropped before its next sentence is taken.
+
+The model runs in one worker thread, off the event loop, so the server answers other requests
+(e.g. /health) while a batch runs, and the model's state (a Transformer's attention view) is
+only touched by that one thread.
 
 A batch that raises is retried one request at a time, so that a fault caused by one request
 fails only that request; each failing request gets the exception.
@@ -22,7 +29,7 @@ import asyncio
 import logging
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from attnmt.decoding.options import DecodingOptions
@@ -30,22 +37,28 @@ from attnmt.decoding.options import DecodingOptions
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(eq=False)
 class _Job:
-    """One request: its sentences' results fill in as batches finish."""
+    """One request: its sentences, and their results as batches finish."""
 
     future: asyncio.Future
-    results: list
-    remaining: int
-
-
-@dataclass
-class _Item:
     options: DecodingOptions
-    text: str
-    job: _Job
-    index: int
+    texts: list[str]
+    prefixes: list | None          # per sentence, or None
+    constraints: list | None       # per sentence, or None
     arrived: float
+    results: list = field(default_factory=list)
+    taken: int = 0                 # sentences handed to batches so far
+    remaining: int = 0             # sentences without a result yet
+
+    @property
+    def key(self) -> tuple[DecodingOptions, bool]:
+        """What a batch must share: the options, and whether per-sentence data travels."""
+        return self.options, self.prefixes is None and self.constraints is None
+
+    @property
+    def waiting(self) -> int:
+        return len(self.texts) - self.taken
 
 
 @dataclass
@@ -61,7 +74,8 @@ class MicroBatcher:
     """Collects sentences of concurrent requests into batches for `translate_fn`.
 
     Args:
-        translate_fn: called as translate_fn(texts, options) in the worker thread (Translator.translate);
+        translate_fn: called as translate_fn(texts, options) in the worker thread (Translator.translate),
+            with target_prefix= and constraints= (one entry per text) for sentences that carry them;
             returns one result per text, in order.
         max_wait_ms: how long the oldest waiting sentence waits for others to join its batch.
         max_batch_sentences: the most sentences in one call of translate_fn.
@@ -75,7 +89,7 @@ class MicroBatcher:
         self.max_wait = max_wait_ms / 1000.0
         self.max_batch = max_batch_sentences
         self.stats = BatcherStats()
-        self._pending: deque[_Item] = deque()
+        self._jobs: deque[_Job] = deque()  # jobs with sentences waiting, the one served longest ago first
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnmt-model")
@@ -83,7 +97,7 @@ class MicroBatcher:
     @property
     def queued(self) -> int:
         """Sentences waiting for a batch."""
-        return len(self._pending)
+        return sum(job.waiting for job in self._jobs if not job.future.done())
 
     async def start(self) -> None:
         self._wake = asyncio.Event()
@@ -97,87 +111,107 @@ class MicroBatcher:
                 await self._task
             except asyncio.CancelledError:
                 pass
-        while self._pending:
-            item = self._pending.popleft()
-            if not item.job.future.done():
-                item.job.future.set_exception(RuntimeError("the server is shutting down"))
+        while self._jobs:
+            _fail(self._jobs.popleft(), RuntimeError("the server is shutting down"))
         self._executor.shutdown(wait=True)
 
     async def run_in_worker(self, fn: Callable, *args):
         """Run fn(*args) in the model's worker thread (for work that touches the model)."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
-    async def translate(self, texts: Sequence[str], options: DecodingOptions) -> list:
-        """Translate texts as `options` say, sharing model calls with concurrent requests."""
+    async def translate(self, texts: Sequence[str], options: DecodingOptions, *,
+                        target_prefix: Sequence[str | None] | None = None,
+                        constraints: Sequence | None = None) -> list:
+        """Translate texts as `options` say (with each text's prefix and constraints, when given),
+        sharing model calls with concurrent requests; cancelling the call drops what is left."""
         if self._task is None or self._task.done():
             raise RuntimeError("the batcher is not running")
-        loop = asyncio.get_running_loop()
         if not texts:
             return []
-        job = _Job(loop.create_future(), [None] * len(texts), len(texts))
-        now = loop.time()
-        self._pending.extend(_Item(options, text, job, i, now) for i, text in enumerate(texts))
+        loop = asyncio.get_running_loop()
+        job = _Job(loop.create_future(), options, list(texts),
+                   None if target_prefix is None else list(target_prefix),
+                   None if constraints is None else list(constraints), loop.time())
+        job.results, job.remaining = [None] * len(job.texts), len(job.texts)
+        self._jobs.append(job)
         self._wake.set()
         return await job.future
 
-    def _count_like(self, options: DecodingOptions) -> int:
-        return sum(1 for item in self._pending if item.options == options)
+    def _count_like(self, key) -> int:
+        return sum(job.waiting for job in self._jobs if job.key == key and not job.future.done())
 
-    def _take_batch(self, options: DecodingOptions) -> list[_Item]:
-        """Remove and return up to max_batch waiting sentences with these options, oldest first."""
-        batch, keep = [], deque()
-        while self._pending:
-            item = self._pending.popleft()
-            if item.job.future.done():  # cancelled (client gone) or already failed
-                continue
-            if item.options == options and len(batch) < self.max_batch:
-                batch.append(item)
-            else:
-                keep.append(item)
-        self._pending = keep
+    def _take_batch(self, key) -> list[tuple[_Job, int]]:
+        """Up to max_batch waiting sentences of `key`, one of each such job in turn (the jobs in
+        service order); the jobs served move to the back, those with nothing left leave."""
+        live = [job for job in self._jobs if not job.future.done()]  # cancelled (client gone) or failed: dropped
+        served = [job for job in live if job.key == key]
+        batch: list[tuple[_Job, int]] = []
+        turn = list(served)
+        while turn and len(batch) < self.max_batch:
+            still = []
+            for job in turn:
+                if len(batch) >= self.max_batch:
+                    still.append(job)
+                    continue
+                batch.append((job, job.taken))
+                job.taken += 1
+                if job.waiting:
+                    still.append(job)
+            turn = still
+        got = {id(job) for job, _ in batch}  # to the back, in turn; the others keep their places
+        self._jobs = deque([job for job in live if id(job) not in got] +
+                           [job for job in served if id(job) in got and job.waiting])
         return batch
 
     async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            if not self._pending:
+            while self._jobs and self._jobs[0].future.done():
+                self._jobs.popleft()
+            if not self._jobs:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            first = self._pending[0]
+            first = self._jobs[0]
             deadline = first.arrived + self.max_wait
-            while self._count_like(first.options) < self.max_batch and loop.time() < deadline:
+            while self._count_like(first.key) < self.max_batch and loop.time() < deadline:
                 self._wake.clear()
                 try:
                     await asyncio.wait_for(self._wake.wait(), deadline - loop.time())
                 except asyncio.TimeoutError:
                     break
-            batch = self._take_batch(first.options)
+            batch = self._take_batch(first.key)
             if batch:
                 await self._run(batch, first.options)
 
-    def _call(self, texts: list[str], options: DecodingOptions) -> list:
-        results = self.translate_fn(texts, options)
+    def _call(self, items: list[tuple[_Job, int]], options: DecodingOptions) -> list:
+        texts = [job.texts[i] for job, i in items]
+        extra = {}
+        if any(job.prefixes is not None for job, _ in items):
+            extra["target_prefix"] = [job.prefixes[i] if job.prefixes is not None else None for job, i in items]
+        if any(job.constraints is not None for job, _ in items):
+            extra["constraints"] = [job.constraints[i] if job.constraints is not None else None for job, i in items]
+        results = self.translate_fn(texts, options, **extra)
         if len(results) != len(texts):
             raise RuntimeError(f"the model returned {len(results)} results for {len(texts)} texts")
         return results
 
-    async def _run(self, batch: list[_Item], options: DecodingOptions) -> None:
+    async def _run(self, batch: list[tuple[_Job, int]], options: DecodingOptions) -> None:
         self.stats.running = len(batch)
         try:
             try:
-                results = await self.run_in_worker(self._call, [item.text for item in batch], options)
+                results = await self.run_in_worker(self._call, batch, options)
             except Exception as err:  # a model fault: find the request(s) that cause it
                 self.stats.failed_batches += 1
                 log.exception("a batch of %d sentences failed", len(batch))
-                jobs = list({id(item.job): item.job for item in batch}.values())
+                jobs = list({id(job): job for job, _ in batch}.values())
                 if len(jobs) == 1:
                     _fail(jobs[0], err)
                     return
                 for job in jobs:
-                    items = [item for item in batch if item.job is job]
+                    items = [item for item in batch if item[0] is job]
                     try:
-                        found = await self.run_in_worker(self._call, [item.text for item in items], options)
+                        found = await self.run_in_worker(self._call, items, options)
                     except Exception as job_err:
                         _fail(job, job_err)
                     else:
@@ -191,12 +225,11 @@ class MicroBatcher:
             self.stats.running = 0
 
     @staticmethod
-    def _deliver(items: list[_Item], results: list) -> None:
-        for item, result in zip(items, results):
-            job = item.job
+    def _deliver(items: list[tuple[_Job, int]], results: list) -> None:
+        for (job, index), result in zip(items, results):
             if job.future.done():
                 continue
-            job.results[item.index] = result
+            job.results[index] = result
             job.remaining -= 1
             if job.remaining == 0:
                 job.future.set_result(job.results)

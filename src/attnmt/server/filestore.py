@@ -9,16 +9,19 @@ A name is checked against NAME (URL-safe base64 and a known suffix, nothing else
 is built from it, so no name can reach outside the folder; expiry is by modification time, checked
 on every lookup and swept on every save.
 
-The store serves and expires only what it wrote: every name it saves is kept in its record
-(`.DIR.attnmt-files.json` beside a given folder DIR, replaced atomically after each change; in
-memory for a temporary folder), read back at start-up so that a restarted server still knows its
-files. A file it did not write (a user's, even one named like a translation) is never served,
-swept nor deleted. One server uses a --files-dir at a time (the lock `.DIR.lock` beside it); the
-folder itself holds the translated files only.
+The store serves and expires only what it wrote: every file it saves is kept in its record
+(RECORD inside the folder it owns, with each file's size and sha256, replaced atomically after
+each change; in memory for a temporary folder), read back at start-up so that a restarted server
+still knows its files. A name the record lists is the store's only while the file is the one it
+wrote (its size and sha256): a record edited to list a user's file (issue 66 group D: one kept
+beside the folder, in its parent, was forged so) gets that file left alone, never deleted. A file
+it did not write (a user's, even one named like a translation) is never served, swept nor
+deleted. One server uses a --files-dir at a time (the lock .attnmt.lock inside it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -34,14 +37,15 @@ from typing import Callable
 from attnmt.documents import OUTPUT_SUFFIX
 from attnmt.documents import SUFFIXES as DOCUMENT_SUFFIXES
 from attnmt.errors import AttnmtError, WriteError
-from attnmt.files import atomic_write, read_json, write_json, writer_lock
+from attnmt.files import atomic_write, read_json, sha256_file, write_json, writer_lock
 from attnmt.server.api_errors import ApiError
 
 NAME_BYTES = 24  # 192 random bits: 32 URL-safe characters
 SUFFIXES = tuple(s for s in DOCUMENT_SUFFIXES if s not in OUTPUT_SUFFIX)  # what translations are stored as
 NAME = re.compile(r"[A-Za-z0-9_-]{32}(?:" + "|".join(re.escape(s) for s in SUFFIXES) + ")")
-RECORD = ".{}.attnmt-files.json"  # beside the folder: {"format": RECORD_FORMAT, "files": [the names it keeps]}
-RECORD_FORMAT = "attnmt-filestore-1"
+RECORD = ".attnmt-files.json"  # inside the folder: {"format": RECORD_FORMAT, "files": {name: {bytes, sha256}}}
+RECORD_FORMAT = "attnmt-filestore-2"
+OLD_RECORD = ".{}.attnmt-files.json"  # where attnmt before issue 66 kept it: beside the folder, in its parent
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +67,13 @@ class FileStore:
             self.folder.mkdir(parents=True, exist_ok=True)
             tempfile.TemporaryFile(dir=self.folder).close()
             target = Path(os.path.abspath(self.folder))
-            self.record = None if self.owned else target.parent / RECORD.format(target.name)
+            self.record = None if self.owned else target / RECORD
             if not self.owned:  # one server per folder: its record is this process's alone
-                self._held.enter_context(writer_lock(target.parent, name=f".{target.name}.lock"))
+                self._held.enter_context(writer_lock(target))
+                old = target.parent / OLD_RECORD.format(target.name)
+                if old.exists():
+                    log.warning("%s: a record of an earlier attnmt, kept beside the folder, is no longer read: the "
+                                "files it names are left alone (delete them and it yourself)", old)
         except OSError as err:
             raise AttnmtError(f"--files-dir {folder}: cannot write files there ({err.strerror or err})") from None
         except AttnmtError as err:
@@ -74,33 +82,57 @@ class FileStore:
         self.max_files = max_files
         self.clock = clock
         self._lock = threading.Lock()  # the record, between the server's threads
-        self._names = self._read_record()
+        self._files: dict[str, dict] = self._read_record()  # name -> {bytes, sha256}: what the store wrote
 
-    def _read_record(self) -> set[str]:
-        """The names an earlier server on this folder saved (that are still there); none when
-        there is no record, or it is not one (then nothing in the folder is the store's)."""
+    @property
+    def _names(self) -> set[str]:
+        return set(self._files)
+
+    def _read_record(self) -> dict[str, dict]:
+        """The files an earlier server on this folder saved, each still the one it wrote (size and
+        sha256); none when there is no record, or it is not one (then nothing in the folder is the
+        store's). A listed name whose file is not the one recorded is left alone, said once."""
         path = self.record
         if path is None or not path.exists():
-            return set()
+            return {}
         try:
             record = read_json(path, AttnmtError)
         except (AttnmtError, OSError) as err:
             log.warning("%s: not readable (%s): the files it named are left alone", path, err)
-            return set()
+            return {}
         files = record.get("files") if isinstance(record, dict) and record.get("format") == RECORD_FORMAT else None
-        if not isinstance(files, list):
+        if not isinstance(files, dict):
             log.warning("%s: not a record of this store: the files in %s are left alone", path, self.folder)
-            return set()
-        return {name for name in files if isinstance(name, str) and NAME.fullmatch(name)
-                and self._own_file(self.folder / name)}
+            return {}
+        kept, refused = {}, []
+        for name, entry in files.items():
+            if not (NAME.fullmatch(name) and isinstance(entry, dict) and isinstance(entry.get("bytes"), int)
+                    and isinstance(entry.get("sha256"), str)):
+                refused.append(name)
+            elif self._own_file(self.folder / name, entry):
+                kept[name] = {"bytes": entry["bytes"], "sha256": entry["sha256"]}
+            elif os.path.lexists(self.folder / name):
+                refused.append(name)
+        if refused:
+            log.warning("%s: lists %d file(s) that are not the ones the store wrote (%s): left alone", path,
+                        len(refused), ", ".join(refused[:3]))
+        return kept
 
     def _write_record(self) -> None:
         if self.record is not None:
-            write_json(self.record, {"format": RECORD_FORMAT, "files": sorted(self._names)})
+            write_json(self.record, {"format": RECORD_FORMAT, "files": dict(sorted(self._files.items()))})
 
     @staticmethod
-    def _own_file(path: Path) -> bool:
-        return not path.is_symlink() and path.is_file()  # the store writes no links: one is not its own
+    def _own_file(path: Path, entry: dict | None = None) -> bool:
+        """A plain file (the store writes no links), and with `entry` the one it records (size, sha256)."""
+        if path.is_symlink() or not path.is_file():
+            return False
+        if entry is None:
+            return True
+        try:
+            return path.stat().st_size == entry["bytes"] and sha256_file(path) == entry["sha256"]
+        except OSError:
+            return False
 
     def _stored(self) -> list[Path]:
         return [self.folder / name for name in sorted(self._names)]
@@ -115,9 +147,9 @@ class FileStore:
         """Delete the store's files `names` and drop them from the record (caller holds _lock);
         something else in a name's place (a link, a folder) is dropped from the record, not deleted."""
         for name in names:
-            if self._own_file(self.folder / name):
+            if self._own_file(self.folder / name, self._files.get(name)):  # still the file it wrote
                 (self.folder / name).unlink(missing_ok=True)
-        self._names.difference_update(names)
+            self._files.pop(name, None)
         try:
             self._write_record()
         except WriteError as err:  # the files are gone; a stale name is dropped at the next start
@@ -147,11 +179,11 @@ class FileStore:
         try:
             atomic_write(self.folder / name, lambda tmp: tmp.write_bytes(data))
             with self._lock:
-                self._names.add(name)
+                self._files[name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
                 try:
                     self._write_record()
                 except WriteError:  # unrecorded, it would never be served nor expire: not kept
-                    self._names.discard(name)
+                    self._files.pop(name, None)
                     (self.folder / name).unlink(missing_ok=True)
                     raise
         except WriteError as err:

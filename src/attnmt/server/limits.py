@@ -2,6 +2,11 @@
 takes to arrive, how deeply its JSON nests, and whether its text is valid Unicode. Every refusal
 is {"error": ...} naming the limit or the field, whatever the route (or no route) it was for.
 
+A request whose client goes away before its answer is cancelled: once the body is read, the
+connection is watched, and at the client's disconnect the route's work is cancelled where it
+waits (the micro-batcher drops the request's sentences not yet in a batch; a document waiting
+for its turn is dropped), so no CPU is spent for nobody (issue 66 group B).
+
     app.add_middleware(RequestLimits, max_bytes=settings.max_body_bytes)
 
 A request's head (request line and headers) has its own deadline, set by the HTTP protocol in
@@ -127,15 +132,53 @@ class RequestLimits:
             problem = check_json_body(raw)
             if problem:
                 return await refuse(send, 400, problem)
-        replay = iter(messages)
+        if any(m["type"] == "http.disconnect" for m in messages):
+            return None  # gone while sending: nothing to answer, nothing to do
+        await run_until_disconnect(self.app, scope, receive, send, messages)
 
-        async def replayed():
-            try:
-                return next(replay)
-            except StopIteration:
-                return await receive()
 
-        return await self.app(scope, replayed, send)
+async def run_until_disconnect(app, scope, receive, send, messages: list) -> None:
+    """Run the app on a request whose body is `messages` (all of it), cancelling it when the
+    client disconnects before the answer is complete. The app reads the body from `messages`,
+    then (as uvicorn's receive does) waits for the disconnect."""
+    replay = iter(messages)
+    gone = asyncio.Event()
+    complete = False
+
+    async def replayed():
+        try:
+            return next(replay)
+        except StopIteration:
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+    async def sending(message):
+        nonlocal complete
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            complete = True
+        await send(message)
+
+    async def watch():
+        while True:  # after the body, uvicorn's receive gives only the disconnect (or the answer's end)
+            if (await receive())["type"] == "http.disconnect":
+                gone.set()
+                return
+
+    work = asyncio.ensure_future(app(scope, replayed, sending))
+    watcher = asyncio.ensure_future(watch())
+    try:
+        await asyncio.wait({work, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        if not work.done() and not complete:  # the client left before its answer: stop its work
+            work.cancel()
+        try:
+            await work
+        except asyncio.CancelledError:
+            if not gone.is_set():
+                raise  # this task itself was cancelled (the server stops)
+    finally:
+        watcher.cancel()
+        if not work.done():
+            work.cancel()
 
 
 async def refuse(send, status: int, message: str) -> None:
