@@ -18,7 +18,7 @@ from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 from attnmt.config import (
-    FRACTIONS, RANGES, Config, config_from_dict, load_config, load_saved_config, save_config,
+    FRACTIONS, RANGES, Config, config_from_dict, load_config, load_saved_config, save_config, setting,
 )
 from attnmt.errors import ConfigError
 from support.fuzzing import fuzz
@@ -121,8 +121,7 @@ def text_mutation(draw, text):
 def check_config(cfg: Config, folder: Path) -> None:
     """A Config the loader gave: finite and in range, and unchanged through config.json."""
     for key in [*RANGES, *FRACTIONS]:
-        section, name = key.split(".")
-        value = getattr(getattr(cfg, section), name)
+        value = setting(cfg, key)  # "data.augment.typos": a key of a section inside a section
         assert value is None or math.isfinite(value), key
     assert all(math.isfinite(b) for b in cfg.train.betas)
     save_config(cfg, folder / "config.json")

@@ -51,7 +51,9 @@ def test_deal_shares_the_length_sorted_input_in_turn():
 def test_two_workers_translate_as_one_translator(pool, toy_run, beam):
     expected = Translator.load(toy_run, device="cpu").translate(SENTENCES, beam_size=beam, batch_size=4, n_best=beam)
     found = pool.translate(SENTENCES, beam_size=beam, batch_size=4, n_best=beam)
-    assert [r.source_tokens for r in found] == [s.split() for s in SENTENCES]  # input order
+    # input order: each its own source, as the model read it (a lower-case line in the training data's case)
+    assert [r.source_tokens for r in found] == [(w.read_as or s).split() for s, w in zip(SENTENCES, expected)]
+    assert [r.read_as for r in found] == [r.read_as for r in expected]
     for got, want in zip(found, expected):
         assert got.tokens == want.tokens and got.text == want.text
         assert got.score == pytest.approx(want.score, abs=1e-5)

@@ -17,7 +17,7 @@ flagged (false alarms). --grid prints, for the split, the flag rates over a grid
 (choose on val, report on test_2016_flickr).
 
     benchmarks/quality/paragraphs_multi30k.py RUN_OR_EXPORT [--engine ctranslate2] [--split val] [--beam 5]
-        [--grid] [--http]
+        [--grid] [--http] [--typed lowercase|uppercase|no-punct|lowercase-no-punct]
 """
 
 from __future__ import annotations
@@ -118,6 +118,9 @@ def main(argv=None) -> int:
     parser.add_argument("--grid", action="store_true", help="flag rates over a grid of thresholds")
     parser.add_argument("--http", action="store_true", help="also through attnmt serve's POST /translate")
     parser.add_argument("--json", type=Path, help="write the per-text signals here")
+    parser.add_argument("--typed", choices=["as-written", "lowercase", "uppercase", "no-punct", "lowercase-no-punct"],
+                        default="as-written", help="the captions as people type them (scored lowercased when the "
+                        "case changes; alone: the same typed captions one by one)")
     args = parser.parse_args(argv)
 
     from attnmt import Translator
@@ -133,6 +136,12 @@ def main(argv=None) -> int:
     corpus = load_multi30k(args.split, src_lang, tgt_lang)
     sources = [with_period(s) for s in corpus.src]
     refs = [with_period(r) for r in corpus.tgt]
+    if args.typed in ("no-punct", "lowercase-no-punct"):
+        sources = [s.rstrip(".!? ") for s in sources]
+    if args.typed.startswith("lowercase"):
+        sources, refs = [s.lower() for s in sources], [r.lower() for r in refs]
+    elif args.typed == "uppercase":
+        sources, refs = [s.upper() for s in sources], [r.lower() for r in refs]
     groups = make_paragraphs(len(sources))
     paragraphs = [" ".join(sources[i] for i in g) for g in groups]
     ref_paragraphs = [" ".join(refs[i] for i in g) for g in groups]
@@ -168,6 +177,8 @@ def main(argv=None) -> int:
         outputs["http /translate"], timings["http /translate"] = translate_http(args.run, args.engine, paragraphs,
                                                                                 args.beam)
     for name, hyps in outputs.items():
+        if args.typed != "as-written" and args.typed != "no-punct":
+            hyps = [h.lower() for h in hyps]
         scores = score_translations(hyps, ref_paragraphs, tgt_lang=tgt_lang)
         ratio = re.search(r"ratio = ([0-9.]+)", scores["bleu_details"]).group(1)
         print(f"  {name:16} BLEU {scores['bleu']:6.2f}  chrF {scores['chrf']:6.2f}  length ratio {ratio}  "

@@ -51,6 +51,26 @@ class TrainCorpus:
 
 
 @dataclass(frozen=True)
+class AugmentConfig:
+    """Noise in training (data/augment.py): each example of each epoch gets each modifier with its
+    probability, on the fly, the same under a seed whatever the ranks or a resume. The case modifiers
+    (one at most per example) change both sides alike; the rest, the source only. The defaults are
+    the rates measured for the packaged configs (docs/results.md, "What people type"); all 0 is no noise.
+    Case is off by default: a text typed in lower case or capitals is read in the training data's case
+    at translation (search.restore_case), which measured as well for no training cost, where case
+    noise made sentencepiece batches of capitals two to three times as long (and a word vocabulary
+    lacks "hund" and "HUND": they would become <unk>)."""
+
+    lowercase: float = 0.0                   # "ein mann fährt rad ." -> "a man rides a bike ."
+    uppercase: float = 0.0                   # "EIN MANN FÄHRT RAD ." -> "A MAN RIDES A BIKE ."
+    titlecase: float = 0.0                   # "Ein Mann Fährt Rad ." -> "A Man Rides A Bike ."
+    typos: float = 0.1                       # one word of the source: two letters swapped, one dropped or doubled
+    no_final_punct: float = 0.15             # the source's final . ! ? dropped (the target keeps its own)
+    diacritics: float = 0.02                 # the source typed without them: fährt -> fahrt, Straße -> Strasse
+    fragments: float = 0.05                  # a short aligned piece of the pair instead (1 to 3 source words)
+
+
+@dataclass(frozen=True)
 class DataConfig:
     corpus: str = "multi30k"                 # "multi30k", "files" (your own data) or "none" (an imported model's)
     src_lang: str = "de"                     # one direction (the default); not used when data.pairs / langs is set
@@ -80,6 +100,7 @@ class DataConfig:
     dedup: bool = False                      # keep the first of exactly repeated pairs
     train_subset: int | None = None          # use only the first N training pairs (quick runs)
     workers: int | None = None               # processes that prepare the data (default: one per core)
+    augment: AugmentConfig = field(default_factory=AugmentConfig)  # noise in training, on the fly (not cached)
 
     def directions(self) -> list[Direction]:
         """The model's directions: data.pairs, every ordered pair of data.langs, or (src_lang, tgt_lang)."""
@@ -186,6 +207,9 @@ class SearchConfig:
     max_len_offset: int = 10                 # ... plus this many tokens
     max_input_tokens: int = 250              # longer inputs are cut, with a warning
     replace_unk: bool | None = None          # <unk> -> the most attended source word; None = on for moses
+    restore_case: bool = True                # a text typed in lower case, capitals or title case is read in the
+                                             # training data's case and translated into its own (data/lexicon.py)
+    correct_spelling: bool = True            # an unknown word one slip from a known one is read as that word
 
 
 @dataclass(frozen=True)
@@ -248,7 +272,18 @@ RANGES: dict[str, Bound] = {
 }
 # probabilities and factors: key -> interval
 FRACTIONS = {"model.dropout": "[0, 1)", "model.attn_dropout": "[0, 1)", "model.ff_dropout": "[0, 1)", "train.label_smoothing": "[0, 1)",
-             "train.teacher_forcing": "[0, 1]", "train.plateau_factor": "(0, 1)"}
+             "train.teacher_forcing": "[0, 1]", "train.plateau_factor": "(0, 1)",
+             **{f"data.augment.{f.name}": "[0, 1]" for f in dataclasses.fields(AugmentConfig)}}
+CASE_MODIFIERS = ("lowercase", "uppercase", "titlecase")  # one at most per example: their sum is at most 1
+NO_AUGMENT = {f.name: 0.0 for f in dataclasses.fields(AugmentConfig)}  # data.augment of a run without noise
+
+
+def setting(cfg: Config, key: str) -> Any:
+    """The value of a dotted key ("data.augment.typos")."""
+    value: Any = cfg
+    for part in key.split("."):
+        value = getattr(value, part)
+    return value
 
 
 # ----------------------------------------------------------------------------- loading
@@ -313,16 +348,20 @@ def apply_overrides(raw: dict, overrides: list[str] | tuple[str, ...], *, source
     for item in overrides:
         key, sep, text = item.partition("=")
         parts = key.strip().split(".")
-        if not sep or len(parts) != 2 or not all(parts):
-            raise ConfigError(f"{source}: override {item!r} must look like section.key=value (e.g. train.lr=3e-4)")
+        if not sep or len(parts) not in (2, 3) or not all(parts):
+            raise ConfigError(f"{source}: override {item!r} must look like section.key=value (e.g. train.lr=3e-4, "
+                              f"data.augment.typos=0.05)")
         try:
             value = load_yaml(text, source=f"{source}: {key.strip()}", invalid=_NotYAML)
         except _NotYAML:
             value = text
-        section = raw.setdefault(parts[0], {})
-        if not isinstance(section, dict):
-            raise ConfigError(f"{source}: {parts[0]} must be a mapping, got {type(section).__name__}")
-        section[parts[1]] = plain_copy(value, source=source, at=key.strip())
+        section = raw
+        for depth, part in enumerate(parts[:-1]):
+            section = section.setdefault(part, {})
+            if not isinstance(section, dict):
+                raise ConfigError(f"{source}: {'.'.join(parts[:depth + 1])} must be a mapping, got "
+                                  f"{type(section).__name__}")
+        section[parts[-1]] = plain_copy(value, source=source, at=key.strip())
     return raw
 
 
@@ -373,6 +412,10 @@ def _coerce(value: Any, hint: Any, *, source: str, key: str) -> Any:
         if not isinstance(value, (list, tuple)) or not value or len(value) > MAX_LIST:
             raise ConfigError(f"{source}: {key} must be a list of 1 to {MAX_LIST} values, got {_show(value)}")
         return tuple(_coerce(v, args[0], source=source, key=f"{key}[{i}]") for i, v in enumerate(value))
+    if dataclasses.is_dataclass(hint):  # a section inside a section (data.augment)
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: {key} must be a mapping, got {_show(value)}")
+        return _build_section(hint, value, source=source, prefix=key)
     if origin is Literal:
         if not isinstance(value, str) or value not in args:
             choices = ", ".join(repr(a) for a in args)
@@ -515,8 +558,7 @@ def _check_data(cfg: Config) -> str | None:
 def _check_ranges(cfg: Config) -> str | None:
     """Every number finite and inside its `RANGES` or `FRACTIONS` entry (written so that NaN fails)."""
     for key, bound in RANGES.items():
-        section, name = key.split(".")
-        value = getattr(getattr(cfg, section), name)
+        value = setting(cfg, key)
         if value is None:  # an optional setting (the type check allowed None)
             continue
         if isinstance(value, float) and not math.isfinite(value):
@@ -527,10 +569,13 @@ def _check_ranges(cfg: Config) -> str | None:
             return f"{key}={_show(value)} must be at most {bound.high:g}" if isinstance(bound.high, float) else \
                 f"{key}={_show(value)} must be at most {bound.high}"
     for key, interval in FRACTIONS.items():
-        section, name = key.split(".")
-        value = getattr(getattr(cfg, section), name)
+        value = setting(cfg, key)
         if value is not None and not _in_interval(value, interval):
             return f"{key}={value} must be in {interval}"
+    cases = {name: getattr(cfg.data.augment, name) for name in CASE_MODIFIERS}
+    if sum(cases.values()) > 1:
+        return (f"data.augment's case modifiers ({', '.join(f'{k}={v:g}' for k, v in cases.items())}) add up to "
+                f"{sum(cases.values()):g}: one at most changes an example, so they must add up to at most 1")
     if not all(_in_interval(b, "[0, 1)") for b in cfg.train.betas):
         return f"train.betas={list(cfg.train.betas)} must each be in [0, 1)"
     return None
@@ -673,4 +718,7 @@ def load_saved_config(path: str | Path) -> Config:
     raw = load_json(text, source=str(path))
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a JSON object")
+    data = raw.get("data")
+    if isinstance(data, dict) and "augment" not in data:  # saved before data.augment existed: it trained without
+        raw = {**raw, "data": {**data, "augment": NO_AUGMENT}}
     return config_from_dict(raw, source=str(path))

@@ -35,6 +35,7 @@ from torch import nn
 from attnmt.checkpoint import (LEGACY_TRAIN_STATE, PREVIOUS_TRAIN_STATE, TRAIN_STATE, load_weights, recorded_digest,
                                train_state_files, weights_step)
 from attnmt.config import Config, load_saved_config
+from attnmt.data.lexicon import LEXICON_FILE
 from attnmt.data.pipeline import TextPipeline
 from attnmt.errors import AttnmtError, CheckpointError
 from attnmt.files import read_json, sha256_file, write_json
@@ -117,8 +118,10 @@ class RunDir:
         return TextPipeline.load(self.path)
 
     def pipeline_files(self) -> list[str]:
-        """The files of the run's text pipeline: tokenizer settings, sentencepiece models, vocabularies."""
-        return [*PIPELINE_FILES, *sorted(p.name for p in self.path.glob("*.model"))]
+        """The files of the run's text pipeline: tokenizer settings, sentencepiece models, vocabularies,
+        and the training data's source words when the run keeps them (lexicon.json)."""
+        lexicon = [LEXICON_FILE] if (self.path / LEXICON_FILE).is_file() else []
+        return [*PIPELINE_FILES, *sorted(p.name for p in self.path.glob("*.model")), *lexicon]
 
     def export_info(self) -> dict:
         return read_json(self.verified(EXPORT_INFO))
@@ -189,6 +192,19 @@ class RunDir:
             return weights
         path = Path(which)
         return path if path.is_absolute() or path.exists() else self.path / which
+
+    def calibration(self):
+        """The model's confidence calibration (calibration.json, `attnmt calibrate`), checked against
+        its recorded sha256; None when it has none (its confidence is then uncalibrated).
+
+        Raises:
+            CheckpointError: the file changed since it was written; DataError: it is damaged.
+        """
+        from attnmt.decoding.confidence import CALIBRATION_FILE, Calibration
+
+        if not (self.path / CALIBRATION_FILE).is_file():
+            return None
+        return Calibration.load(self.verified(CALIBRATION_FILE))
 
     def weights_identity(self, which: str = "best", engine: str = "native") -> str:
         """What names the weights a job decodes with (a shard manifest's record): the file (an

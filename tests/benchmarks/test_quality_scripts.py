@@ -178,3 +178,37 @@ def test_vocab_sweep_trains_each_size_and_compares_with_the_configs_own(tmp_path
     assert vocab_sweep.main(["--out", str(tmp_path / "none"), "--config", str(config), "--sizes", "50,70",
                              "--no-train", "--json", ""]) == 2
     assert "vocab-50" in capsys.readouterr().err
+
+
+def test_robustness_variants_are_what_their_names_say():
+    from benchmarks.quality import robustness
+
+    source = ["Ein Mann fährt auf der Straße.", "Zwei Hunde spielen im Schnee!"]
+    found = robustness.variants(source, seed=1)
+    assert found["lowercase"][0] == "ein mann fährt auf der straße." and found["uppercase"][1].startswith("ZWEI")
+    assert found["no_final_punct"] == ["Ein Mann fährt auf der Straße", "Zwei Hunde spielen im Schnee"]
+    assert found["doubled_spaces"][0] == "Ein  Mann  fährt  auf  der  Straße."
+    assert found["no_diacritics"][0] == "Ein Mann fahrt auf der Strasse." and found["eszett_ss"][0].endswith("Strasse.")
+    for typed, clean in zip(found["typo"], source):  # one word, two adjacent letters swapped
+        changed = [(a, b) for a, b in zip(clean.split(), typed.split()) if a != b]
+        assert len(changed) == 1 and sorted(changed[0][0]) == sorted(changed[0][1]) and changed[0][0] != changed[0][1]
+    for typed, clean in zip(found["repeated_letter"], source):
+        assert len(typed) == len(clean) + 2
+    assert robustness.variants(source, seed=1) == found  # the same for every model
+    assert robustness.short_input_passes("Two dogs.", "zwei Hunde", [["two"], ["dogs"]])
+    assert not robustness.short_input_passes("Two dogs are playing in the snow with a ball.", "zwei Hunde",
+                                             [["two"], ["dogs"]])  # too long: a caption around them
+    assert not robustness.short_input_passes("Two cats.", "zwei Hunde", [["two"], ["dogs"]])
+
+
+def test_robustness_reports_every_variant_and_the_short_inputs(toy_run, tmp_path, capsys):
+    from benchmarks.quality import robustness
+
+    out = tmp_path / "r.json"
+    assert robustness.main([str(toy_run), "--split", "test", "--limit", "12", "--beam", "2", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    rows = {r["variant"]: r for r in report["results"] if r["kind"] == "variant"}
+    assert set(rows) == set(robustness.variants(["x"])) and rows["clean"]["bleu_ratio"] in (1.0, None)
+    assert rows["lowercase"]["scored"] == "lowercased" and rows["typo"]["scored"] == "cased"
+    short, = [r for r in report["results"] if r["kind"] == "short_inputs"]
+    assert short["inputs"] == len(robustness.SHORT_INPUTS) and 0 <= short["passed"] <= short["inputs"]

@@ -12,9 +12,11 @@ pytest.importorskip("ctranslate2")
 
 from support import toy  # noqa: E402
 from attnmt.cli import main  # noqa: E402
+from attnmt.data import cooccurrence  # noqa: E402
 from attnmt.data.vocab import Vocab  # noqa: E402
 from attnmt.engines.ctranslate2_export import export_run  # noqa: E402
-from attnmt.engines.vocab_map import (VocabMapSettings, count_cooccurrence, full_vocab_map_lines,  # noqa: E402
+from attnmt.data.cooccurrence import count_cooccurrence  # noqa: E402
+from attnmt.engines.vocab_map import (VocabMapSettings, full_vocab_map_lines,  # noqa: E402
                                       vocab_map_lines, write_vocab_map)
 from attnmt.errors import AttnmtError  # noqa: E402
 from attnmt.translator import Translator  # noqa: E402
@@ -65,12 +67,10 @@ def test_lines_follow_dice_and_frequency():
 
 
 def test_chunks_merge_like_one_count(monkeypatch):
-    import attnmt.engines.vocab_map as vocab_map
-
     rng = np.random.default_rng(0)
     pairs = [(rng.integers(4, 20, rng.integers(1, 6)), rng.integers(4, 15, rng.integers(1, 6))) for _ in range(50)]
     whole = count_cooccurrence(pairs, 20, 15)
-    monkeypatch.setattr(vocab_map, "CHUNK", 7)
+    monkeypatch.setattr(cooccurrence, "CHUNK", 7)
     chunked = count_cooccurrence(pairs, 20, 15)
     for name in ("src", "tgt", "both", "src_sentences", "tgt_sentences", "tgt_tokens"):
         np.testing.assert_array_equal(getattr(whole, name), getattr(chunked, name))

@@ -25,7 +25,7 @@ from attnmt.training.init_from import resolve_init_from  # noqa: E402
 def fine_tune_config(tmp_path, run, **train) -> dict:
     corpus = toy.write_corpus(tmp_path / "corpus", "copy")
     return {"data": {"corpus": "files", "train": f"{corpus}/train", "valid": f"{corpus}/valid",
-                     "test": f"{corpus}/test", "train_subset": 64},
+                     "test": f"{corpus}/test", "train_subset": 64, "augment": dict(toy.NO_NOISE)},  # the pairs as written
             "model": {"dropout": 0.0},
             "train": {"init_from": str(run), "epochs": 1, "batch_size": 16, "device": "cpu", "eval_max_sentences": 4,
                       "log_every": 1, **train}}

@@ -99,17 +99,23 @@ LEARNING_RATES = {"rnn": 1.0e-2, "transformer": 3.0e-3}
 TEST_SEED = int(os.environ.get("ATTNMT_TEST_SEED", "1"))
 
 
+NO_NOISE = {"lowercase": 0.0, "uppercase": 0.0, "titlecase": 0.0, "typos": 0.0, "no_final_punct": 0.0,
+            "diacritics": 0.0, "fragments": 0.0}  # data.augment off (config.NO_AUGMENT, written out)
+
+
 def config_text(folder: Path, arch: str = "rnn", *, epochs: int = 6, batch_size: int = 16,
                 lr: float | None = None, beam_size: int = 3, data: dict | None = None,
                 model: dict | None = None, train: dict | None = None, search: dict | None = None) -> str:
     """YAML of a tiny `arch` ("rnn" or "transformer") model, dropout 0, trained on the corpus in
     `folder` (from `write_corpus`). `lr` defaults per arch (LEARNING_RATES); the sizes are
-    MODEL_SIZES[arch]; the seed is TEST_SEED. `data`, `model`, `train` and `search` add or override keys of their section."""
+    MODEL_SIZES[arch]; the seed is TEST_SEED. `data`, `model`, `train` and `search` add or override keys of their section.
+    The toy runs train without noise (data.augment all 0) unless `data` gives an augment section: what the
+    other tests assert was learned from the clean tasks; tests/data/test_augment.py trains with it."""
     if arch not in MODEL_SIZES:
         raise ValueError(f"arch must be one of {sorted(MODEL_SIZES)}; got {arch!r}")
     sections = {
         "data": {**dict(corpus="files", src_lang="de", tgt_lang="en", train=f"{folder}/train",
-                        valid=f"{folder}/valid", test=f"{folder}/test"), **(data or {})},
+                        valid=f"{folder}/valid", test=f"{folder}/test", augment=dict(NO_NOISE)), **(data or {})},
         "model": {"arch": arch, **MODEL_SIZES[arch], "dropout": 0.0, **(model or {})},
         "train": {**dict(epochs=epochs, batch_size=batch_size, lr=LEARNING_RATES[arch] if lr is None else lr,
                          log_every=10, seed=TEST_SEED), **(train or {})},

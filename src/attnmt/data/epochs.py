@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -156,10 +156,12 @@ class Epoch:
     """The batches and updates of one epoch of `data` (see the module docstring)."""
 
     def __init__(self, data: PreparedData, weights: Sequence[float], batching: Batching, epoch: int,
-                 prefixes: Sequence[tuple[list[int], list[int]]] | None = None):
+                 prefixes: Sequence[tuple[list[int], list[int]]] | None = None, augment: Callable | None = None):
         """`prefixes`: per corpus, the ids put before its sources and first in its targets (a
-        multilingual model's language token); none by default."""
+        multilingual model's language token); none by default. `augment`: the noise of each
+        example as its batch is built (augment.Augmenter: (index, epoch, src, tgt) -> (src, tgt))."""
         self.data, self.batching, self.epoch = data, batching, epoch
+        self.augment = augment
         self.prefixes = [(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)) for a, b in prefixes or ()]
         self.examples = epoch_examples(data.corpus_of, weights, epoch_rng(batching.seed, epoch))
         if len(self.examples) == 0:
@@ -220,6 +222,9 @@ class Epoch:
         """The padded Batch of these examples (read from the memory maps)."""
         b = self.batching
         src, tgt = self.data.ids("src", examples), self.data.ids("tgt", examples)
+        if self.augment is not None:  # from (seed, epoch, example) alone: the same on every rank and resume
+            pairs = [self.augment(int(i), self.epoch, s, t) for i, s, t in zip(examples.tolist(), src, tgt)]
+            src, tgt = [s for s, _ in pairs], [t for _, t in pairs]
         if self.prefixes:
             corpus = self.data.corpus_of[examples].tolist()
             src = [np.concatenate([self.prefixes[c][0], ids]) for c, ids in zip(corpus, src)]

@@ -5,11 +5,14 @@ training data; `save` / `load` keep it in the prepared folder and in the run dir
 plus sentencepiece model files, so that a trained model translates with exactly the
 tokenization it was trained with. A multilingual model's pipeline also holds its `Languages`
 (languages.py): the directions, the language tokens in the vocabulary and where they go.
-`source_eos` (an imported Marian model's convention) ends every source with the eos token.
+`source_eos` (an imported Marian model's convention) ends every source with the eos token. A run
+trained here also keeps its training data's source words (`lexicon`, lexicon.py), with which the
+translator reads a text typed in capitals or with a slip as the model would want it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +21,7 @@ from typing import Sequence
 from attnmt.files import read_json, sha256_file, write_json
 from attnmt.data.corpus import ParallelCorpus
 from attnmt.data.languages import Languages, is_lang_token, lang_token
+from attnmt.data.lexicon import LEXICON_FILE, Lexicon
 from attnmt.data.tokenizers import WORD_START, SentencePieceTokenizer, Tokenizer, tokenizer_from_dict
 from attnmt.data.vocab import Vocab
 from attnmt.errors import DataError
@@ -36,6 +40,7 @@ class TextPipeline:
     tgt_vocab: Vocab
     languages: Languages | None = None  # a multilingual model's (None: one direction)
     source_eos: bool = False  # every source ends with src_vocab's eos token (Marian); attnmt's own: no
+    lexicon: Lexicon | None = None  # the training data's source words (lexicon.py): case and slips mended
 
     # ------------------------------------------------------------------ use
     def language_ids(self, target_lang: str | None) -> tuple[list[int], list[int]]:
@@ -99,8 +104,11 @@ class TextPipeline:
         """This pipeline with its language tokens' place chosen (a one-direction pipeline: itself)."""
         if self.languages is None:
             return self
-        return TextPipeline(self.src_tokenizer, self.tgt_tokenizer, self.src_vocab, self.tgt_vocab,
-                            self.languages.with_placement(placement), self.source_eos)
+        return dataclasses.replace(self, languages=self.languages.with_placement(placement))
+
+    def with_lexicon(self, lexicon: Lexicon | None) -> TextPipeline:
+        """This pipeline with the source words of its training data (saved as lexicon.json)."""
+        return dataclasses.replace(self, lexicon=lexicon)
 
     # ------------------------------------------------------------------ persistence
     def save(self, run_dir: Path) -> None:
@@ -117,6 +125,8 @@ class TextPipeline:
         write_json(run_dir / "tokenizers.json", settings)
         self.src_vocab.save(run_dir / "vocab.src.json")
         self.tgt_vocab.save(run_dir / "vocab.tgt.json")
+        if self.lexicon is not None:
+            self.lexicon.save(run_dir)
 
     @classmethod
     def load(cls, run_dir: Path) -> TextPipeline:
@@ -135,6 +145,7 @@ class TextPipeline:
             Vocab.load(run_dir / "vocab.tgt.json"),
             languages,
             source_eos=settings.get("source_eos", False),
+            lexicon=Lexicon.load(run_dir / LEXICON_FILE) if (run_dir / LEXICON_FILE).is_file() else None,
         )
 
 

@@ -9,6 +9,8 @@ text the service takes, and `attnmt translate --split-sentences`, goes through h
 
 The rules, in order:
   1. a line break always ends a sentence (a list, a heading, a poem's line: one unit each);
+     a line without a single capital letter (typed all in lower case) is read as if each
+     sentence began with one (`capitalize_starts`), since the rules below read capitals;
   2. within a line, sentencex (Wikimedia's rule-based segmenter: the language's abbreviations,
      decimals, quotes and brackets after the stop, ellipses, URLs) finds the boundaries;
   3. attnmt's corrections of what sentencex 1.0 gets wrong on the hard cases
@@ -91,11 +93,26 @@ def spans_by_line(text: str, segment: Callable[[str], Iterable[str]], lang: str 
         if not line.strip():
             continue
         line = _SURROGATE.sub("\ufffd", line)  # a lone surrogate (not UTF-8) as one character of the same place
+        if lang is not None and not any(c.isupper() for c in line):
+            line = capitalize_starts(line)  # no capital anywhere: read as if each sentence began with one
         found = _line_spans(line, segment)
         if lang is not None:
             found = refine(line, found, lang)
         spans += [(offset + start, offset + end) for start, end in found]
     return spans
+
+
+_AFTER_MARK = re.compile(r"(^|[.!?\u2026][\"'\u201c\u201d\u00bb)\]]*\s+)([\"'(\[\u201e\u00ab]*)([^\W\d_])")
+
+
+def capitalize_starts(line: str) -> str:
+    """A line typed without capitals with the first letter after each . ! ? (and the line's first)
+    upper case, character for character (its spans are the line's): what the segmenter and the
+    corrections read of such a line, so that "ein hund läuft. zwei katzen schlafen." is two sentences."""
+    def upper(match: re.Match) -> str:
+        letter = match.group(3).upper()
+        return match.group(1) + match.group(2) + (letter if len(letter) == 1 else match.group(3))
+    return _AFTER_MARK.sub(upper, line)
 
 
 def _line_spans(line: str, segment: Callable[[str], Iterable[str]]) -> list[Span]:

@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import islice
+from typing import Iterator
+
+import numpy as np
 
 from attnmt.config import Config, save_config
+from attnmt.data.augment import Augmenter, TextSide
+from attnmt.data.fragments import Fragments
+from attnmt.data.lexicon import Lexicon
 from attnmt.data.batching import Batch, make_batches
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
 from attnmt.data.epochs import Batching, Epoch
@@ -46,10 +53,28 @@ class TrainData:
     batching: Batching
     val: list[ValSet]
     prefixes: list[tuple[list[int], list[int]]] | None = None  # per corpus: its language token ids
+    augment: Augmenter | None = None  # data.augment's noise, on the fly (None: none)
 
     def epoch(self, epoch: int) -> Epoch:
         """Epoch `epoch`'s batches and updates (the same on every rank)."""
-        return Epoch(self.prepared, self.weights, self.batching, epoch, self.prefixes)
+        return Epoch(self.prepared, self.weights, self.batching, epoch, self.prefixes, self.augment)
+
+
+LEXICON_SAMPLE = 500_000  # source sentences the lexicon is counted on
+
+
+def prepared_examples(prepared: PreparedData, *, block: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The prepared pairs' ids in order, read a block at a time."""
+    for start in range(0, len(prepared), block):
+        index = np.arange(start, min(start + block, len(prepared)))
+        yield from zip(prepared.ids("src", index), prepared.ids("tgt", index))
+
+
+def source_lexicon(prepared: PreparedData, *, limit: int = LEXICON_SAMPLE) -> Lexicon:
+    """The source words of the first `limit` prepared pairs (data/lexicon.py)."""
+    side = TextSide(prepared.pipeline, "src")
+    texts = (side.text(src) for src, _ in islice(prepared_examples(prepared), limit))
+    return Lexicon.from_sentences(text.split() for text in texts if text is not None)
 
 
 def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) -> TrainData:
@@ -61,7 +86,10 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
         init_pipeline(cfg)  # the run it starts from: checked against its checksums before use
     prepared = _resumed_data(run, cfg, world) if resume else prepare(data_cfg, world=world, init_from=train_cfg.init_from)
     if not resume and world.main:
-        prepared.pipeline.with_placement(data_cfg.lang_token).save(run.path)
+        pipeline = prepared.pipeline.with_placement(data_cfg.lang_token)
+        if not data_cfg.multilingual:  # one source language: its words, for texts typed another way (lexicon.py)
+            pipeline = pipeline.with_lexicon(source_lexicon(prepared))
+        pipeline.save(run.path)
         save_config(cfg, run.path / CONFIG)
         write_json(run.path / PREPARED, {"key": prepared.key, "folder": str(prepared.folder), "pairs": len(prepared)})
         run.record_checksums([CONFIG, PREPARED, *run.pipeline_files()])
@@ -81,7 +109,10 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
     batching = Batching(train_cfg.batch_size, train_cfg.batch_by, window=train_cfg.length_window, seed=train_cfg.seed, world_size=world.size,
                         accum_steps=train_cfg.accum_steps, src_extra=len(extra[0]) + pipeline.source_eos,
                         tgt_extra=len(extra[1]), src_eos=pipeline.source_eos, **ids)
-    data = TrainData(prepared, pipeline, corpus_weights(data_cfg, inputs), batching, _val_sets(cfg, pipeline, ids), prefixes)
+    fragments = Fragments.for_pipeline(prepared_examples(prepared), pipeline) if data_cfg.augment.fragments > 0 else None
+    augment = Augmenter(data_cfg.augment, pipeline, seed=train_cfg.seed, max_len=data_cfg.max_len, fragments=fragments)
+    data = TrainData(prepared, pipeline, corpus_weights(data_cfg, inputs), batching, _val_sets(cfg, pipeline, ids), prefixes,
+                     augment if augment.active else None)
     pairs = [i["pairs"] for i in inputs]
     first = None
     if sum(w * n for w, n in zip(data.weights, pairs)) <= batching.window:  # a small corpus: an epoch is one

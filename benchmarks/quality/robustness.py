@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""What people type: a model's BLEU and chrF on the ways people vary a sentence, each against the
+same model's clean score, the seconds each took, and the short-input test (docs/results.md,
+"What people type").
+
+Variants of each source sentence (the references stay as they are; seeded, so every model gets
+the same ones):
+    clean            as written (sentence case, final period)
+    lowercase        all lower case                  \\ scored lowercased, against the clean
+    uppercase        ALL CAPITALS                     | translation scored lowercased
+    titlecase        Every Word Capitalized          /
+    no_final_punct   the final . ! ? dropped
+    typo             one word: two adjacent letters swapped
+    doubled_spaces   every space doubled
+    no_diacritics    accents dropped, ß as ss ("fahrt", "Strasse")
+    eszett_ss        only ß as ss ("Strasse")
+    repeated_letter  one word's last letter typed three times ("Hunddd")
+The short-input test (SHORT_INPUTS below): one to three words in, a short output holding the right
+words out.
+
+    benchmarks/quality/robustness.py RUN_OR_EXPORT [--split test_2016_flickr] [--limit N] [--beam 5]
+        [--as-typed] [--json report.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import sys
+import time
+import unicodedata
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file: make the benchmarks package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.common import command, environment, make_report, write_report  # noqa: E402
+
+# The short-input test: German inputs of one to three words, as people type them into a translator, and
+# the English words each translation must hold (alternatives per word), written by hand; Multi30k's
+# captions are whole sentences. A translation passes when it is short (at most 2 x the input's words + 1
+# words) and holds one alternative of every required word (lower-cased, as whole words).
+SHORT_INPUTS: list[tuple[str, list[list[str]]]] = [
+    # one noun
+    ("Hund", [["dog"]]), ("Katze", [["cat"]]), ("Mann", [["man"]]), ("Frau", [["woman", "lady"]]),
+    ("Kind", [["child", "kid"]]), ("Mädchen", [["girl"]]), ("Junge", [["boy"]]), ("Auto", [["car"]]),
+    ("Fahrrad", [["bike", "bicycle"]]), ("Straße", [["street", "road"]]), ("Strand", [["beach"]]),
+    ("Wasser", [["water"]]), ("Ball", [["ball"]]), ("Baum", [["tree"]]), ("Haus", [["house", "home"]]),
+    ("Hut", [["hat"]]), ("Hemd", [["shirt"]]), ("Pferd", [["horse"]]), ("Schnee", [["snow"]]),
+    ("Gitarre", [["guitar"]]), ("Brücke", [["bridge"]]), ("Zug", [["train"]]), ("Boot", [["boat"]]),
+    ("Berg", [["mountain"]]), ("Sonne", [["sun"]]), ("Blume", [["flower"]]), ("Stadt", [["city", "town"]]),
+    ("Menschenmenge", [["crowd"]]), ("Fußball", [["soccer", "football"]]), ("Brille", [["glasses"]]),
+    ("Tisch", [["table"]]), ("Stuhl", [["chair"]]), ("Bühne", [["stage"]]), ("Küche", [["kitchen"]]),
+    ("Feuer", [["fire"]]), ("Regen", [["rain"]]), ("Zelt", [["tent"]]), ("Kamera", [["camera"]]),
+    # plural nouns
+    ("Hunde", [["dogs"]]), ("Kinder", [["children", "kids"]]), ("Männer", [["men"]]), ("Frauen", [["women"]]),
+    ("Leute", [["people"]]), ("Autos", [["cars"]]), ("Pferde", [["horses"]]), ("Bäume", [["trees"]]),
+    # determiner or number + noun
+    ("ein Hund", [["dog"]]), ("eine Frau", [["woman", "lady"]]), ("der Mann", [["man"]]),
+    ("die Straße", [["street", "road"]]), ("zwei Hunde", [["two"], ["dogs"]]),
+    ("drei Männer", [["three"], ["men"]]), ("zwei Frauen", [["two"], ["women"]]),
+    ("vier Kinder", [["four"], ["children", "kids"]]), ("zwei Katzen", [["two"], ["cats"]]),
+    # adjective + noun
+    ("roter Ball", [["red"], ["ball"]]), ("schwarzer Hund", [["black"], ["dog"]]),
+    ("kleines Mädchen", [["little", "small", "young"], ["girl"]]), ("alter Mann", [["old", "elderly"], ["man"]]),
+    ("blaues Hemd", [["blue"], ["shirt"]]), ("weiße Katze", [["white"], ["cat"]]),
+    ("großes Haus", [["big", "large"], ["house", "building"]]), ("junge Frau", [["young"], ["woman", "lady"]]),
+    ("grünes Gras", [["green"], ["grass"]]), ("ein roter Ball", [["red"], ["ball"]]),
+    ("ein kleiner Junge", [["little", "small", "young"], ["boy"]]), ("zwei schwarze Hunde", [["two"], ["black"], ["dogs"]]),
+    # prepositional phrases
+    ("im Wasser", [["water"]]), ("auf der Straße", [["street", "road"]]), ("am Strand", [["beach"]]),
+    ("im Schnee", [["snow"]]), ("vor dem Haus", [["front"], ["house", "building"]]),
+    ("mit einem Hut", [["with"], ["hat"]]), ("auf der Bühne", [["stage"]]), ("in der Stadt", [["city", "town"]]),
+    # noun + verb ("Kinder spielen")
+    ("Kinder spielen", [["children", "kids"], ["play", "playing"]]),
+    ("Hunde laufen", [["dogs"], ["run", "running", "walk", "walking"]]),
+    ("Frau liest", [["woman", "lady"], ["reads", "reading"]]),
+    ("Mann schläft", [["man"], ["sleeps", "sleeping", "asleep"]]),
+    ("Hund springt", [["dog"], ["jumps", "jumping", "leaps", "leaping"]]),
+    ("Mädchen singt", [["girl"], ["sings", "singing"]]),
+    ("Männer arbeiten", [["men"], ["work", "working"]]),
+    ("Frauen tanzen", [["women"], ["dance", "dancing"]]),
+    ("Junge schwimmt", [["boy"], ["swims", "swimming"]]),
+    ("Leute essen", [["people"], ["eat", "eating"]]),
+    # verbs alone and short phrases
+    ("laufen", [["run", "running", "walk", "walking"]]), ("spielen", [["play", "playing"]]),
+    ("Fahrrad fahren", [["bike", "bicycle", "biking", "bicycling", "cycling", "ride", "riding"]]),
+    ("Mann mit Hut", [["man"], ["hat"]]), ("Frau mit Brille", [["woman", "lady"], ["glasses"]]),
+    ("Hund im Schnee", [["dog"], ["snow"]]), ("Kinder am Strand", [["children", "kids"], ["beach"]]),
+]
+
+CASED = ("lowercase", "uppercase", "titlecase")  # scored lowercased
+TARGETS = {"lowercase": 0.95, "no_final_punct": 0.95, "doubled_spaces": 0.95, "uppercase": 0.90, "typo": 0.90}
+_WORD = re.compile(r"[^\W\d_]{3,}")
+
+
+def _one_word(text: str, rng: random.Random) -> tuple[re.Match | None, str]:
+    words = list(_WORD.finditer(text))
+    return (words[rng.randrange(len(words))] if words else None), text
+
+
+def swap_letters(text: str, rng: random.Random) -> str:
+    """One word of three letters or more with two adjacent letters swapped (not two alike)."""
+    match, _ = _one_word(text, rng)
+    if match is None:
+        return text
+    word = match.group(0)
+    places = [i for i in range(len(word) - 1) if word[i] != word[i + 1]] or [0]
+    i = places[rng.randrange(len(places))]
+    return text[:match.start()] + word[:i] + word[i + 1] + word[i] + word[i + 2:] + text[match.end():]
+
+
+def repeat_letter(text: str, rng: random.Random) -> str:
+    match, _ = _one_word(text, rng)
+    if match is None:
+        return text
+    return text[:match.end()] + match.group(0)[-1] * 2 + text[match.end():]
+
+
+def strip_diacritics(text: str) -> str:
+    decomposed = unicodedata.normalize("NFD", text.replace("ß", "ss"))
+    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+
+
+def titled(text: str) -> str:
+    return re.sub(r"\w+", lambda m: m.group(0)[:1].upper() + m.group(0)[1:].lower(), text)
+
+
+def variants(sources: list[str], seed: int = 62) -> dict[str, list[str]]:
+    """Every variant of every source, the same for every model (one seeded generator per variant)."""
+    def each(fn):
+        rng = random.Random(seed)
+        return [fn(s, rng) for s in sources]
+    return {
+        "clean": list(sources),
+        "lowercase": [s.lower() for s in sources],
+        "uppercase": [s.upper() for s in sources],
+        "titlecase": [titled(s) for s in sources],
+        "no_final_punct": [re.sub(r"\s*[.!?]+\s*$", "", s) for s in sources],
+        "typo": each(swap_letters),
+        "doubled_spaces": [s.replace(" ", "  ") for s in sources],
+        "no_diacritics": [strip_diacritics(s) for s in sources],
+        "eszett_ss": [s.replace("ß", "ss") for s in sources],
+        "repeated_letter": each(repeat_letter),
+    }
+
+
+def words_of(text: str) -> list[str]:
+    return re.findall(r"[^\W_]+", text.lower())
+
+
+def short_input_passes(output: str, source: str, required: list[list[str]]) -> bool:
+    """A short output (at most 2 x the input's words + 1) holding one alternative of every required word."""
+    found = words_of(output)
+    return (len(found) <= 2 * len(source.split()) + 1
+            and all(any(alt in found for alt in alternatives) for alternatives in required))
+
+
+def run(args) -> dict:
+    import sacrebleu
+
+    from attnmt.data.corpus import corpus_spec, load_corpus
+    from attnmt.run_dir import RunDir
+    from attnmt.translator import Translator
+
+    engine = args.engine or RunDir(args.run).engine
+    translator = Translator.load(args.run, engine=engine)
+    if args.as_typed:  # the model alone: no case restored, no slip mended (search.restore_case, correct_spelling)
+        import dataclasses
+
+        translator.cfg = dataclasses.replace(translator.cfg, search=dataclasses.replace(
+            translator.cfg.search, restore_case=False, correct_spelling=False))
+    corpus = load_corpus(corpus_spec(translator.cfg.data), args.split)
+    sources, refs = corpus.src[:args.limit], corpus.tgt[:args.limit]
+    results, clean = [], {}
+    translator.translate(sources[:8], beam_size=args.beam)  # warm up
+    for name, texts in variants(sources).items():
+        start = time.perf_counter()
+        outputs = [r.text for r in translator.translate(texts, beam_size=args.beam, batch_size=args.batch_size)]
+        seconds = time.perf_counter() - start
+        lower = name in CASED
+        hyps, gold = ([o.lower() for o in outputs], [r.lower() for r in refs]) if lower else (outputs, refs)
+        bleu = sacrebleu.corpus_bleu(hyps, [gold]).score
+        chrf = sacrebleu.corpus_chrf(hyps, [gold]).score
+        if name == "clean":
+            clean = {"bleu": bleu, "chrf": chrf, "seconds": seconds,
+                     "bleu_lc": sacrebleu.corpus_bleu([o.lower() for o in outputs], [[r.lower() for r in refs]]).score,
+                     "chrf_lc": sacrebleu.corpus_chrf([o.lower() for o in outputs], [[r.lower() for r in refs]]).score}
+        base_bleu, base_chrf = (clean["bleu_lc"], clean["chrf_lc"]) if lower else (clean["bleu"], clean["chrf"])
+        row = {"kind": "variant", "variant": name, "scored": "lowercased" if lower else "cased",
+               "bleu": round(bleu, 2), "chrf": round(chrf, 2),
+               "bleu_ratio": round(bleu / base_bleu, 3) if base_bleu else None,
+               "chrf_ratio": round(chrf / base_chrf, 3) if base_chrf else None,
+               "seconds": round(seconds, 2), "time_ratio": round(seconds / clean["seconds"], 2),
+               "target": TARGETS.get(name)}
+        if name in TARGETS:
+            row["met"] = row["bleu_ratio"] is not None and row["bleu_ratio"] >= TARGETS[name]
+        results.append(row)
+        print(f"{name:<16} BLEU {bleu:6.2f} ({row['bleu_ratio']}x)  chrF {chrf:6.2f} ({row['chrf_ratio']}x)  "
+              f"{seconds:7.2f} s ({row['time_ratio']}x)" + (f"  target {TARGETS[name]}x: "
+                                                           f"{'met' if row['met'] else 'NOT met'}" if name in TARGETS else ""),
+              flush=True)
+    inputs = [text for text, _ in SHORT_INPUTS]
+    outputs = [r.text for r in translator.translate(inputs, beam_size=args.beam)]
+    passed = [short_input_passes(o, s, req) for o, (s, req) in zip(outputs, SHORT_INPUTS)]
+    share = sum(passed) / len(passed)
+    results.append({"kind": "short_inputs", "inputs": len(inputs), "passed": sum(passed), "share": round(share, 3),
+                    "target": 0.8, "met": share >= 0.8,
+                    "failed": [{"input": s, "output": o} for o, (s, _), ok in zip(outputs, SHORT_INPUTS, passed) if not ok]})
+    print(f"short inputs: {sum(passed)} of {len(passed)} ({share:.0%}; target 80%)")
+    for failure in results[-1]["failed"][:20]:
+        print(f"   {failure['input']!r} -> {failure['output']!r}")
+    return make_report("robustness", command=command(__file__, args.argv), environment=environment(),
+                       settings={"run": args.run, "engine": engine, "split": args.split, "sentences": len(sources),
+                                 "beam": args.beam, "as_typed": args.as_typed}, results=results)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", help="a run or an export")
+    parser.add_argument("--engine", default=None, help="native or ctranslate2 (default: by the folder)")
+    parser.add_argument("--split", default="test_2016_flickr")
+    parser.add_argument("--limit", type=int, default=None, help="the first N sentences (default: all)")
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--as-typed", action="store_true",
+                        help="the model reads each text as typed (search.restore_case and correct_spelling off)")
+    parser.add_argument("--json", type=Path, default=None, help="write the report here")
+    args = parser.parse_args(argv)
+    args.argv = argv if argv is not None else sys.argv[1:]
+    report = run(args)
+    if args.json:
+        write_report(args.json, report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,263 @@
+"""The source words of a model's training data, and what they give a text typed another way:
+its case restored and its slips of the finger mended, before the model reads it.
+
+    lexicon = Lexicon.from_sentences(word_lists)     # counted at training, saved with the run (lexicon.json)
+    seen = lexicon.normalize("EIN MANN FÄHRT FAHRAD")  # seen.text "Ein Mann fährt Fahrrad", seen.pattern "upper"
+    restore_case(translation, seen.pattern)          # -> "A MAN RIDES A BIKE"
+    seen.to_typed(offset)                            # an offset into seen.text, into the typed text
+
+A model trained on sentence-case captions has seen "Mann", never "mann" or "MANN" (a word
+vocabulary lacks them; sentencepiece cuts them into pieces it rarely saw): a text typed all in
+lower case, in capitals or in title case (`case_pattern`) is read as the training data writes
+its words (each word's most frequent form, counted outside a sentence's first position, as
+Moses' truecaser counts; the first word of a sentence upper case), and the translation is
+written in the pattern it was typed in. A word the training data never had, of four letters or
+more, that is one slip away from a word it had (a letter swapped, dropped, doubled, added or
+replaced; a letter repeated; "ss" for "ß", "ae" for "ä", accents left out) becomes the most
+frequent such word. A word it had, or an unknown one with no such neighbour, stays as typed (a
+name, an acronym).
+
+Shapes: none (text).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Iterable, Sequence
+
+from attnmt.errors import DataError
+from attnmt.files import read_json, write_json
+
+LEXICON_FILE = "lexicon.json"
+FORMAT = "attnmt-lexicon/1"
+MIN_COUNT = 2        # a word seen fewer times is no correction target
+MIN_LENGTH = 4       # shorter unknown words are not corrected (too many neighbours)
+_WORD = re.compile(r"[^\W\d_]+")
+_RUN = re.compile(r"([^\W\d_])\1{2,}")  # a letter typed three times or more
+_SPELLED_OUT = (("ae", "ä"), ("oe", "ö"), ("ue", "ü"), ("ss", "ß"))
+CASE_PATTERNS = ("lower", "upper", "title")  # the patterns whose case is restored; any other: "as typed"
+
+
+def case_pattern(text: str) -> str:
+    """How `text` is cased: "lower" (no capital), "upper" (no small letter), "title" (every word of
+    two or more starts with a capital and goes on in small letters), or "as typed" (sentence case,
+    mixed, or too few letters to tell)."""
+    letters = [c for c in text if c.isalpha()]
+    if len(letters) < 2:
+        return "as typed"
+    if not any(c.isupper() for c in letters):
+        return "lower"
+    if not any(c.islower() for c in letters):
+        return "upper"
+    words = _WORD.findall(text)
+    if len(words) >= 2 and all(w[0].isupper() and (len(w) == 1 or w[1:].islower()) for w in words):
+        return "title"
+    return "as typed"
+
+
+def _each(text: str, change) -> str:
+    """`change` of each character, where it is one character (its spans stay where they were:
+    "ß".upper() is "SS", so ß stays; the capital ẞ when it goes upper)."""
+    out = []
+    for c in text:
+        changed = change(c)
+        out.append(changed if len(changed) == 1 else ("\u1e9e" if c == "ß" else c))
+    return "".join(out)
+
+
+def restore_case(text: str, pattern: str) -> str:
+    """A translation written in the input's case pattern (case_pattern's), character for character:
+    its length, and so every span into it, stays."""
+    if pattern == "lower":
+        return _each(text, str.lower)
+    if pattern == "upper":
+        return _each(text, str.upper)
+    if pattern == "title":
+        return re.sub(r"\w+", lambda m: _each(m.group(0)[:1], str.upper) + _each(m.group(0)[1:], str.lower), text)
+    return text
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """A text as the model is to read it: `text`, the `typed` one's `pattern`, and the words that
+    changed, as (typed start, typed end, new start, new end) in order (to map spans back)."""
+
+    text: str
+    typed: str
+    pattern: str
+    edits: tuple[tuple[int, int, int, int], ...] = ()
+
+    def to_typed(self, offset: int) -> int:
+        """An offset into `text` as an offset into `typed` (inside a changed word: its typed end)."""
+        shift = 0
+        for typed_start, typed_end, start, end in self.edits:
+            if offset < start:
+                break
+            if offset < end:
+                return min(typed_end, typed_start + (offset - start))
+            shift = typed_end - end
+        return offset + shift
+
+
+def _letters(alphabet: str, word: str) -> str:
+    return "".join(dict.fromkeys(alphabet + word))
+
+
+@dataclass
+class Lexicon:
+    """Word forms of a training data's source side.
+
+    Attributes:
+        forms: lower-cased word -> its most frequent form and how often the word was seen (all forms).
+        alphabet: the letters the words are made of (a replaced or added letter is one of them).
+        capital_starts: whether most of its sentences begin with a capital (sentence case): a
+            text read in its case then does too; a corpus of lower-case lines does not.
+    """
+
+    forms: dict[str, tuple[str, int]]
+    alphabet: str = field(default="")
+    capital_starts: bool = True
+
+    @classmethod
+    def from_sentences(cls, sentences: Iterable[Sequence[str]]) -> Lexicon:
+        """Count the words of tokenized or whitespace-split sentences (tokens without a letter and
+        <unk> skipped); a word's form is counted outside a sentence's first position when it
+        occurs there at all."""
+        inner: dict[str, dict[str, int]] = {}
+        first: dict[str, dict[str, int]] = {}
+        starts = capitals = 0
+        for words in sentences:
+            opening = next((w for w in words if _WORD.search(w) and w != "<unk>"), None)
+            if opening is not None:
+                starts += 1
+                capitals += _WORD.search(opening).group(0)[0].isupper()
+            for position, token in enumerate(words):
+                for word in _WORD.findall(token) if token != "<unk>" else ():
+                    table = first if position == 0 else inner
+                    forms = table.setdefault(word.lower(), {})
+                    forms[word] = forms.get(word, 0) + 1
+        found = {}
+        for lower in inner.keys() | first.keys():
+            counts = inner.get(lower) or first[lower]
+            best = max(counts, key=lambda form: (counts[form], form))
+            total = sum(inner.get(lower, {}).values()) + sum(first.get(lower, {}).values())
+            found[lower] = (best, total)
+        letters = sorted({c for word in found for c in word})
+        return cls(found, "".join(letters), capital_starts=capitals * 2 >= starts)
+
+    # ---- the input's words
+
+    def known(self, word: str) -> bool:
+        return word.lower() in self.forms
+
+    def correction(self, word: str) -> str | None:
+        """The word a typed word was meant to be (see the module docstring): its training form,
+        capitalized or in capitals when the typed word is; None when it is known, short, or has no
+        such neighbour."""
+        lower = word.lower()
+        if len(lower) < MIN_LENGTH or lower in self.forms:
+            return None
+        candidates = [c for c in self._neighbours(lower) if c in self.forms and self.forms[c][1] >= MIN_COUNT]
+        if not candidates:
+            return None
+        best = max(candidates, key=lambda c: (self.forms[c][1], c))
+        form = self.forms[best][0]
+        if len(word) > 1 and word.isupper():
+            return _each(form, str.upper)
+        return form if not word[0].isupper() else form[:1].upper() + form[1:]
+
+    def _neighbours(self, word: str) -> set[str]:
+        """Words one slip from `word` (Norvig's edits1 over the lexicon's letters), and its letter
+        runs, spelled-out umlauts and dropped accents undone."""
+        alphabet = _letters(self.alphabet, word)
+        splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+        found = {a + b[1:] for a, b in splits if b}
+        found |= {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+        found |= {a + c + b[1:] for a, b in splits if b for c in alphabet}
+        found |= {a + c + b for a, b in splits for c in alphabet}
+        found.add(_RUN.sub(r"\1", word))
+        found.add(_RUN.sub(r"\1\1", word))
+        for spelled, letter in _SPELLED_OUT:
+            if spelled in word:
+                found.add(word.replace(spelled, letter))
+        stripped = "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))
+        found |= {w for w in self._accented(stripped) if w != word}
+        return found
+
+    @cached_property
+    def _by_plain(self) -> dict[str, set[str]]:
+        """Lower-cased words by their letters without accents."""
+        found: dict[str, set[str]] = {}
+        for lower in self.forms:
+            key = "".join(c for c in unicodedata.normalize("NFD", lower) if not unicodedata.combining(c))
+            found.setdefault(key, set()).add(lower)
+        return found
+
+    def _accented(self, plain: str) -> set[str]:
+        """Forms of the lexicon whose letters without accents are `plain` ("fahrt" -> "fährt")."""
+        return self._by_plain.get(plain, set())
+
+    def normalize(self, text: str, *, case: bool = True, spelling: bool = True) -> Normalized:
+        """`text` as the model is to read it, and its case pattern (case_pattern's; "as typed" when
+        `case` is off): in a lower / upper / title pattern each known word in its training form,
+        each sentence's first word upper case (where the training data's sentences begin so); each unknown word one slip from a known one mended."""
+        pattern = case_pattern(text) if case else "as typed"
+        restore = pattern in CASE_PATTERNS
+        out, last, start_of_sentence = [], 0, True
+        edits, length = [], 0  # length: of the new text so far
+        for match in _WORD.finditer(text):
+            word = match.group(0)
+            between = text[last:match.start()]
+            if re.search(r"[.!?]\s*$", between) or (last == 0 and not between.strip(" \"'([„“«")):
+                start_of_sentence = True
+            if restore:
+                lower = word.lower()
+                if lower in self.forms:
+                    word = self.forms[lower][0]
+                elif pattern != "upper":  # unknown, in lower or title case: small letters (a sentence's
+                    word = lower           # first one capitalized below); in capitals it stays (an acronym)
+            if spelling and not self.known(word):
+                fixed = self.correction(word.lower() if pattern == "upper" else word)
+                if fixed is not None:
+                    word = fixed
+            if restore and start_of_sentence and self.capital_starts:
+                word = word[:1].upper() + word[1:]
+            start_of_sentence = False
+            out.append(between + word)
+            length += len(between)
+            if word != match.group(0):
+                edits.append((match.start(), match.end(), length, length + len(word)))
+            length += len(word)
+            last = match.end()
+        out.append(text[last:])
+        return Normalized("".join(out), text, pattern, tuple(edits))
+
+    # ---- a file of the run
+
+    def save(self, folder) -> None:
+        write_json(folder / LEXICON_FILE, {"format": FORMAT, "alphabet": self.alphabet,
+                                           "capital_starts": self.capital_starts,
+                                           "forms": {k: list(v) for k, v in sorted(self.forms.items())}}, indent=None)
+
+    @classmethod
+    def load(cls, path) -> Lexicon:
+        """Read lexicon.json, checked.
+
+        Raises:
+            DataError: not a lexicon of this format, naming the file and what is wrong.
+        """
+        raw = read_json(path, error=DataError)
+        if not isinstance(raw, dict) or raw.get("format") != FORMAT or not isinstance(raw.get("forms"), dict) \
+                or not isinstance(raw.get("alphabet"), str) or not isinstance(raw.get("capital_starts", True), bool):
+            raise DataError(f"{path}: not an attnmt lexicon ({FORMAT}: format, alphabet, capital_starts, forms)")
+        forms = {}
+        for lower, entry in raw["forms"].items():
+            if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)
+                    and isinstance(entry[1], int) and not isinstance(entry[1], bool) and entry[1] > 0
+                    and entry[0].lower() == lower):
+                raise DataError(f"{path}: forms[{lower[:40]!r}] must be [its form, a count > 0]")
+            forms[lower] = (entry[0], entry[1])
+        return cls(forms, raw["alphabet"], raw.get("capital_starts", True))  # absent: written before the key

@@ -1,0 +1,173 @@
+"""The source lexicon (data/lexicon.py): case patterns, case restored and slips mended as the
+training data writes its words, spans mapped back to the typed text, the file refused when
+damaged; and through the Translator: a text in capitals translates as the same text in sentence
+case, written back in capitals. Expected texts are written here by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from support import toy
+
+from attnmt.data.lexicon import LEXICON_FILE, Lexicon, case_pattern, restore_case
+from attnmt.errors import DataError
+
+SENTENCES = ["Ein Mann fährt Fahrrad auf der Straße .", "Zwei Hunde spielen im Schnee .",
+             "Der Mann und die Hunde laufen .", "Ein Fahrrad steht vor dem Haus .",
+             "Eine Frau liest ein Buch im Park .", "Die NASA schickt eine Rakete ."] * 3
+LEXICON = Lexicon.from_sentences(s.split() for s in SENTENCES)
+
+
+@pytest.mark.parametrize("text,pattern", [
+    ("ein mann fährt rad", "lower"), ("EIN MANN FÄHRT RAD.", "upper"), ("Ein Mann Fährt Rad", "title"),
+    ("Ein Mann fährt Rad.", "as typed"), ("Hund", "as typed"), ("hund", "lower"), ("HUND", "upper"),
+    ("a", "as typed"), ("", "as typed"), ("42 !", "as typed"), ("ein Mann", "as typed")])
+def test_case_patterns(text, pattern):
+    assert case_pattern(text) == pattern
+
+
+def test_a_translation_is_written_in_the_pattern_character_for_character():
+    assert restore_case("A man rides on the Straße.", "upper") == "A MAN RIDES ON THE STRAẞE."  # ẞ: one character
+    assert restore_case("A man rides.", "lower") == "a man rides."
+    assert restore_case("a man rides a bike.", "title") == "A Man Rides A Bike."
+    assert restore_case("A man rides.", "as typed") == "A man rides."
+    for pattern in ("lower", "upper", "title"):
+        assert len(restore_case("Die Straße, ﬁne.", pattern)) == len("Die Straße, ﬁne.")
+
+
+@pytest.mark.parametrize("typed,read", [
+    ("ein mann fährt fahrrad auf der straße. zwei hunde spielen im schnee",
+     "Ein Mann fährt Fahrrad auf der Straße. Zwei Hunde spielen im Schnee"),
+    ("EIN MANN FÄHRT FAHRRAD.", "Ein Mann fährt Fahrrad."),
+    ("Ein Mann Und Die Hunde Laufen", "Ein Mann und die Hunde laufen"),
+    ("DIE NASA SCHICKT EINE RAKETE", "Die NASA schickt eine Rakete"),  # the training data's form of NASA
+    ("EINE ESA RAKETE", "Eine ESA Rakete"),  # unknown in capitals: an acronym, kept
+    ("zwei hunde und zorro", "Zwei Hunde und zorro"),  # unknown in lower case: as typed
+])
+def test_case_is_restored_as_the_training_data_writes_each_word(typed, read):
+    assert LEXICON.normalize(typed).text == read
+
+
+@pytest.mark.parametrize("typed,read", [
+    ("Ein Mann fährt Fahrad.", "Ein Mann fährt Fahrrad."),      # a letter dropped
+    ("Ein Mann fährt Fahrradd.", "Ein Mann fährt Fahrrad."),    # doubled
+    ("Ein Mann färht Fahrrad.", "Ein Mann fährt Fahrrad."),     # swapped
+    ("Zwei Hunddde spielen.", "Zwei Hunde spielen."),           # a letter repeated (and one off)
+    ("Auf der Strasse.", "Auf der Straße."),                    # ss for ß
+    ("Ein Mann faehrt.", "Ein Mann fährt."),                    # the umlaut spelled out
+    ("Ein Mann fahrt.", "Ein Mann fährt."),                     # the accent left out
+    ("Eine Frua liest.", "Eine Frau liest."),                   # swapped, in a word of four letters
+    ("Eine Xyzw liest.", "Eine Xyzw liest."),                   # four letters, but no known neighbour of one slip
+    ("Ein Man fährt.", "Ein Man fährt."),                       # three letters: not mended
+    ("Der Parkplatz.", "Der Parkplatz."),                       # unknown, no neighbour: a name, as typed
+])
+def test_a_slip_is_mended_to_the_most_frequent_known_word(typed, read):
+    assert LEXICON.normalize(typed, case=False).text == read
+
+
+def test_settings_switch_each_part_off():
+    assert LEXICON.normalize("EIN MANN FÄHRT FAHRAD", case=False, spelling=False).text == "EIN MANN FÄHRT FAHRAD"
+    assert LEXICON.normalize("EIN MANN FÄHRT FAHRAD", case=False).text == "EIN MANN FÄHRT FAHRRAD"  # in capitals
+    assert LEXICON.normalize("EIN MANN FÄHRT FAHRAD", spelling=False).text == "Ein Mann fährt FAHRAD"  # unknown: kept
+    assert LEXICON.normalize("EIN MANN FÄHRT FAHRAD").text == "Ein Mann fährt Fahrrad"
+
+
+def test_spans_of_the_read_text_map_back_to_the_typed_one():
+    seen = LEXICON.normalize("ein mann fährt fahrad auf der strasse. zwei hunde")
+    assert seen.text == "Ein Mann fährt Fahrrad auf der Straße. Zwei Hunde"
+    for word in ("Fahrrad", "Straße", "Zwei", "Hunde"):
+        start = seen.text.index(word)
+        typed = seen.typed[seen.to_typed(start):seen.to_typed(start + len(word))]
+        assert typed.lower() in {"fahrad", "strasse", "zwei", "hunde"}, (word, typed)
+    assert seen.to_typed(0) == 0 and seen.to_typed(len(seen.text)) == len(seen.typed)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("aeinrsäößHUNDEFMN .,!?\n")), max_size=60))
+def test_any_text_is_read_and_mapped_back_within_itself(text):
+    seen = LEXICON.normalize(text)
+    positions = [seen.to_typed(i) for i in range(len(seen.text) + 1)]
+    assert positions == sorted(positions) and positions[0] == 0 and positions[-1] == len(text)
+    if case_pattern(text) == "as typed":  # only slips change a sentence-case text: never its spacing
+        assert [c for c in seen.text if not c.isalpha()] == [c for c in text if not c.isalpha()]
+
+
+def test_a_corpus_of_lower_case_lines_is_read_without_capital_starts():
+    """Sentence case in training: a lower-case text's first word is capitalized; lines that begin
+    in lower case in training (a lowercased corpus, a word list): it stays as typed."""
+    assert LEXICON.capital_starts
+    assert LEXICON.normalize("ein mann fährt .").text == "Ein Mann fährt ."
+    lower = Lexicon.from_sentences(s.lower().split() for s in SENTENCES)
+    assert not lower.capital_starts
+    assert lower.normalize("ein mann fährt .").text == "ein mann fährt ."
+
+
+def test_the_file_round_trips_and_a_damaged_one_is_refused_by_name(tmp_path):
+    LEXICON.save(tmp_path)
+    assert Lexicon.load(tmp_path / LEXICON_FILE) == LEXICON
+    raw = json.loads((tmp_path / LEXICON_FILE).read_text())
+    for damage, message in [(lambda r: r.update(format="other"), "not an attnmt lexicon"),
+                            (lambda r: r["forms"].update(hund=["Katze", 3]), r"forms\['hund'\] must be"),
+                            (lambda r: r["forms"].update(hund=["Hund", -1]), r"forms\['hund'\] must be"),
+                            (lambda r: r.pop("alphabet"), "not an attnmt lexicon"),
+                            (lambda r: r.update(capital_starts="yes"), "not an attnmt lexicon")]:
+        broken = json.loads(json.dumps(raw))
+        damage(broken)
+        (tmp_path / LEXICON_FILE).write_text(json.dumps(broken))
+        with pytest.raises(DataError, match=message):
+            Lexicon.load(tmp_path / LEXICON_FILE)
+
+
+@pytest.fixture(scope="module")
+def lexicon_run(tmp_path_factory):
+    """A toy run trained now: it keeps its training data's source words (lexicon.json)."""
+    from attnmt.cli import main
+
+    base = tmp_path_factory.mktemp("lexicon_run")
+    config = toy.write_config(base / "toy.yaml", epochs=3)
+    assert main(["train", str(config), "--run-dir", str(base / "run")]) == 0
+    return base / "run"
+
+
+def test_a_trained_run_keeps_its_lexicon_checked_like_its_other_files(lexicon_run):
+    from attnmt.run_dir import RunDir
+
+    run = RunDir(lexicon_run)
+    assert LEXICON_FILE in run.pipeline_files() and run.pipeline().lexicon is not None
+    assert run.pipeline().lexicon.forms["hund"][1] > 0
+    checksums = json.loads((lexicon_run / "checksums.json").read_text())
+    assert LEXICON_FILE in checksums
+
+
+def test_capitals_translate_as_sentence_case_written_in_capitals(lexicon_run):
+    from attnmt.translator import Translator
+
+    translator = Translator.load(lexicon_run, device="cpu")
+    sentence_case = ["Hund katze rot .", "Mann frau kind ball ."]
+    plain = translator.translate(sentence_case, beam_size=2)
+    shouted = translator.translate([s.upper() for s in sentence_case], beam_size=2)
+    whispered = translator.translate([s.lower() for s in sentence_case], beam_size=2)
+    assert [r.text for r in shouted] == [restore_case(r.text, "upper") for r in plain]
+    assert [r.text for r in whispered] == [restore_case(r.text, "lower") for r in plain]
+    assert shouted[0].read_as == "Hund katze rot ." and plain[0].read_as is None
+    assert [r.tokens for r in shouted] == [r.tokens for r in plain]  # the model read the same tokens
+
+
+def test_a_run_with_restore_case_off_reads_the_text_as_typed(lexicon_run, tmp_path):
+    import shutil
+
+    from attnmt.run_dir import RunDir
+    from attnmt.translator import Translator
+
+    off = tmp_path / "off"
+    shutil.copytree(lexicon_run, off)
+    config = json.loads((off / "config.json").read_text())
+    config["search"].update(restore_case=False, correct_spelling=False)
+    (off / "config.json").write_text(json.dumps(config))
+    RunDir(off).record_checksums(["config.json"])
+    result, = Translator.load(off, device="cpu").translate(["HUND KATZE ROT ."], beam_size=2)
+    assert result.read_as is None and result.source_tokens[0] == "HUND"
