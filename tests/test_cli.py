@@ -132,6 +132,7 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("evaluate {rnn} {tmp}/nothing", r"nothing: no config.json; is it a run directory"),
     ],
     "translate": [
+        ("translate {rnn} --min-confidence -1", r"argument --min-confidence: -1 must be a finite number >= 0"),
         ("translate {rnn} --beam 0", r"argument --beam: 0 must be a positive integer"),
         ("translate {rnn} --beam -2", r"argument --beam: -2 must be a positive integer"),
         ("translate {rnn} --batch-size 0", r"argument --batch-size: 0 must be a positive integer"),
@@ -166,7 +167,8 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
     "import": [
         ("import {tmp}/nothing -o {tmp}/out", r"nothing: not a folder \(download one with `huggingface-cli download"),
         ("import {tmp} -o {tmp}/out", r"config.json: not found \(is .* a Marian model folder"),
-        ("import {config} -o {tmp}/out", r"toy.yaml: not a folder"),
+        ("import {config} -o {tmp}/out", r"toy.yaml: not an Argos package \(a .argosmodel is a zip archive; this is "
+                                         r"not one\) and not a folder"),
         ("import {tmp}", r"the following arguments are required: -o/--output"),
         ("import {tmp} -o {tmp}/out --src-lang", r"argument --src-lang: expected one argument"),
     ],
@@ -224,6 +226,14 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("summarize {tmp}/nothing", r"nothing: no config.json; is it a run directory"),
         ("summarize {rnn} --beam 0", r"argument --beam: 0 must be a positive integer"),
     ],
+    "calibrate": [
+        ("calibrate {tmp}/nothing", r"nothing: no config.json; is it a run directory"),
+        ("calibrate {rnn} --src {config}", r"give both --src and --ref"),
+        ("calibrate {rnn} --src {config} --ref {tmp}/missing.txt", r"missing.txt: cannot read"),
+        ("calibrate {rnn} --beam 0", r"argument --beam: 0 must be a positive integer"),
+        ("calibrate {rnn} --src {config} --ref {config}", r"calibrating needs at least 100 held-out sentences"),
+        ("calibrate {rnn} --split nosuch", r"nosuch"),
+    ],
     "serve": [  # each fails before the server starts
         ("serve {rnn} --engine ctranslate2", r"not a CTranslate2 export"),
         ("serve {rnn} --port x", r"argument --port: 'x' is not an integer"),
@@ -233,6 +243,7 @@ BAD_VALUES: dict[str, list[tuple[str, str]]] = {
         ("serve {rnn} --max-wait-ms -1", r"argument --max-wait-ms: -1 must be a finite number >= 0"),
         ("serve {rnn} --max-texts 0", r"argument --max-texts: 0 must be a positive integer"),
         ("serve {rnn} --beam 0", r"argument --beam: 0 must be a positive integer"),
+        ("serve {rnn} --min-confidence 2", r"argument --min-confidence: 2 must be at most 1"),
         ("serve {rnn} --device cuda:99", r"--device='cuda:99' but"),
         ("serve {rnn}+{rnn} --engine ctranslate2", r"an ensemble of 2 models needs the native engine"),
         ("serve {rnn} {rnn}", r"both translate de -> en: serve one model per pair"),

@@ -23,9 +23,11 @@ LAYERS = {
     "decoding": 6,  # search, constrained search, inputs, results, alignment: one package (anything goes within)
     "run_dir": 7, "engines": 8,
     "interop": 8,  # Marian / Hugging Face checkpoints <-> runs (run_dir.py, models, data)
+    "interop.argos": 9,  # Argos Translate packages <-> CTranslate2 exports: calls engines/ctranslate2_export.py
     "evaluation": 9, "significance": 9, "training": 10,
     "translator": 11, "sharding": 11, "plotting": 12,  # sharding: line files in resumable shards over ranks
     "workers": 12,  # decoding in several processes, each with its own Translator (translator.py)
+    "calibration": 12,  # attnmt calibrate: a translator's confidence fitted on held-out data (translator.py)
     "distillation": 13,  # `attnmt distill`: teacher -> student in resumable stages (translator, sharding, training, workers)
     "documents": 13,  # .txt, .html, .docx, .pptx, .odt, .odp, .epub, .srt, .po, .xliff, .pdf: one table of formats,
                       # documents/markup.py's placement by word alignment, translator results

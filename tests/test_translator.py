@@ -120,3 +120,24 @@ def test_cli_nbest_and_score_output(toy_run, tmp_path, capsys):
     (tmp_path / "short.en").write_text("Dog cat .\n", encoding="utf-8")
     assert main(["score", str(toy_run), "-i", str(tmp_path / "in.de"), "-r", str(tmp_path / "short.en")]) == 2
     assert "has 2 lines" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+@pytest.mark.parametrize("split", [False, True])
+def test_a_translation_cut_at_its_length_bound_says_so(toy_run, beam, split):
+    """search.max_len_ratio 0 and max_len_offset 2: every output stops after two tokens, before the
+    model's end (the toy copies 4 words and a full stop): at_length_bound, and LENGTH_BOUND_NOTE in
+    its warnings (what the service answers); with the run's own budget neither."""
+    import dataclasses
+
+    from attnmt.decoding.inputs import LENGTH_BOUND_NOTE
+
+    free = Translator.load(toy_run, device="cpu")
+    tight = Translator.load(toy_run, device="cpu")
+    tight.engine.search_cfg = dataclasses.replace(tight.cfg.search, max_len_ratio=0.0, max_len_offset=2)
+    text = "Hund katze haus baum ." if not split else "Hund katze haus baum . Rot blau haus baum ."
+    done, = free.translate([text], beam_size=beam, split_sentences=split)
+    assert not done.at_length_bound and LENGTH_BOUND_NOTE not in done.warnings
+    cut, = tight.translate([text], beam_size=beam, split_sentences=split)
+    assert cut.at_length_bound and cut.warnings.count(LENGTH_BOUND_NOTE) == 1
+    assert len(cut.tokens) == 2 * (2 if split else 1)

@@ -64,6 +64,7 @@ SAMPLING_TEMPERATURE = Bound(0.01, 100.0, integer=False)  # 0.01: already as sha
                                               # logits / temperature); 100: already as flat as uniform
 SAMPLING_TOPK = Bound(0, 2**20)               # more than any vocabulary (0 = all)
 DECODING_SEED = Bound(0, 2**32 - 1)           # what both torch and CTranslate2 take
+CONFIDENCE = Bound(0.0, 1.0, integer=False)     # min_confidence: a probability
 CONSTRAINTS = Bound(0, 64)                    # terminology constraints of one sentence (search rows grow with them)
 
 # ---- time and weights: the config, the CLI

@@ -22,8 +22,8 @@ import logging
 import os
 import sys
 
-from attnmt.commands import (attention, average, compare, data_stats, demo, distill, evaluate, export, import_, prepare,
-                             score, serve, summarize, train, translate)
+from attnmt.commands import (attention, average, calibrate, compare, data_stats, demo, distill, evaluate, export,
+                             import_, prepare, score, serve, summarize, train, translate)
 from attnmt.errors import AttnmtError
 
 # verb -> its module, in the order of `attnmt --help`; a two-word verb is a sub-command of a group (GROUPS).
@@ -43,6 +43,7 @@ COMMANDS = {
     "summarize": summarize,
     "import": import_,
     "distill": distill,
+    "calibrate": calibrate,
 }
 GROUPS = {"data": "inspect corpora"}
 

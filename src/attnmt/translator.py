@@ -25,12 +25,15 @@ from torch import nn
 
 from attnmt.config import Config
 from attnmt.data.batching import make_batches
+from attnmt.data.lexicon import CASE_PATTERNS, Normalized, restore_case
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
 from attnmt.data.sentences import split_sentences as find_sentences
 from attnmt.decoding.alignment import replace_unknowns, word_alignment
+from attnmt.decoding.confidence import result_features, uncalibrated_confidence
 from attnmt.decoding.coverage import measure_parts
-from attnmt.decoding.inputs import applicable_constraints, check_constraints, check_prefixes, encode_targets
-from attnmt.decoding.paragraphs import join_sentences
+from attnmt.decoding.inputs import (LENGTH_BOUND_NOTE, applicable_constraints, check_constraints, check_prefixes,
+                                    encode_targets)
+from attnmt.decoding.paragraphs import join_paragraphs, paragraph_units
 from attnmt.decoding.options import DecodingOptions
 from attnmt.decoding.results import Alternative, Engine, ScoreResult, TranslationResult
 from attnmt.devices import resolve_device
@@ -98,6 +101,7 @@ class Translator:
                 raise ValueError("Translator needs a model or an engine")
             engine = NativeEngine(self.model, pipeline, cfg.search, self.device)
         self.engine = engine
+        self.calibration = RunDir(run_dir).calibration() if run_dir is not None else None
 
     @classmethod
     def load(cls, path: str | Path | Sequence[str | Path], *, checkpoint: str = "best", device: str | None = None,
@@ -136,7 +140,9 @@ class Translator:
                               "the native engine uses torch's threads (torch.set_num_threads)")
         if len(paths) > 1:
             model, cfg, pipeline = load_ensemble(paths, checkpoint=checkpoint)
-            return cls(model, pipeline, cfg, device=device, run_dir=Path(paths[0]))
+            ensemble = cls(model, pipeline, cfg, device=device, run_dir=Path(paths[0]))
+            ensemble.calibration = None  # a member's map is not the ensemble's: its confidence is uncalibrated
+            return ensemble
         run = RunDir(paths[0])
         run.require_run()
         cfg, pipeline = run.config(), run.pipeline()
@@ -252,25 +258,64 @@ class Translator:
             sentences = [sentences]
             target_prefix = [target_prefix] if isinstance(target_prefix, str) else target_prefix
             constraints = None if constraints is None else [constraints]
+        seen = self.read_as_trained(list(sentences))
+        texts = [n.text for n in seen] if seen is not None else list(sentences)
         if not options.split_sentences:
-            return self._translate(list(sentences), options, target_prefix, constraints)
-        texts = list(sentences)
+            return self._withheld(self._as_typed(self._translate(texts, options, target_prefix, constraints), seen),
+                                  list(sentences), options)
         prefix_texts = check_prefixes(target_prefix, len(texts))
         per_text = check_constraints(constraints, len(texts))
         lang = self.source_language(options.source_lang, options.target_lang)
         spans = [find_sentences(text, lang) for text in texts]
-        units, unit_prefixes, unit_constraints = [], [], []
-        for text, found, prefix, items in zip(texts, spans, prefix_texts, per_text):
-            for k, (start, end) in enumerate(found):
-                units.append(text[start:end])
-                unit_prefixes.append(prefix if k == 0 else None)
-                unit_constraints.append(list(items) if k == 0 else [i for i in items if not isinstance(i, str)])
-        found_results = self._translate(units, options, unit_prefixes if target_prefix is not None else None,
-                                        unit_constraints if constraints is not None else None, split=True)
-        results, start = [], 0
-        for text, found in zip(texts, spans):
-            results.append(join_sentences(text, found, found_results[start:start + len(found)], subword=self.subword))
-            start += len(found)
+        units = paragraph_units(texts, spans, prefix_texts if target_prefix is not None else None,
+                                per_text if constraints is not None else None)
+        found_results = self._translate(units.texts, options, units.prefixes, units.constraints, split=True)
+        results = join_paragraphs(texts, spans, found_results, subword=self.subword)  # confidence: the least sure sentence's
+        return self._withheld(self._as_typed(results, seen), list(sentences), options)
+
+    @staticmethod
+    def _withheld(results: list[TranslationResult], sources: list[str], options: DecodingOptions
+                  ) -> list[TranslationResult]:
+        """Results less confident than options.min_confidence: their text the source (or empty), said;
+        a result the length bound cut, said (LENGTH_BOUND_NOTE)."""
+        for result in results:  # said wherever warnings are shown (the service's answers)
+            if result.at_length_bound and LENGTH_BOUND_NOTE not in result.warnings:
+                result.warnings.append(LENGTH_BOUND_NOTE)
+        if options.min_confidence is None:
+            return results
+        for result, source in zip(results, sources):
+            if result.confidence is not None and result.confidence < options.min_confidence:
+                kind = "the source" if options.below_confidence == "source" else "no translation"
+                result.warnings.append(f"confidence {result.confidence:.2f} is below min_confidence="
+                                       f"{options.min_confidence:g}: {kind} is given instead")
+                result.text = source if options.below_confidence == "source" else ""
+                result.withheld = True
+        return results
+
+    def read_as_trained(self, texts: list[str]) -> list[Normalized] | None:
+        """Each text as the model is to read it (data/lexicon.py): in lower case, capitals or title
+        case, its words in the training data's case (search.restore_case), and an unknown word one
+        slip from a known one mended (search.correct_spelling); None when nothing is to be mended
+        (the model keeps no lexicon, both settings are off, or every text reads as typed)."""
+        lexicon, search = self.pipeline.lexicon, self.cfg.search
+        if lexicon is None or not (search.restore_case or search.correct_spelling):
+            return None
+        seen = [lexicon.normalize(text, case=search.restore_case, spelling=search.correct_spelling) for text in texts]
+        return seen if any(n.text != n.typed or n.pattern in CASE_PATTERNS for n in seen) else None
+
+    def _as_typed(self, results: list[TranslationResult], seen: list[Normalized] | None) -> list[TranslationResult]:
+        """Results of mended texts (read_as_trained) as the typed ones': each translation (and
+        alternative) in its input's case pattern, spans into the typed text, `read_as` set."""
+        if seen is None:
+            return results
+        for result, n in zip(results, seen):
+            if n.text == n.typed and n.pattern not in CASE_PATTERNS:
+                continue
+            for hyp in [result, *result.alternatives]:
+                hyp.text = restore_case(hyp.text, n.pattern)
+            for sentence in result.sentences:
+                sentence.source = (n.to_typed(sentence.source[0]), n.to_typed(sentence.source[1]))
+            result.read_as = n.text if n.text != n.typed else None
         return results
 
     def _translate(self, sentences: list[str], options: DecodingOptions, target_prefix, constraints, *,
@@ -291,7 +336,21 @@ class Translator:
         for sentence, result, prefix in zip(sentences, results, prefixes):
             self._finish(result, prefix, replace_unk=options.replace_unk, alignments=options.alignments)
             self._measure(sentence, result, options, split=split)
+            self._confide(result)
         return results
+
+    def confidence_features(self, result: TranslationResult) -> dict[str, float]:
+        """The features of one sentence's result that its confidence is made of (decoding/confidence.py)."""
+        return result_features(result, self.pipeline.lexicon)
+
+    def _confide(self, result: TranslationResult) -> None:
+        """The result's confidence: the calibration's map of its features (attnmt calibrate), or
+        without one the mean token probability (confidence_calibrated False)."""
+        features = self.confidence_features(result)
+        if self.calibration is not None:
+            result.confidence, result.confidence_calibrated = self.calibration.confidence(features), True
+        else:
+            result.confidence = uncalibrated_confidence(features)
 
     def _measure(self, sentence: str, result: TranslationResult, options: DecodingOptions, *,
                  split: bool = False) -> None:

@@ -28,9 +28,10 @@ def test_a_paragraph_is_its_sentences_translated_alone(translator, beam):
     assert paragraph.text == f"  {outs[0]} {outs[1]}\n\n{outs[2]}\t"
     assert paragraph.tokens == [t for r in alone for t in r.tokens]
     assert paragraph.source_tokens == [t for r in alone for t in r.source_tokens]
+    dense = np.asarray(paragraph.attention)  # a BlockAttention: its sentences' blocks
     rows = cols = 0
     for r in alone:  # each sentence's attention on the diagonal, zeros elsewhere
-        block = paragraph.attention[rows:rows + len(r.tokens)]
+        block = dense[rows:rows + len(r.tokens)]
         np.testing.assert_allclose(block[:, cols:cols + len(r.source_tokens)], r.attention, atol=1e-6)
         assert not block[:, :cols].any() and not block[:, cols + len(r.source_tokens):].any()
         rows, cols = rows + len(r.tokens), cols + len(r.source_tokens)

@@ -38,7 +38,8 @@ def test_frontend_settings(served, suggesting):
     assert one == {"charLimit": -1, "frontendTimeout": 500, "apiKeys": False, "keyRequired": False,
                    "suggestions": False, "filesTranslation": True,
                    "supportedFilesFormat": [".txt", ".html", ".docx", ".pptx", ".odt", ".odp", ".epub", ".srt", ".po",
-                                            ".xliff", ".pdf", ".htm", ".pot", ".xlf"],
+                                            ".xliff", ".pdf", ".htm", ".ott", ".oth", ".odm", ".otp", ".pot",
+                                            ".xlf"],
                    "language": {"source": {"code": "de", "name": "German"},
                                 "target": {"code": "en", "name": "English"}}}
     two = httpx.get(suggesting[0].url + "/frontend/settings").json()

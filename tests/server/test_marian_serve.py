@@ -38,7 +38,7 @@ def test_the_api_serves_an_imported_model_with_its_attention(marian_served):
     libre = httpx.post(server.url + "/translate", json={"q": GERMAN, "source": "de", "target": "en"}, timeout=120)
     assert libre.status_code == 200 and libre.json()["translatedText"] == expected.text
     for layer, head in ((None, None), (1, 0), (0, 1)):
-        body = {"texts": [GERMAN], "beam_size": 2, "layer": layer, "head": head, "alignments": True}
+        body = {"texts": [GERMAN], "beam_size": 2, "layer": layer, "head": head, "alignments": True, "attention": True}
         found = httpx.post(server.url + "/v1/translate", json=body, timeout=120)
         assert found.status_code == 200, found.text
         t = found.json()["translations"][0]

@@ -163,3 +163,30 @@ def test_the_pair_selector_offers_every_direction_of_a_multilingual_model(page, 
                                source="fr", target="en")
     assert page.text_content("#output-text") == expected["text"]
     assert page.is_hidden("#error-message")
+
+
+def test_a_long_paragraph_is_drawn_from_its_sentence_blocks(page, served):
+    """Issue 66 A: a paragraph's attention comes as per-sentence blocks (no dense matrix past 40,000
+    weights); the page draws the first sentences that fit its grid, each cell the block's weight
+    (zeros off the blocks), and says how many it shows."""
+    text = " ".join(["Hund katze rot haus ."] * 120)
+    open_page(page, served.url, "rnn")
+    page.fill("#beam-size", "1")
+    translate_on_page(page, text)
+    expected = api_translation(served.url, text, 1)
+    assert expected["attention"] is None and len(expected["attention_blocks"]) == 120
+    shown = grid_weights(page)
+    dense = np.zeros(shown.shape)
+    sentences = 0
+    for block in expected["attention_blocks"]:
+        weights = np.array(block["weights"])
+        r, c = block["row"], block["col"]
+        if r + weights.shape[0] > shown.shape[0] or c + weights.shape[1] > shown.shape[1]:
+            break
+        dense[r:r + weights.shape[0], c:c + weights.shape[1]] = weights
+        sentences += 1
+    assert 1 <= sentences < 120 and shown.size <= 40_000
+    np.testing.assert_allclose(shown, dense, atol=1e-6)
+    assert f"The grid shows the first {sentences} of 120 sentences" in page.text_content("#grid-note")
+    page.hover(f"#output-tokens .token[data-row='{shown.shape[0] + 3}']")  # a row past the grid: no error
+    assert page.is_hidden("#error-message")

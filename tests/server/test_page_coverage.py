@@ -4,6 +4,7 @@ from /v1/translate."""
 
 from __future__ import annotations
 
+import pytest
 
 from support.page import api_translation, open_page, translate_on_page
 
@@ -39,3 +40,28 @@ def test_flagged_translation_marks_the_uncovered_words(page, thread_server, toy_
     flagged = sum(s["flagged"] for s in expected["sentences"])
     assert page.text_content("#coverage-warning").startswith(
         f"Part of the source may be missing from the translation: {flagged} of 2 sentences flagged")
+
+
+def test_the_page_shows_the_confidence_and_what_the_model_read(page, served):
+    open_page(page, served.url, "rnn")
+    typed = "hund katze haus."  # lower case: read in the training data's case
+    translate_on_page(page, typed)
+    expected = api_translation(served.url, typed, int(page.input_value("#beam-size")))
+    assert expected["read_as"] == "Hund katze haus."
+    assert page.text_content("#translation-confidence").startswith(
+        f"Confidence {expected['confidence']:.2f} (uncalibrated: the mean token probability")
+    assert page.text_content("#read-as") == 'Read as: "Hund katze haus."'
+    assert float(page.get_attribute("#output-text", "data-confidence")) == pytest.approx(expected["confidence"])
+    assert ("unsure" in (page.get_attribute("#output-text", "class") or "").split()) == (expected["confidence"] < 0.5)
+
+
+def test_an_unsure_translation_is_shaded(page, thread_server, toy_translator, monkeypatch):
+    import attnmt.translator
+
+    monkeypatch.setattr(attnmt.translator, "uncalibrated_confidence", lambda features: 0.2)  # in this process
+    server = thread_server(toy_translator)
+    open_page(page, server.url, "rnn")
+    translate_on_page(page, PARAGRAPH)
+    assert page.text_content("#translation-confidence").startswith("Confidence 0.20 (uncalibrated")
+    assert "unsure" in (page.get_attribute("#output-text", "class") or "").split()
+    assert page.is_hidden("#read-as")

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from attnmt.commands.serve import ModelSpec, model_specs
+from support.servers import libretranslate_fields
 
 GERMAN = ["Hund katze rot .", "Ein kind spielt ball .", "Groß haus blau wasser baum .", "Frau mann auto ."]
 ENGLISH = ["Dog cat red .", "Child ball water .", "Big house blue water tree .", "Woman man car ."]
@@ -91,7 +92,7 @@ def test_a_pair_no_model_has_is_refused_naming_the_pairs(two_pairs, body, patter
 
 def test_auto_with_one_source_into_the_target_needs_no_guess(two_pairs, references):
     r = httpx.post(two_pairs.url + "/translate", json={"q": ENGLISH[0], "source": "auto", "target": "de"}, timeout=60)
-    assert r.json() == {"translatedText": references["en-de"][ENGLISH[0]],
+    assert libretranslate_fields(r.json()) == {"translatedText": references["en-de"][ENGLISH[0]],
                         "detectedLanguage": {"confidence": 100.0, "language": "en"}}
 
 

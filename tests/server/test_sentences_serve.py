@@ -25,7 +25,8 @@ def test_translate_splits_a_paragraph_and_keeps_its_spacing(served, toy_translat
 
 def test_v1_gives_each_sentence_and_its_coverage(served, toy_translator):
     expected, = toy_translator.translate([PARAGRAPH], split_sentences=True, beam_size=2, alignments=True)
-    answer = httpx.post(served.url + "/v1/translate", json={"texts": [PARAGRAPH], "beam_size": 2, "alignments": True},
+    answer = httpx.post(served.url + "/v1/translate", json={"texts": [PARAGRAPH], "beam_size": 2, "alignments": True,
+                                                           "attention": True},
                         timeout=120)
     assert answer.status_code == 200, answer.text
     got = answer.json()["translations"][0]

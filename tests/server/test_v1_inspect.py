@@ -26,7 +26,8 @@ def assert_error(response, status, text):
 
 def test_alignments_match_the_translator(served, toy_translator):
     expected = toy_translator.translate(SENTENCES, beam_size=3, n_best=2, alignments=True)
-    r = post(served, "/v1/translate", json={"texts": SENTENCES, "beam_size": 3, "n_best": 2, "alignments": True})
+    r = post(served, "/v1/translate", json={"texts": SENTENCES, "beam_size": 3, "n_best": 2, "alignments": True,
+                                            "attention": True})
     assert r.status_code == 200, r.text
     for got, want in zip(r.json()["translations"], expected):
         assert got["text"] == want.text

@@ -9,6 +9,7 @@ every test folder, whatever pytest's import mode and under pytest-xdist's worker
     logged_server.py     a served toy run whose log the fuzzing tests read
     page.py              the page in chromium through Playwright: the browser, a guarded page
     document_samples.py  documents of every format made by their own libraries; fake translations
+    office_render.py     LibreOffice converting and drawing documents; a page's pixels, words, fonts
     fuzzing.py           hypothesis profiles (CI, ATTNMT_FUZZ=deep)
     marian_toy.py        tiny Marian models in the Hugging Face layout
     sentence_cases.py    the splitter's hard cases

@@ -27,7 +27,7 @@ def translate_on_page(page, text: str, *, keyboard: bool = False) -> None:
 
 
 def api_translation(url: str, text: str, beam: int, **extra) -> dict:
-    body = {"texts": [text], "beam_size": beam, "n_best": min(5, beam), **extra}
+    body = {"texts": [text], "beam_size": beam, "n_best": min(5, beam), "attention": True, **extra}
     return httpx.post(url + "/v1/translate", json=body, timeout=120).json()["translations"][0]
 
 

@@ -115,3 +115,13 @@ def short_input_copy(run_dir: Path, dest: Path) -> Path:
     (dest / "config.json").write_text(json.dumps(config))
     RunDir(dest).record_checksums(["config.json"])  # an edit made on purpose: its new sha256 is recorded
     return dest
+
+
+def libretranslate_fields(answer: dict) -> dict:
+    """A /translate answer without attnmt's `confidence` key (checked: a probability per text, or
+    null for an empty one), to compare with LibreTranslate's own fields."""
+    answer = dict(answer)
+    confidence = answer.pop("confidence", None)
+    for value in confidence if isinstance(confidence, list) else [confidence]:
+        assert value is None or (isinstance(value, float) and 0.0 <= value <= 1.0), confidence
+    return answer

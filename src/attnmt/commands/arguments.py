@@ -11,6 +11,7 @@ from pathlib import Path
 
 from attnmt.bounds import BEAM, DECODING_WORKERS, LENGTH_PENALTY, SHARD_LINES, THREADS, VOCAB, Bound
 from attnmt.direction import Direction, check_language
+from attnmt.errors import AttnmtError
 
 # --------------------------------------------------------------------------- argument types
 # argparse turns a ValueError/ArgumentTypeError from these into `attnmt VERB: error: argument X: ...`.
@@ -89,7 +90,8 @@ DECODING_ARGS = {"beam": "beam_size", "length_penalty": "length_penalty", "batch
                  "n_best": "n_best", "sampling_topk": "sampling_topk", "sampling_temperature": "sampling_temperature",
                  "seed": "seed", "layer": "layer", "head": "head", "replace_unk": "replace_unk",
                  "alignments": "alignments", "split_sentences": "split_sentences", "source_lang": "source_lang",
-                 "target_lang": "target_lang"}
+                 "target_lang": "target_lang", "min_confidence": "min_confidence",
+                 "below_confidence": "below_confidence"}
 
 
 def add_decoding_args(p: argparse.ArgumentParser, *, batch_size: int = 64) -> None:
@@ -138,9 +140,21 @@ def image_path(text: str) -> str:
 def ensemble_paths(spec: str) -> list[str]:
     """The folders a model argument names (compare's SYSTEM, distill's TEACHER, serve's MODEL):
     itself, or its '+'-joined parts, an ensemble (runs/a+runs/b). A folder whose own name has a
-    '+' is itself."""
+    '+' is itself.
+
+    Empty parts are dropped (`runs/a++runs/b+` is two runs).
+
+    Raises:
+        AttnmtError: an empty argument, or '+'s that name no run at all (`+`, `++`): one line
+            (issue 66 group G: `attnmt distill +` raised IndexError).
+    """
     if "+" in spec and not Path(spec).exists():
-        return [part for part in spec.split("+") if part]
+        parts = [part for part in spec.split("+") if part.strip()]
+        if not parts:
+            raise AttnmtError(f"{spec!r}: names no run; an ensemble is runs joined by '+' (runs/a+runs/b)")
+        return parts
+    if not spec.strip():
+        raise AttnmtError("an empty name where a run (or runs joined by '+') was expected")
     return [spec]
 
 

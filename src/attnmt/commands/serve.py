@@ -14,7 +14,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnmt.bounds import EXPIRE_MINUTES, FILE_KB, FILES, SENTENCES, WAIT_MS
+from attnmt.bounds import CONFIDENCE, EXPIRE_MINUTES, FILE_KB, FILES, SENTENCES, WAIT_MS
 from attnmt.commands.arguments import beam_size, bounded, ensemble_paths, non_negative_int, positive_int
 from attnmt.direction import Direction
 from attnmt.errors import AttnmtError
@@ -31,7 +31,8 @@ def settings_from_args(args) -> ServeSettings:
     try:
         return ServeSettings(host=args.host, port=args.port, max_wait_ms=args.max_wait_ms,
                              max_batch_sentences=args.max_batch_sentences, max_texts=args.max_texts,
-                             beam_size=args.beam, api_key=args.api_key, cors_origin=args.cors_origin,
+                             beam_size=args.beam, min_confidence=args.min_confidence,
+                             api_key=args.api_key, cors_origin=args.cors_origin,
                              req_limit=args.req_limit, suggestions=args.suggestions,
                              max_sentences=args.max_sentences, files_dir=args.files_dir,
                              file_limit_kb=args.file_limit_kb, files_expire_minutes=args.files_expire_minutes,
@@ -103,6 +104,9 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-batch-sentences", type=positive_int, default=32, help="most sentences per model call (1: no batching)")
     parser.add_argument("--max-texts", type=positive_int, default=64, help="most texts per request (more: 413)")
     parser.add_argument("--beam", type=beam_size, default=None, help="default beam size (default: the run's)")
+    parser.add_argument("--min-confidence", type=bounded(CONFIDENCE), default=None, metavar="P",
+                        help="answer the source, with a warning, instead of a translation less confident than P "
+                             "(0..1; a request's min_confidence overrides it; default: every translation)")
     parser.add_argument("--api-key", default=None, help="require this key (api_key field or X-API-Key header)")
     parser.add_argument("--cors-origin", default=None, help="allow cross-origin requests from this origin")
     parser.add_argument("--req-limit", type=positive_int, default=None, metavar="N",

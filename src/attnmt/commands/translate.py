@@ -23,15 +23,16 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from attnmt.bounds import DECODING_SEED, SAMPLING_TEMPERATURE, SAMPLING_TOPK
+from attnmt.bounds import CONFIDENCE, DECODING_SEED, SAMPLING_TEMPERATURE, SAMPLING_TOPK
 from attnmt.commands.arguments import (add_decoding_args, add_engine_arg, add_language_args, add_shard_args,
                                        add_workers_arg, beam_size, bounded, decoding_options)
-from attnmt.commands.text_io import open_input, open_output, output_line, read_lines
+from attnmt.commands.text_io import (check_text_input, open_input, open_output, open_text_file, output_line,
+                                     read_lines)
 from attnmt.decoding.inputs import unknown_target_words
 from attnmt.decoding.options import DecodingOptions
 from attnmt.errors import AttnmtError, DataError
 from attnmt.files import sha256_file
-from attnmt.untrusted import bounded_lines
+from attnmt.untrusted import MAX_READ_BYTES, bounded_lines
 
 if TYPE_CHECKING:
     from attnmt.sharding import Work
@@ -75,6 +76,14 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", action="store_true",
                         help="list on stderr each line whose translation may have left part of its source out: "
                              "coverage, the source words with almost no attention, the length ratio")
+    parser.add_argument("--min-confidence", type=bounded(CONFIDENCE), default=None, metavar="P",
+                        help="a line whose translation is less confident than P (0..1: the model's calibrated "
+                             "probability that it is good, attnmt calibrate) is written as its source, and named "
+                             "on stderr")
+    parser.add_argument("--retranslate", action="store_true",
+                        help="documents (.po, .pot, .xliff, .xlf): translate entries that already have a "
+                             "translation too (default: kept as they are); machine output is marked for "
+                             "review (fuzzy, needs-review-translation) either way")
     parser.add_argument("--glossary", default=None, metavar="TERMS.TSV",
                         help="terminology: 'source phrase<TAB>target phrase' lines; where the source phrase "
                              "occurs in a sentence, the target phrase appears in its translation exactly once "
@@ -87,8 +96,12 @@ def run(args) -> int:
 
     if document_files.wanted(args):  # -i report.docx: a document, not a line file
         return document_files.run(args)
+    if getattr(args, "retranslate", False):
+        raise AttnmtError("--retranslate applies to documents that hold translations (-i FILE.po, FILE.xliff)")
     file_jobs.refuse_overwriting_inputs(args.output, {"input (-i)": args.input, "glossary": args.glossary}, args.run_dir)
     file_jobs.check_workers(args.workers, args.engine)
+    if args.input is not None:  # a text file or a pipe (no device, folder, zip named .txt), before the model loads
+        check_text_input(args.input)
     glossary = read_glossary(args.glossary) if args.glossary is not None else None
     if glossary:
         _say_unknown_terms(args.glossary, glossary, RunDir(args.run_dir[0]).pipeline())
@@ -124,8 +137,8 @@ def read_glossary(path) -> list[tuple[str, str]]:
         DataError: naming file:line, for a line without exactly one tab or with an empty side, or a
             file that cannot be read.
     """
-    try:
-        with open(path, "rb") as handle:  # no line past bounds.LINE_BYTES (untrusted.bounded_lines)
+    try:  # a regular text file (untrusted.open_regular), no line past bounds.LINE_BYTES (untrusted.bounded_lines)
+        with open_text_file(str(path), limit=MAX_READ_BYTES, hint="") as handle:
             text = b"".join(bounded_lines(handle, str(path))).decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise DataError(f"{path}: cannot read the glossary: {err}") from None
@@ -188,13 +201,20 @@ def _links(result, options: DecodingOptions) -> str:
     return "\t" + pharaoh(result.alignment or []) if options.alignments else ""
 
 
-def report_line(result, source: str, where: str) -> str | None:
-    """--report's line for a flagged translation (None when it is not flagged): where, the coverage,
-    the source words with almost no attention, and the length ratio of each flagged sentence."""
-    if not result.flagged:
-        return None
-    from attnmt.decoding.alignment import SPM_WORD_START, token_texts
+UNSURE = 0.5  # --report names a line whose confidence is below this: less likely good than not
 
+
+def report_line(result, source: str, where: str) -> str | None:
+    """--report's line for a translation to look at (None for the others): one that may have left
+    part of its source out (coverage: each flagged sentence's coverage, the source words with
+    almost no attention, the length ratio), that the length bound cut, or whose confidence is below
+    UNSURE; each with its confidence."""
+    from attnmt.decoding.alignment import SPM_WORD_START, token_texts
+    from attnmt.decoding.inputs import LENGTH_BOUND_NOTE
+
+    unsure = result.confidence is not None and result.confidence < UNSURE
+    if not (result.flagged or result.at_length_bound or unsure):
+        return None
     subword = any(t.startswith(SPM_WORD_START) for t in result.source_tokens)
     words = token_texts(result.source_tokens, subword)
     parts = []
@@ -207,7 +227,15 @@ def report_line(result, source: str, where: str) -> str | None:
                      f"{sentence.length_ratio:.2f}" +
                      (", almost no attention on: " + " ".join(words[j] for j in sentence.uncovered)
                       if sentence.uncovered else ""))
-    return f"attnmt translate: {where}: part of the source may be missing from the translation: " + "; ".join(parts)
+    said = []
+    if parts:
+        said.append("part of the source may be missing from the translation: " + "; ".join(parts))
+    if result.at_length_bound:
+        said.append(LENGTH_BOUND_NOTE)
+    if result.confidence is not None:
+        kind = "calibrated" if result.confidence_calibrated else "uncalibrated: the mean token probability"
+        said.append(f"confidence {result.confidence:.2f} ({kind})")
+    return f"attnmt translate: {where}: " + "; ".join(said)
 
 
 def _translate(translator: Translator | WorkerPool, lines: list[str], job: LineJob,
@@ -222,11 +250,13 @@ def _translate(translator: Translator | WorkerPool, lines: list[str], job: LineJ
         raise AttnmtError(str(err)) from None
     out = []
     for i, (line, result) in enumerate(zip(lines, results)):
+        where = f"line {first_line + i}" if first_line is not None else f"the line {line[:40]!r}"
         if job.report:
-            where = f"line {first_line + i}" if first_line is not None else f"the line {line[:40]!r}"
             note = report_line(result, line, where)
             if note is not None:
                 print(note, file=sys.stderr)
+        if result.withheld:  # below --min-confidence: its source is written instead
+            print(f"attnmt translate: {where}: {result.warnings[-1]}", file=sys.stderr)
         if options.n_best == 1:
             out.append(output_line(result.text + _links(result, options)))
             continue

@@ -205,3 +205,9 @@ def prepare_pairs(pipeline: TextPipeline, sources: Sequence[str], targets: Seque
     src_tokens, src_ids = encode_sources(pipeline, sources, search_cfg, warnings)
     tgt_tokens, tgt_ids = encode_targets(pipeline, targets, search_cfg, warnings)
     return src_tokens, src_ids, tgt_tokens, tgt_ids, warnings
+
+
+# what the service's warnings (and translate --report) say of a result at_length_bound: the model did
+# not end it (an eos) within its budget
+LENGTH_BOUND_NOTE = ("the translation was cut at its length bound (search.max_len_ratio x the source's tokens + "
+                     "search.max_len_offset): the model did not end it")

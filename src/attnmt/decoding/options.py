@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from attnmt.bounds import BEAM, DECODING_SEED, LENGTH_PENALTY, SAMPLING_TEMPERATURE, SAMPLING_TOPK
+from attnmt.bounds import BEAM, CONFIDENCE, DECODING_SEED, LENGTH_PENALTY, SAMPLING_TEMPERATURE, SAMPLING_TOPK
 from attnmt.config import SearchConfig
 from attnmt.direction import check_language
 
@@ -46,6 +46,8 @@ class DecodingOptions:
         alignments: fill each result's word alignment.
         split_sentences: translate each text as a paragraph, sentence by sentence.
         source_lang, target_lang: the direction of a multilingual model (None: its only one).
+        min_confidence: a translation less confident than this (decoding/confidence.py) is not given:
+            its text is the source (`below_confidence` "source") or empty ("empty"), with a warning.
     """
 
     beam_size: int | None = None
@@ -62,6 +64,8 @@ class DecodingOptions:
     split_sentences: bool = False
     source_lang: str | None = None
     target_lang: str | None = None
+    min_confidence: float | None = None
+    below_confidence: str = "source"
 
     def __post_init__(self) -> None:
         if self.beam_size is not None:
@@ -94,6 +98,10 @@ class DecodingOptions:
         for name in ("source_lang", "target_lang"):
             if getattr(self, name) is not None:
                 check_language(getattr(self, name), name)
+        if self.min_confidence is not None:
+            CONFIDENCE.check("min_confidence", self.min_confidence)
+        if self.below_confidence not in ("source", "empty"):
+            raise ValueError(f"below_confidence={self.below_confidence!r} must be 'source' or 'empty'")
 
     @classmethod
     def of(cls, options: DecodingOptions | None = None, **keywords) -> DecodingOptions:

@@ -4,10 +4,14 @@
     results = engine.translate([text[a:b] for a, b in spans], ...)
     paragraph = join_sentences(text, spans, results, subword=False)
 
+    units = paragraph_units(texts, spans_per_text, prefixes, constraints)   # several texts' sentences
+    paragraphs = join_paragraphs(texts, spans_per_text, results, subword=False)
+
 The paragraph's text is its sentences' translations in order, with the source's own whitespace
 between them and around them (line breaks, blank lines, indentation). Its tokens and
 source_tokens are the sentences' concatenated; its attention is block-diagonal (each sentence's
-output attends only to its own source); alignment links, `replaced` positions and each
+output attends only to its own source), kept as the blocks (results.BlockAttention: memory linear
+in the sentences, where a dense matrix grows with their square); alignment links, `replaced` positions and each
 sentence's coverage (decoding/coverage.py) are shifted into the paragraph's word and token
 indices, so that everything downstream (markup.py's tag placement, the page's grid) reads a
 paragraph like one long sentence. Alternative k is each sentence's k-th (or its last) joined.
@@ -15,17 +19,59 @@ score is the sentences' scores weighted by their tokens (<eos> counted); token_l
 sentences' in order, each sentence's <eos> after its tokens, so they sum to the paragraph's
 log-probability.
 
-Shapes: attention (tgt_len, src_len) numpy; paragraph (sum tgt_len, sum src_len).
+Translator.translate and the service (server/service.py, which counts the sentences of a request
+before any work and sends them to its micro-batcher) both go through paragraph_units and
+join_paragraphs: a prefix goes to a text's first sentence, of its constraints the (source, target)
+pairs to every sentence, bare target phrases to the first.
+
+Shapes: attention (tgt_len, src_len) numpy; paragraph (sum tgt_len, sum src_len), a BlockAttention.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from attnmt.decoding.alignment import token_words
 from attnmt.decoding.coverage import SentenceCoverage
-from attnmt.decoding.results import Alternative, TranslationResult, empty_result
+from attnmt.decoding.results import Alternative, BlockAttention, TranslationResult, empty_result
+
+
+@dataclass(frozen=True)
+class Units:
+    """Several texts' sentences, in order, as the engine translates them: each sentence's text, and
+    its target prefix and constraints (None: the texts had none)."""
+
+    texts: list[str]
+    prefixes: list[str | None] | None
+    constraints: list[list] | None
+
+
+def paragraph_units(texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]],
+                    prefixes: Sequence[str | None] | None = None,
+                    constraints: Sequence[Sequence] | None = None) -> Units:
+    """The sentences of `texts` (`spans[i]`: text i's, from data.sentences.split_sentences), with
+    text i's prefix on its first sentence and its constraints: (source, target) pairs on every
+    sentence, bare target phrases on the first (`prefixes` / `constraints`: one entry per text)."""
+    units, unit_prefixes, unit_constraints = [], [], []
+    for i, (text, found) in enumerate(zip(texts, spans)):
+        items = list(constraints[i] or []) if constraints is not None else []
+        for k, (start, end) in enumerate(found):
+            units.append(text[start:end])
+            unit_prefixes.append(prefixes[i] if prefixes is not None and k == 0 else None)
+            unit_constraints.append(items if k == 0 else [item for item in items if not isinstance(item, str)])
+    return Units(units, unit_prefixes if prefixes is not None else None,
+                 unit_constraints if constraints is not None else None)
+
+
+def join_paragraphs(texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]],
+                    results: Sequence[TranslationResult], *, subword: bool) -> list[TranslationResult]:
+    """Each text's result from its sentences' (`results`: paragraph_units' order)."""
+    joined, start = [], 0
+    for text, found in zip(texts, spans):
+        joined.append(join_sentences(text, found, results[start:start + len(found)], subword=subword))
+        start += len(found)
+    return joined
 
 
 def _word_maps(token_lists: Sequence[Sequence[str]], subword: bool) -> list[dict[int, int]]:
@@ -40,18 +86,6 @@ def _word_maps(token_lists: Sequence[Sequence[str]], subword: bool) -> list[dict
         maps.append(mapping)
         start += len(tokens)
     return maps
-
-
-def _block_diagonal(blocks: Sequence, rows: Sequence[int], cols: Sequence[int]):
-    import numpy as np
-
-    out = np.zeros((sum(rows), sum(cols)), dtype=np.float32)  # (tgt_len, src_len)
-    r = c = 0
-    for block, n_rows, n_cols in zip(blocks, rows, cols):
-        if block is not None and n_rows and n_cols:
-            out[r:r + n_rows, c:c + n_cols] = np.asarray(block, dtype=np.float32).reshape(n_rows, n_cols)
-        r, c = r + n_rows, c + n_cols
-    return out
 
 
 def _join_texts(text: str, spans: Sequence[tuple[int, int]], parts: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
@@ -78,8 +112,8 @@ def _join_hypotheses(text: str, spans, hyps: Sequence, source_tokens: Sequence[S
     tokens = [t for h in hyps for t in h.tokens]
     attention = None
     if all(h.attention is not None for h in hyps):
-        attention = _block_diagonal([h.attention for h in hyps], [len(h.tokens) for h in hyps],
-                                    [len(s) for s in source_tokens])
+        attention = BlockAttention.join([h.attention for h in hyps], [len(h.tokens) for h in hyps],
+                                        [len(s) for s in source_tokens])
     replaced, offset = [], 0
     for h in hyps:
         replaced += [offset + i for i in h.replaced]
@@ -105,6 +139,8 @@ def _around(text: str, span: tuple[int, int], result: TranslationResult) -> Tran
     if lead or trail:
         for hyp in [result, *result.alternatives]:
             hyp.text = lead + hyp.text + trail
+        if result.read_as is not None:
+            result.read_as = lead + result.read_as + trail
     return result
 
 
@@ -120,10 +156,8 @@ def join_sentences(text: str, spans: Sequence[tuple[int, int]], results: Sequenc
     source_tokens = [r.source_tokens for r in results]
     src_maps = _word_maps(source_tokens, subword)
     fields, where = _join_hypotheses(text, spans, results, source_tokens, src_maps, subword=subword)
-    if fields["attention"] is None:
-        import numpy as np
-
-        fields["attention"] = np.zeros((len(fields["tokens"]), sum(map(len, source_tokens))), dtype=np.float32)
+    if fields["attention"] is None:  # a sentence without attention: zeros, as blocks of none
+        fields["attention"] = BlockAttention([], (len(fields["tokens"]), sum(map(len, source_tokens))))
     depth = max((len(r.alternatives) for r in results), default=0)
     alternatives = []
     for k in range(depth):
@@ -144,4 +178,22 @@ def join_sentences(text: str, spans: Sequence[tuple[int, int]], results: Sequenc
                                   fields["alignment"], fields["token_log_probs"])
     paragraph.sentences = sentences
     paragraph.summarize_coverage()
+    _join_judgements(paragraph, text, spans, results)
     return paragraph
+
+
+def _join_judgements(paragraph: TranslationResult, text: str, spans: Sequence[tuple[int, int]],
+                     results: Sequence[TranslationResult]) -> None:
+    """What the sentences' results say of themselves, for the paragraph: it is as sure as its least
+    sure sentence, cut where one was cut, withheld where one was; read as its sentences were."""
+    known = [r.confidence for r in results if r.confidence is not None]
+    paragraph.confidence = min(known) if len(known) == len(results) else None
+    paragraph.confidence_calibrated = all(r.confidence_calibrated for r in results)
+    paragraph.at_length_bound = any(r.at_length_bound for r in results)
+    paragraph.withheld = any(r.withheld for r in results)
+    if any(r.read_as is not None for r in results):  # each sentence mended alone (the service's path)
+        pieces, last = [], 0
+        for (a, b), r in zip(spans, results):
+            pieces += [text[last:a], r.read_as if r.read_as is not None else text[a:b]]
+            last = b
+        paragraph.read_as = "".join(pieces) + text[last:]

@@ -1,6 +1,15 @@
 """What engines return: translations, n-best alternatives and scores, the same whatever the
 engine, and the `Engine` protocol that every engine follows (engines/native.py, the reference,
-and engines/ctranslate2.py)."""
+and engines/ctranslate2.py).
+
+A result's `attention` is a (len(tokens), len(source_tokens)) numpy array for one sentence, and
+a `BlockAttention` for a paragraph translated sentence by sentence (decoding/paragraphs.py): each
+sentence's output attends only to its own source, so only the sentences' blocks are kept, and
+the memory stays linear in the sentences (a dense matrix of N sentences is N^2 blocks of zeros:
+issue 66 group A). `np.asarray(attention)` gives the dense matrix of either, for small ones.
+
+Shapes: attention (tgt_len, src_len); a BlockAttention's blocks (rows_k, cols_k) at (row_k, col_k).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +22,75 @@ from attnmt.decoding.coverage import SentenceCoverage
 from attnmt.decoding.options import DecodingOptions
 
 
+class BlockAttention:
+    """A block-diagonal attention matrix kept as its blocks: one per sentence of a paragraph.
+
+        attention = BlockAttention.join([a1, a2], rows=[5, 2], cols=[4, 3])  # a1 (5, 4), a2 (2, 3)
+        attention.shape            # (7, 7), the dense matrix's
+        attention.blocks           # ((0, 0, a1), (5, 4, a2)): each block's first row and column
+        np.asarray(attention)      # the dense (7, 7) matrix, zeros off the blocks
+        attention.row(5)           # output token 5's weights over all 7 source tokens
+
+    A block may be None (its sentence has no attention, e.g. CTranslate2 scoring): zeros.
+    `cells` counts the numbers the blocks hold (what a JSON answer of them costs).
+    """
+
+    __slots__ = ("blocks", "shape")
+
+    def __init__(self, blocks, shape: tuple[int, int]):
+        self.blocks = tuple(blocks)  # ((first row, first column, (rows, cols) float32 array or None), ...)
+        self.shape = (int(shape[0]), int(shape[1]))
+
+    ndim = 2
+
+    @classmethod
+    def join(cls, parts: Sequence, rows: Sequence[int], cols: Sequence[int]) -> BlockAttention:
+        """The block-diagonal matrix of `parts` (each a (rows[k], cols[k]) array, a BlockAttention
+        of that shape, or None), in order down the diagonal; nested ones are flattened."""
+        import numpy as np
+
+        blocks, r, c = [], 0, 0
+        for part, n_rows, n_cols in zip(parts, rows, cols):
+            if isinstance(part, BlockAttention):
+                blocks += [(r + r0, c + c0, block) for r0, c0, block in part.blocks]
+            elif part is not None and n_rows and n_cols:
+                blocks.append((r, c, np.asarray(part, dtype=np.float32).reshape(n_rows, n_cols)))
+            r, c = r + n_rows, c + n_cols
+        return cls(blocks, (r, c))
+
+    @property
+    def cells(self) -> int:
+        """The numbers the blocks hold."""
+        return sum(block.size for _, _, block in self.blocks if block is not None)
+
+    def toarray(self):
+        """The dense (rows, cols) float32 matrix: zeros off the blocks (rows x cols numbers)."""
+        import numpy as np
+
+        out = np.zeros(self.shape, dtype=np.float32)  # (tgt_len, src_len)
+        for r, c, block in self.blocks:
+            if block is not None:
+                out[r:r + block.shape[0], c:c + block.shape[1]] = block
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        dense = self.toarray()
+        return dense if dtype is None else dense.astype(dtype)
+
+    def row(self, index: int):
+        """Output token `index`'s weights over every source token: (src_len,) float32."""
+        import numpy as np
+
+        out = np.zeros(self.shape[1], dtype=np.float32)  # (src_len,)
+        for r, c, block in self.blocks:
+            if block is not None and r <= index < r + block.shape[0]:
+                out[c:c + block.shape[1]] = block[index - r]
+        return out
+
+    def __repr__(self) -> str:
+        return f"BlockAttention(shape={self.shape}, blocks={len(self.blocks)})"
+
+
 @dataclass
 class Alternative:
     """One entry of an n-best list."""
@@ -20,7 +98,7 @@ class Alternative:
     text: str                      # detokenized translation
     tokens: list[str]              # output tokens, without <eos>
     score: float                   # model score (length-normalized for beams)
-    attention: "object" = field(default=None, repr=False)  # numpy (len(tokens), src_len), None if unknown
+    attention: "object" = field(default=None, repr=False)  # numpy (len(tokens), src_len) or BlockAttention; None: unknown
     replaced: list[int] = field(default_factory=list)  # positions in tokens whose <unk> was replaced
     alignment: list[tuple[int, int]] | None = None  # (source word, output word) links, when asked
     token_log_probs: list[float] | None = None  # TOKEN_LOG_PROBS_DOC
@@ -37,7 +115,7 @@ class TranslationResult:
     text: str                      # detokenized translation
     tokens: list[str]              # output tokens (words or subwords), without <eos>
     source_tokens: list[str]       # the tokenized (and possibly cut) input
-    attention: "object" = field(repr=False)  # numpy array (len(tokens), len(source_tokens))
+    attention: "object" = field(repr=False)  # numpy (len(tokens), len(source_tokens)); a paragraph's: BlockAttention
     score: float = 0.0             # model score of the hypothesis (length-normalized for beams)
     alternatives: list[Alternative] = field(default_factory=list)  # n-best, best first (incl. this one)
     warnings: list[str] = field(default_factory=list)  # e.g. the input was cut
@@ -49,6 +127,16 @@ class TranslationResult:
     coverage: float | None = None  # the lowest of the sentences' coverage (None: no attention)
     flagged: bool = False          # a sentence has an uncovered source word or a too short output
     uncovered: list[int] = field(default_factory=list)  # source words (word indices) that got too little attention
+    log_prob: float | None = None  # the hypothesis' log-probability, <eos> included (None: empty output)
+    beam_scores: list[float] = field(default_factory=list)  # every hypothesis the search kept, best first
+    beam_tokens: list[list[str]] = field(default_factory=list, repr=False)  # their tokens, in that order
+    confidence: float | None = None  # how likely the translation is good, in [0, 1] (decoding/confidence.py)
+    confidence_calibrated: bool = False  # fitted on held-out data (attnmt calibrate); else the mean token probability
+    withheld: bool = False         # below options.min_confidence: `text` is the source (or empty), `tokens` the model's
+    at_length_bound: bool = False  # the model did not end it: cut at its length bound (LENGTH_BOUND_NOTE says so
+                                   # where warnings are shown: the service's answers, translate --report)
+    read_as: str | None = None     # the text the model read, when the typed one was mended (case, slips:
+                                   # data/lexicon.py); `source_tokens` are its tokens, spans are the typed text's
 
     def summarize_coverage(self) -> None:
         """coverage, flagged and uncovered from `sentences`."""

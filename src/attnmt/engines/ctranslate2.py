@@ -291,14 +291,16 @@ class CTranslate2Engine:
             scored = len(tokens) + (1 if len(tokens) < budget else 0)  # eos, unless cut at the budget
             score = log_prob / penalty(scored, alpha) if rerank else log_prob
             weights = np.asarray(attention, dtype=np.float32).reshape(len(tokens), before + len(source_tokens))
-            ranked.append((score, list(tokens)[first:], weights[first:, before:]))
+            ranked.append((score, list(tokens)[first:], weights[first:, before:], len(tokens) >= budget, log_prob))
         if rerank:
             ranked.sort(key=lambda h: h[0], reverse=True)
         alternatives = [Alternative(self.pipeline.target_text(tokens), tokens, float(score), attention)
-                        for score, tokens, attention in ranked[:n_best]]
+                        for score, tokens, attention, _, _ in ranked[:n_best]]
         best = alternatives[0]
         return TranslationResult(best.text, best.tokens, source_tokens, best.attention, best.score, alternatives,
-                                 warnings)
+                                 warnings, log_prob=float(ranked[0][4]), beam_scores=[float(h[0]) for h in ranked],
+                                 beam_tokens=[h[1] for h in ranked],
+                                 at_length_bound=ranked[0][3])  # not ended by the model
 
     def score(self, sources: Sequence[str], targets: Sequence[str], *, batch_size: int = 64,
               target_lang: str | None = None) -> list[ScoreResult]:

@@ -156,8 +156,13 @@ def _result(found, row: int, pipeline: TextPipeline, src_tokens: list[str], src_
             warnings.append(note)
     best = alternatives[0]
     attention = found.attention[row][first:first + len(best.tokens), before:src_length].float().cpu().numpy()
+    kept = found.nbest[row]  # every hypothesis the search kept, for the confidence (decoding/confidence.py)
     return TranslationResult(best.text, best.tokens, src_tokens, attention, best.score, alternatives, warnings,
-                             token_log_probs=best.token_log_probs)
+                             token_log_probs=best.token_log_probs, log_prob=float(kept[0].log_prob),
+                             beam_scores=[float(h.score) for h in kept],
+                             beam_tokens=[vocab.decode([t for t in h.tokens if t != vocab.eos_id][first:],
+                                                       strip_special=False) for h in kept],
+                             at_length_bound=len(kept[0].token_log_probs) == len(kept[0].tokens))  # no eos: cut
 
 
 def _drop_contained(phrases: list[list[str]], constraint_ids: list[list[int]], warnings: list[str]

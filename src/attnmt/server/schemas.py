@@ -8,7 +8,7 @@ Unknown fields are refused (extra="forbid"), so a typo is an error, not a silent
 from __future__ import annotations
 
 import re
-from typing import Annotated, Optional, Union
+from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -143,6 +143,8 @@ class LibreTranslateResponse(BaseModel):
     detectedLanguage: Optional[Union[DetectedLanguage, list[DetectedLanguage]]] = None
     warnings: Optional[Union[list[str], list[list[str]]]] = Field(
         None, description="attnmt's addition: present when an input was cut")
+    confidence: Optional[Union[float, list[Optional[float]]]] = Field(
+        None, description="attnmt's addition: how likely each translation is to be good, in [0, 1] (see /v1/translate)")
     pivot: Optional[Union[str, list[Optional[str]]]] = Field(
         None, description="attnmt's addition: the language a text was translated through, when no model has its "
                           "direction; for a list q, one entry per text (null: translated directly)")
@@ -152,6 +154,9 @@ class TranslateFileResponse(BaseModel):
     """POST /translate_file: where to download the translation (until it expires)."""
 
     translatedFileUrl: str = Field(..., description="absolute URL of GET /download_file/<name>")
+    warnings: Optional[list[str]] = Field(
+        None, description="attnmt's addition: present when a paragraph was cut (search.max_input_tokens), each "
+                          "warning once")
 
 
 class Language(BaseModel):
@@ -187,10 +192,15 @@ class V1TranslateRequest(_Strict):
     n_best: int = Field(1, ge=BEAM.low, le=BEAM.high, description="alternatives per text (at most beam_size)")
     length_penalty: Optional[float] = Field(None, ge=LENGTH_PENALTY.low, le=LENGTH_PENALTY.high,
                                             description="default: the run's")
-    attention: bool = Field(True, description="return the attention matrix of each translation")
+    attention: bool = Field(False, description="return the attention of each translation (and alternative): its "
+                            "matrix, and a paragraph's per-sentence blocks; at most 1,000,000 weights an answer")
     layer: Optional[int] = Field(None, description="Transformer: decoder layer (default: the mean)")
     head: Optional[int] = Field(None, description="Transformer: head (default: the mean)")
     alignments: bool = Field(False, description="return the word alignment of each translation and alternative")
+    min_confidence: Optional[float] = Field(None, ge=0.0, le=1.0, description=(
+        "a translation less confident than this is not given: its text is the source (or empty: below_confidence), "
+        "with a warning; default: the server's --min-confidence, else none"))
+    below_confidence: Literal["source", "empty"] = Field("source", description="what a withheld translation's text is")
     target_prefix: Optional[list[Optional[str]]] = Field(
         None, description="one text (or null) per text: the translation starts with it, the model completes it",
         examples=[["A dog"]])
@@ -212,12 +222,28 @@ TOKEN_PROBS_DOC = ("each output token's probability, then <eos>'s when the searc
                    "whose search does not return them: score the output with /v1/score")
 
 
+class V1AttentionBlock(BaseModel):
+    """One sentence's attention inside its text's: its output tokens x its source tokens."""
+
+    row: int = Field(..., description="the sentence's first output token (a row of the text's matrix)")
+    col: int = Field(..., description="the sentence's first source token (a column of the text's matrix)")
+    weights: list[list[float]] = Field(..., description="its output tokens' rows x its source tokens' columns")
+
+
+BLOCKS_DOC = ("a text of several sentences: each sentence's attention block (its output tokens attend only to "
+              "its own source tokens; every weight outside the blocks is 0), linear in the sentences; null for "
+              "one sentence (`attention` is its block) and when attention is not asked or left out (warnings)")
+MATRIX_DOC = ("len(tokens) rows x len(source_tokens) columns; each row sums to 1. null when not asked "
+              "(attention: false, the default), for a paragraph past 40,000 weights (see attention_blocks) and "
+              "past the answer's 1,000,000 (said in warnings)")
+
+
 class V1Alternative(BaseModel):
     text: str
     tokens: list[str]
     score: float
-    attention: Optional[list[list[float]]] = Field(
-        None, description="len(tokens) rows x len(source_tokens) columns (when attention is asked)")
+    attention: Optional[list[list[float]]] = Field(None, description=MATRIX_DOC)
+    attention_blocks: Optional[list[V1AttentionBlock]] = Field(None, description=BLOCKS_DOC)
     replaced: list[int] = Field(default_factory=list, description="positions in tokens whose <unk> was replaced")
     alignment: Optional[list[list[int]]] = Field(None, description=ALIGNMENT_DOC)
     token_log_probs: Optional[list[float]] = Field(None, description="log of token_probs")
@@ -240,15 +266,20 @@ class V1Sentence(BaseModel):
     flagged: bool = Field(False, description="a source word uncovered, or the output far shorter than the input")
 
 
+CONFIDENCE_DOC = ("how likely the translation is to be good, in [0, 1] (decoding/confidence.py): calibrated, the "
+                  "share of such translations of the model's validation set whose sentence chrF reached the "
+                  "model's median; a text of several sentences: its least confident sentence's")
+
+
 class V1Translation(BaseModel):
     text: str = Field(..., description="the detokenized translation")
     tokens: list[str] = Field(..., description="output tokens (words or subwords), without <eos>")
     source_tokens: list[str] = Field(..., description="the tokenized (and possibly cut) input")
     score: float = Field(..., description="model score (length-normalized for beams)")
-    attention: Optional[list[list[float]]] = Field(
-        None, description="len(tokens) rows x len(source_tokens) columns; each row sums to 1")
+    attention: Optional[list[list[float]]] = Field(None, description=MATRIX_DOC)
+    attention_blocks: Optional[list[V1AttentionBlock]] = Field(None, description=BLOCKS_DOC)
     alternatives: list[V1Alternative] = Field(..., description="n-best, best first (incl. the translation)")
-    warnings: list[str] = Field(..., description="e.g. the input was cut")
+    warnings: list[str] = Field(..., description="e.g. the input was cut, the attention left out")
     replaced: list[int] = Field(default_factory=list,
                                 description="positions in tokens whose <unk> became the most attended source word")
     alignment: Optional[list[list[int]]] = Field(None, description=ALIGNMENT_DOC)
@@ -260,6 +291,13 @@ class V1Translation(BaseModel):
                                  description="source words (indices as in `alignment`) that received almost no attention")
     sentences: list[V1Sentence] = Field(default_factory=list,
                                         description="the text's sentences in order, each with its coverage")
+    confidence: Optional[float] = Field(None, description=CONFIDENCE_DOC)
+    confidence_calibrated: bool = Field(False, description="the model has a calibration (attnmt calibrate); "
+                                                           "false: confidence is the mean token probability")
+    withheld: bool = Field(False, description="below min_confidence: `text` is the source (or empty)")
+    read_as: Optional[str] = Field(None, description="the text as the model read it, where it was mended: case "
+                                                     "restored, slips of the finger corrected (search.restore_case, "
+                                                     "search.correct_spelling); null: read as typed")
 
 
 class V1TranslateResponse(BaseModel):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attnmt.bounds import (BEAM, EXPIRE_MINUTES, FILE_KB, FILES, MAX_BODY_BYTES, PORT, SENTENCES, WAIT_MS, Bound)
+from attnmt.bounds import (BEAM, CONFIDENCE, EXPIRE_MINUTES, FILE_KB, FILES, MAX_BODY_BYTES, PORT, SENTENCES, WAIT_MS, Bound)
 
 AT_LEAST_ONE = Bound(1, 2**63 - 1)  # counts with no cap of their own
 
@@ -22,6 +22,7 @@ class ServeSettings:
     max_texts: int = 64                # texts per request; more gets 413
     max_body_bytes: int = MAX_BODY_BYTES
     beam_size: int | None = None       # default beam (None: the run's search.beam_size)
+    min_confidence: float | None = None  # a translation less confident is not given: its source, with a warning
     api_key: str | None = None         # when set, /translate and /v1/translate need it (else 403)
     cors_origin: str | None = None     # the one origin allowed cross-origin access (None: none)
     req_limit: int | None = None       # requests per minute per client and per API key (None: no limit)
@@ -46,5 +47,5 @@ class ServeSettings:
 
 # field -> its Bound (bounds.py holds the ones the CLI or the request bodies share)
 BOUNDS = {"port": PORT, "max_wait_ms": WAIT_MS, "max_batch_sentences": AT_LEAST_ONE, "max_texts": AT_LEAST_ONE,
-          "max_body_bytes": AT_LEAST_ONE, "beam_size": BEAM, "req_limit": AT_LEAST_ONE, "max_sentences": SENTENCES,
+          "max_body_bytes": AT_LEAST_ONE, "beam_size": BEAM, "min_confidence": CONFIDENCE, "req_limit": AT_LEAST_ONE, "max_sentences": SENTENCES,
           "file_limit_kb": FILE_KB, "files_expire_minutes": EXPIRE_MINUTES, "max_files": FILES}

@@ -4,8 +4,11 @@ Request and response shapes, messages and status codes follow LibreTranslate's a
 clients work unchanged: missing parameters, unknown languages and formats get 400, a wrong API
 key 403, a fault inside the model 500, each as {"error": "..."}. Where attnmt's rules differ:
 an empty `q` string translates to an empty string (LibreTranslate says "missing q"), more texts
-than --max-texts (or, with `format: "html"`, more sentences than --max-sentences) get 413, and a
-cut input adds a `warnings` field. `format: "html"` keeps the markup (documents/markup.py), without alternatives.
+than --max-texts or more sentences than --max-sentences (all texts' together, counted before any is
+translated) get 413, a cut input adds a `warnings` field, and a plain text's answer adds
+`confidence` (how likely each translation is to be good: keys a LibreTranslate client ignores).
+`serve --min-confidence` answers the source instead of a less confident translation, with a
+warning. `format: "html"` keeps the markup (documents/markup.py), without alternatives.
 """
 
 from __future__ import annotations
@@ -87,9 +90,11 @@ async def translate(request: Request, models: ModelSet = Depends(get_models)):
                                                           max_sentences=models.default.settings.max_sentences)
         others: list[list[str]] = [[] for _ in texts]
         pivots = [models.legs(source, body.target)[1] for source in sources]  # tags placed through the pivot too
+        confidences = None
     else:
-        translated, others, warnings, pivots = await translate_plain(models, texts, sources, body.target,
-                                                                     alternatives)
+        translated, others, warnings, pivots, confidences = await translate_plain(models, texts, sources, body.target,
+                                                                     alternatives,
+                                                                     max_sentences=models.default.settings.max_sentences)
 
     answer = LibreTranslateResponse(translatedText=translated if batch else translated[0])
     if alternatives:
@@ -99,6 +104,8 @@ async def translate(request: Request, models: ModelSet = Depends(get_models)):
         answer.detectedLanguage = languages if batch else languages[0]
     if any(warnings):
         answer.warnings = warnings if batch else warnings[0]
+    if confidences is not None and any(c is not None for c in confidences):
+        answer.confidence = confidences if batch else confidences[0]
     if any(pivots):  # each text's own (a list for a list q): with source auto, texts of several languages
         answer.pivot = pivots if batch else pivots[0]
     return answer
@@ -116,27 +123,38 @@ async def _detect(request: Request, models: ModelSet, body: LibreTranslateReques
 
 
 async def translate_plain(models: ModelSet, texts: list[str], sources: list[str], target: str,
-                          alternatives: int
-                          ) -> tuple[list[str], list[list[str]], list[list[str]], list[str | None]]:
+                          alternatives: int, *, max_sentences: int | None = None
+                          ) -> tuple[list[str], list[list[str]], list[list[str]], list[str | None], list[float | None]]:
     """Plain texts translated (one call per source language; a direction no model has goes
     through a pivot, two calls): their translations, the distinct alternatives of each (without
-    the best; of the last leg), each one's warnings, and each one's pivot language (None: none)."""
+    the best; of the last leg), each one's warnings, each one's pivot language (None: none) and its
+    confidence (through a pivot: the lower leg's).
+    More than `max_sentences` sentences in all (the first legs' count) get 413 before any work."""
     results: list = [None] * len(texts)
     notes: list[list[str]] = [[] for _ in texts]
     pivots: list[str | None] = [None for _ in texts]
+    confidences: list[float | None] = [None for _ in texts]
+    groups, counted = [], 0
     for source in dict.fromkeys(sources):  # one call per source language (one, unless auto)
         legs, pivot = models.legs(source, target)
         where = [i for i, s in enumerate(sources) if s == source]
+        current = [texts[i] for i in where]
+        spans = await legs[0].sentences(current, limit=max_sentences, counted=counted)  # all counted before any work
+        counted += sum(map(len, spans))
+        groups.append((legs, pivot, where, current, spans))
+    for legs, pivot, where, current, spans in groups:
         for i in where:
             pivots[i] = pivot
-        current = [texts[i] for i in where]
         for leg, service in enumerate(legs):
             last = leg == len(legs) - 1
             n_best = alternatives + 1 if last else 1
-            options = service.options_for(beam_size=max(service.beam_size, n_best), n_best=n_best)
-            found = await service.translate(current, options)
+            options = service.options_for(beam_size=max(service.beam_size, n_best), n_best=n_best,
+                                          **({} if last else {"min_confidence": 0.0}))  # a pivot's first leg: never withheld
+            found = await service.translate(current, options, spans=spans if leg == 0 else None)
             for i, result in zip(where, found):
                 notes[i] += result.warnings
+                if result.confidence is not None:
+                    confidences[i] = min(result.confidence, confidences[i] if confidences[i] is not None else 1.0)
             current = [r.text for r in found]
         for i, result in zip(where, found):
             results[i] = result
@@ -149,7 +167,7 @@ async def translate_plain(models: ModelSet, texts: list[str], sources: list[str]
                 out.append(alt.text)
         return out
 
-    return [r.text for r in results], [others(r) for r in results], notes, pivots
+    return [r.text for r in results], [others(r) for r in results], notes, pivots, confidences
 
 
 async def detect_sources(request: Request, models: ModelSet, texts: list[str], target: str) -> list[dict]:

@@ -9,7 +9,7 @@ const state = {
   request: null,     // the last request sent (text, beam, prefix), for layer/head/view redraws
   translation: null, // the last /v1/translate translation shown
   scores: [],        // /v1/score of each n-best alternative (null where scoring failed)
-  view: null,        // what the tokens and the grid show: {label, tokens, source_tokens, attention, probs, alignment}
+  view: null,        // what the tokens and the grid show: {label, tokens, source_tokens, attention, blocks, probs, alignment}
   selected: 0,       // the alternative shown (-1: the user's own translation)
 };
 
@@ -221,7 +221,11 @@ function sameTokens(a, b) {
 
 // Probabilities for the view's tokens when the scored tokens are the same tokens (a replaced
 // <unk> or a different tokenization of the text would shift them: then none are shown).
-function probsFor(tokens, score) {
+// A translation's word probabilities: its own (/v1/translate's token_probs, the model's reading of
+// the text as trained: a typed "hund" read as "Hund"), else its /v1/score where the tokens agree.
+function probsFor(hyp, score) {
+  if (hyp.token_probs) return hyp.token_probs.slice(0, hyp.tokens.length);
+  const tokens = hyp.tokens;
   if (!score || !sameTokens(score.tokens, tokens)) return null;
   return score.token_probs.slice(0, tokens.length);
 }
@@ -288,6 +292,7 @@ function render(t) {
   $("result").hidden = false;
   $("own-result").hidden = true;  // it compared with the translation replaced now
   $("output-text").textContent = t.text;
+  renderConfidence(t);
   renderCoverage(t);
   const list = $("alternatives");
   list.replaceChildren();
@@ -307,6 +312,23 @@ function render(t) {
     list.append(item);
   });
   selectAlternative(0);
+}
+
+// How likely the translation is to be good (/v1/translate's confidence: calibrated on the model's
+// validation set, or the mean token probability): the figure, and the output shaded when it is
+// less likely good than not (UNSURE, as `attnmt translate --report`); the text as the model read it.
+const UNSURE = 0.5;
+
+function renderConfidence(t) {
+  const out = $("output-text");
+  const known = t.confidence !== null && t.confidence !== undefined;
+  out.classList.toggle("unsure", known && t.confidence < UNSURE);
+  out.dataset.confidence = known ? t.confidence : "";
+  show("translation-confidence", !known ? "" : `Confidence ${t.confidence.toFixed(2)} (` +
+    (t.confidence_calibrated ? "calibrated: the share of such translations that were good on held-out data" :
+     "uncalibrated: the mean token probability; `attnmt calibrate` fits it") + ")" +
+    (t.withheld ? ": below the minimum confidence, so the source is shown instead." : ""));
+  show("read-as", t.read_as ? `Read as: "${t.read_as}"` : "");
 }
 
 // How much of the source the translation covered (/v1/translate's coverage, flagged, uncovered,
@@ -348,7 +370,8 @@ function selectAlternative(i) {
   const score = state.scores[i] || null;
   showView({ label: i === 0 ? "the best translation" : `alternative ${i + 1}: "${hyp.text}"`,
              tokens: hyp.tokens, source_tokens: t.source_tokens, attention: hyp.attention,
-             probs: probsFor(hyp.tokens, score), alignment: hyp.alignment, logProb: score ? score.log_prob : null });
+             blocks: hyp.attention_blocks,
+             probs: probsFor(hyp, score), alignment: hyp.alignment, logProb: score ? score.log_prob : null });
 }
 
 function showView(view) {
@@ -361,7 +384,7 @@ function showView(view) {
 }
 
 function describeConfidence(view) {
-  const noAttention = view.attention ? "" :
+  const noAttention = view.attention || view.blocks ? "" :
     "No attention for this translation (the CTranslate2 engine gives none when it scores one).";
   if (!view.probs) {
     $("confidence-info").textContent = noAttention;
@@ -477,13 +500,47 @@ function drawLinks(view) {
   }
 }
 
+// The grid draws at most GRID_CELLS cells: a paragraph whose attention came as per-sentence blocks
+// (/v1's attention_blocks: no dense matrix past 40,000 weights) shows its first sentences that fit.
+const GRID_CELLS = 40000;
+
+// Output token `row`'s weights over the source tokens: a row of the dense matrix, or of the
+// sentence block that holds it (zeros outside it: a sentence attends only to its own source).
+function attentionRow(view, row) {
+  if (view.attention) return view.attention[row] || [];
+  const out = new Array(view.source_tokens.length).fill(0);
+  for (const block of view.blocks || []) {
+    if (row >= block.row && row < block.row + block.weights.length) {
+      block.weights[row - block.row].forEach((w, j) => { out[block.col + j] = w; });
+    }
+  }
+  return view.blocks ? out : [];
+}
+
+// How many output and source tokens the grid shows: all, or the first sentences within GRID_CELLS.
+function gridExtent(view) {
+  const rows = view.tokens.length, cols = view.source_tokens.length;
+  if (view.attention || !view.blocks || rows * cols <= GRID_CELLS) return { rows, cols, sentences: null };
+  let shown = { rows: 0, cols: 0, sentences: 0 };
+  for (const block of view.blocks) {
+    const r = block.row + block.weights.length, c = block.col + (block.weights[0] || []).length;
+    if (r * c > GRID_CELLS && shown.sentences) break;
+    shown = { rows: r, cols: c, sentences: shown.sentences + 1 };
+  }
+  return shown;
+}
+
 function drawGrid(t) {
   const grid = $("attention-grid");
   grid.replaceChildren();
-  const src = t.source_tokens;
+  const extent = gridExtent(t);
+  const src = t.source_tokens.slice(0, extent.cols);
   const starts = wordStarts(src);
+  show("grid-note", extent.sentences === null ? "" :
+    `The grid shows the first ${extent.sentences} of ${t.blocks.length} sentences (${extent.rows} of ` +
+    `${t.tokens.length} output tokens); a larger grid would not fit the page.`);
   grid.style.gridTemplateColumns = `max-content repeat(${src.length}, 22px)`;
-  grid.dataset.rows = t.tokens.length;
+  grid.dataset.rows = extent.rows;
   grid.dataset.cols = src.length;
   grid.append(document.createElement("div"));  // the corner
   src.forEach((tok, col) => {
@@ -496,8 +553,7 @@ function drawGrid(t) {
     head.addEventListener("mouseleave", clearHighlight);
     grid.append(head);
   });
-  const attention = t.attention || [];
-  t.tokens.forEach((tok, row) => {
+  t.tokens.slice(0, extent.rows).forEach((tok, row) => {
     const head = document.createElement("div");
     head.className = "row-head";
     head.dataset.row = row;
@@ -505,7 +561,7 @@ function drawGrid(t) {
     head.addEventListener("mouseenter", () => highlightRow(row));
     head.addEventListener("mouseleave", clearHighlight);
     grid.append(head);
-    const weights = attention[row] || [];
+    const weights = attentionRow(t, row);
     src.forEach((srcTok, col) => {
       const w = weights[col] || 0;
       const cell = document.createElement("div");
@@ -534,11 +590,12 @@ function clearHighlight() {
 function highlightRow(row) {
   clearHighlight();
   const t = state.view;
-  const weights = (t.attention || [])[row] || [];
+  const extent = gridExtent(t);
+  const weights = attentionRow(t, row).slice(0, extent.cols);
   for (const el of document.querySelectorAll(`#attention-grid [data-row="${row}"], #output-tokens [data-row="${row}"]`)) {
     el.classList.add(el.classList.contains("token") ? "active" : "active-row");
   }
-  if (!weights.length) return;
+  if (!weights.length || row >= extent.rows) return;  // a row the grid does not show
   let best = 0;
   weights.forEach((w, col) => { if (w > weights[best]) best = col; });
   weights.forEach((w, col) => {

@@ -1,0 +1,193 @@
+"""How likely a translation is to be good, from what the model already knows: features of each
+result, and the map from them to a probability that `attnmt calibrate` fits on held-out data.
+
+    features = result_features(result, lexicon)          # name -> value, no reference needed
+    calibration = Calibration.fit(rows, chrfs)            # on the model's validation set
+    calibration.confidence(features)                     # P(sentence chrF >= calibration.threshold)
+    uncalibrated_confidence(features)                    # without a calibration: the mean token probability
+
+The features (glass-box quality estimation: Fomicheva et al., TACL 2020; Bergamot's log-probability
+QE, mozilla/translations inference/src/translator/quality_estimator.cpp):
+    mean_logprob      the translation's log-probability per token (<eos> included)
+    min_logprob       its least likely token's log-probability (the native engine; else the mean)
+    beam_margin       the best hypothesis' score minus the second's (0 without a second)
+    beam_agreement    the share of the best's words the other hypotheses hold (1 without others)
+    length_ratio      output tokens / source tokens, as log
+    attention_entropy the mean entropy of the output tokens' attention, over log(source tokens)
+    coverage          decoding/coverage.py's figure (1 without attention)
+    unknown_source    the share of the source's words its training data never had (the lexicon),
+                      or of <unk> tokens: a text in another language, a name, noise
+    cut               the input or the output was cut at a bound
+
+"Good" is a sentence chrF at or above `threshold`: the median of the model's own validation
+chrF (so half of its own held-out translations are good), a line each model draws for itself.
+The map is a ridge regression of sentence chrF on the standardized features, then an isotonic
+(pool adjacent violators) map from the predicted chrF to the observed rate of good translations:
+the regression ranks, the isotonic step calibrates (predicted 0.3 means 30% of such translations
+were good on the validation set).
+
+Shapes: none (one result's scalars).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from attnmt.errors import DataError
+from attnmt.files import read_json, write_json
+
+FEATURES = ("mean_logprob", "min_logprob", "beam_margin", "beam_agreement", "length_ratio", "attention_entropy",
+            "coverage", "unknown_source", "cut")
+CALIBRATION_FILE = "calibration.json"
+FORMAT = "attnmt-calibration/1"
+RIDGE = 1.0  # the regression's L2 penalty on standardized features
+
+
+def _words(tokens: Sequence[str]) -> list[str]:
+    text = " ".join(tokens).replace(" \u2581", " ").replace("\u2581", " ")
+    return [w.lower() for w in text.split() if any(c.isalnum() for c in w)]
+
+
+def result_features(result, lexicon=None) -> dict[str, float]:
+    """The features of one TranslationResult (see the module docstring)."""
+    tokens = result.tokens
+    n = len(tokens) + 1  # <eos>
+    log_prob = result.log_prob if getattr(result, "log_prob", None) is not None else result.score * n
+    mean = log_prob / n
+    token_log_probs = result.token_log_probs or []
+    minimum = min(token_log_probs) if token_log_probs else mean
+    scores = list(getattr(result, "beam_scores", None) or [])
+    margin = scores[0] - scores[1] if len(scores) > 1 else 0.0
+    best = set(_words(tokens))
+    others = [set(_words(t)) for t in (getattr(result, "beam_tokens", None) or [])[1:]]
+    agreement = (float(np.mean([len(best & o) / max(len(best), 1) for o in others])) if others and best else 1.0)
+    source = result.source_tokens
+    ratio = math.log((len(tokens) + 1) / (len(source) + 1))
+    entropy = 0.0
+    attention = result.attention
+    if attention is not None and len(tokens) and len(source) > 1:
+        weights = np.asarray(attention.dense() if hasattr(attention, "dense") else attention, dtype=np.float64)
+        weights = np.clip(weights[:len(tokens), :len(source)], 1e-12, 1.0)
+        entropy = float(-(weights * np.log(weights)).sum(axis=1).mean() / math.log(len(source)))
+    words = [w for w in _words(source)]
+    if lexicon is not None and words:
+        unknown = sum(not lexicon.known(w) for w in words) / len(words)
+    else:
+        unknown = sum(t == "<unk>" for t in source) / max(len(source), 1)
+    cut = float(bool(result.warnings) or bool(getattr(result, "at_length_bound", False)))
+    return {"mean_logprob": float(mean), "min_logprob": float(minimum), "beam_margin": float(margin),
+            "beam_agreement": agreement, "length_ratio": ratio, "attention_entropy": entropy,
+            "coverage": 1.0 if result.coverage is None else float(result.coverage),
+            "unknown_source": float(unknown), "cut": cut}
+
+
+def uncalibrated_confidence(features: dict[str, float]) -> float:
+    """Without a calibration: the geometric mean of the tokens' probabilities, in [0, 1]."""
+    return float(math.exp(min(0.0, features["mean_logprob"])))
+
+
+def _isotonic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pool adjacent violators: the non-decreasing step function of x that fits y best (least
+    squares), as (breakpoints, values): the value at x is that of the last breakpoint <= x."""
+    order = np.argsort(x, kind="stable")
+    xs, ys = x[order], y[order].astype(np.float64)
+    blocks: list[list[float]] = []  # [sum, count, first x]
+    for xv, yv in zip(xs, ys):
+        blocks.append([yv, 1.0, xv])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] >= blocks[-1][0] / blocks[-1][1]:  # equal: one step
+            s, c, _ = blocks.pop()
+            blocks[-1][0] += s
+            blocks[-1][1] += c
+    return np.array([b[2] for b in blocks]), np.array([b[0] / b[1] for b in blocks])
+
+
+@dataclass
+class Calibration:
+    """The fitted map: the features' means and scales, the regression's weights and bias, the
+    isotonic steps from predicted chrF to P(good), and the threshold of good."""
+
+    features: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: np.ndarray
+    bias: float
+    steps_x: np.ndarray
+    steps_y: np.ndarray
+    threshold: float
+    sentences: int
+
+    @classmethod
+    def fit(cls, rows: Sequence[dict[str, float]], chrfs: Sequence[float], *, features: Sequence[str] = FEATURES,
+            threshold: float | None = None) -> Calibration:
+        """Fit on `rows` (result_features of each translation) and their sentence chrF."""
+        if len(rows) < 20:
+            raise ValueError(f"calibrating needs at least 20 translations, got {len(rows)}")
+        x = np.array([[row[f] for f in features] for row in rows], dtype=np.float64)  # (n, features)
+        y = np.asarray(chrfs, dtype=np.float64)
+        mean, scale = x.mean(axis=0), x.std(axis=0)
+        scale[scale < 1e-9] = 1.0
+        z = (x - mean) / scale
+        gram = z.T @ z + RIDGE * np.eye(len(features))
+        weights = np.linalg.solve(gram, z.T @ (y - y.mean()))
+        bias = float(y.mean())
+        good = float(np.median(y)) if threshold is None else threshold
+        predicted = z @ weights + bias
+        steps_x, steps_y = _isotonic(predicted, (y >= good).astype(np.float64))
+        return cls(tuple(features), mean, scale, weights, bias, steps_x, steps_y, good, len(rows))
+
+    def predicted_chrf(self, features: dict[str, float]) -> float:
+        z = (np.array([features[f] for f in self.features]) - self.mean) / self.scale
+        return float(z @ self.weights + self.bias)
+
+    def confidence(self, features: dict[str, float]) -> float:
+        """P(sentence chrF >= threshold) for a translation with these features."""
+        at = np.searchsorted(self.steps_x, self.predicted_chrf(features), side="right") - 1
+        return float(self.steps_y[max(at, 0)])
+
+    # ---- a file of the model
+
+    def save(self, folder) -> None:
+        write_json(folder / CALIBRATION_FILE, {
+            "format": FORMAT, "features": list(self.features), "mean": self.mean.tolist(), "scale": self.scale.tolist(),
+            "weights": self.weights.tolist(), "bias": self.bias, "steps_x": self.steps_x.tolist(),
+            "steps_y": self.steps_y.tolist(), "threshold": self.threshold, "sentences": self.sentences})
+
+    @classmethod
+    def load(cls, path) -> Calibration:
+        """Read calibration.json, every field checked.
+
+        Raises:
+            DataError: not a calibration of this format, naming the file and the field.
+        """
+        raw = read_json(path, error=DataError)
+        if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+            raise DataError(f"{path}: not an attnmt calibration ({FORMAT})")
+        names = raw.get("features")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n in FEATURES for n in names):
+            raise DataError(f"{path}: features must name some of {', '.join(FEATURES)}")
+
+        def numbers(key: str, length: int | None) -> np.ndarray:
+            value = raw.get(key)
+            ok = (isinstance(value, list) and (length is None or len(value) == length) and len(value) > 0
+                  and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value))
+            if not ok:
+                raise DataError(f"{path}: {key} must be a list of {length or 'some'} finite numbers")
+            return np.array(value, dtype=np.float64)
+
+        mean, scale, weights = (numbers(k, len(names)) for k in ("mean", "scale", "weights"))
+        steps_x = numbers("steps_x", None)
+        steps_y = numbers("steps_y", len(steps_x))
+        if (scale <= 0).any() or (np.diff(steps_x) < 0).any() or (np.diff(steps_y) < -1e-12).any() \
+                or (steps_y < 0).any() or (steps_y > 1).any():
+            raise DataError(f"{path}: scale must be positive and the steps non-decreasing probabilities")
+        for key in ("bias", "threshold"):
+            if not isinstance(raw.get(key), (int, float)) or isinstance(raw.get(key), bool) or not math.isfinite(raw[key]):
+                raise DataError(f"{path}: {key} must be a finite number")
+        if not isinstance(raw.get("sentences"), int) or raw["sentences"] < 1:
+            raise DataError(f"{path}: sentences must be a positive integer")
+        return cls(tuple(names), mean, scale, weights, float(raw["bias"]), steps_x, steps_y, float(raw["threshold"]),
+                   raw["sentences"])

@@ -1,0 +1,170 @@
+"""Confidence (decoding/confidence.py, calibration.py, attnmt calibrate): the isotonic step and the
+quality figures against independent computations, a map read back equal to the one written, a
+damaged one refused by name, and models made unsure on purpose (random weights, an input in
+another language) less confident than a trained one on its own data."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import numpy as np
+import pytest
+
+from support import toy
+
+from attnmt.calibration import quality_of
+from attnmt.cli import main
+from attnmt.decoding.confidence import CALIBRATION_FILE, FEATURES, Calibration, _isotonic
+from attnmt.errors import AttnmtError, DataError
+
+
+def test_isotonic_pools_adjacent_violators():
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    y = np.array([0.0, 1.0, 0.0, 1.0, 1.0])  # 1, 0 violate: pooled to 0.5, 0.5
+    steps_x, steps_y = _isotonic(x, y)
+    assert steps_x.tolist() == [1.0, 2.0, 4.0] and steps_y.tolist() == [0.0, 0.5, 1.0]
+
+
+def _rows(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    rows = [{name: float(rng.normal()) for name in FEATURES} for _ in range(n)]
+    chrf = [50 + 10 * r["mean_logprob"] - 5 * r["unknown_source"] + float(rng.normal(0, 2)) for r in rows]
+    return rows, chrf
+
+
+def test_a_fitted_map_ranks_by_the_features_that_predict_chrf_and_is_a_probability():
+    rows, chrf = _rows(400)
+    calibration = Calibration.fit(rows, chrf)
+    weights = dict(zip(calibration.features, calibration.weights))
+    assert weights["mean_logprob"] > 5 and weights["unknown_source"] < -2  # the generating weights' signs and sizes
+    assert max(abs(w) for k, w in weights.items() if k not in ("mean_logprob", "unknown_source")) < 1
+    confidences = [calibration.confidence(r) for r in rows]
+    assert all(0 <= c <= 1 for c in confidences)
+    assert statistics.correlation(confidences, chrf) > 0.8
+    assert calibration.threshold == pytest.approx(statistics.median(chrf))
+
+
+def test_quality_figures_against_independent_computations():
+    rows, chrf = _rows(300, seed=1)
+    calibration = Calibration.fit(rows, chrf)
+    c = [calibration.confidence(r) for r in rows]
+    q = quality_of(c, chrf, calibration.threshold)
+    assert q["pearson"] == pytest.approx(statistics.correlation(c, chrf), abs=1e-4)
+    good = [y >= calibration.threshold for y in chrf]
+    gaps = {}
+    for conf, g in zip(c, good):
+        gaps.setdefault(min(int(conf * 10), 9), []).append((conf, g))
+    ece = sum(abs(statistics.mean(p for p, _ in v) - statistics.mean(g for _, g in v)) * len(v)
+              for v in gaps.values()) / len(c)
+    assert q["ece"] == pytest.approx(ece, abs=1e-4)
+    least = sorted(range(len(c)), key=lambda i: c[i])[:30]
+    worst = set(sorted(range(len(chrf)), key=lambda i: chrf[i])[:75])
+    assert q["least_tenth_in_worst_quarter"] == pytest.approx(sum(i in worst for i in least) / 30, abs=1e-4)
+
+
+def test_a_map_read_back_equals_the_one_written_and_a_damaged_one_is_refused_by_name(tmp_path):
+    rows, chrf = _rows(100)
+    calibration = Calibration.fit(rows, chrf)
+    calibration.save(tmp_path)
+    back = Calibration.load(tmp_path / CALIBRATION_FILE)
+    assert [back.confidence(r) for r in rows] == [calibration.confidence(r) for r in rows]
+    assert back.features == calibration.features and back.threshold == calibration.threshold
+    raw = json.loads((tmp_path / CALIBRATION_FILE).read_text())
+    for damage, message in [(lambda r: r.update(format="x"), "not an attnmt calibration"),
+                            (lambda r: r.update(features=["mean_logprob", "nonsense"]), "features must name"),
+                            (lambda r: r["weights"].pop(), "weights must be a list of 9"),
+                            (lambda r: r["mean"].__setitem__(0, "a"), "mean must be a list"),
+                            (lambda r: r["steps_y"].__setitem__(0, 2.0), "non-decreasing probabilities"),
+                            (lambda r: r.update(threshold=None), "threshold must be a finite number")]:
+        broken = json.loads(json.dumps(raw))
+        damage(broken)
+        (tmp_path / CALIBRATION_FILE).write_text(json.dumps(broken))
+        with pytest.raises(DataError, match=message):
+            Calibration.load(tmp_path / CALIBRATION_FILE)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    base = tmp_path_factory.mktemp("confidence")
+    config = toy.write_config(base / "toy.yaml", epochs=6)
+    assert main(["train", str(config), "--run-dir", str(base / "run")]) == 0
+    return base
+
+
+def test_an_unsure_model_is_less_confident_than_a_trained_one_on_its_own_data(trained):
+    from support.toy import make_random_run
+
+    from attnmt.translator import Translator
+
+    sources = (trained / "toy" / "test.de").read_text(encoding="utf-8").splitlines()
+    own = Translator.load(trained / "run", device="cpu")
+    on_own = [r.confidence for r in own.translate(sources, beam_size=2)]
+    english = (trained / "toy" / "test.en").read_text(encoding="utf-8").splitlines()
+    on_english = [r.confidence for r in own.translate(english, beam_size=2)]  # the wrong language in
+    random = Translator.load(make_random_run(trained / "random"), device="cpu")
+    on_random = [r.confidence for r in random.translate(sources, beam_size=2)]
+    assert all(0 <= c <= 1 for c in on_own + on_english + on_random)
+    assert statistics.mean(on_own) > statistics.mean(on_english) + 0.05
+    assert statistics.mean(on_own) > statistics.mean(on_random) + 0.05
+
+
+def test_attnmt_calibrate_keeps_the_map_with_the_model(trained, tmp_path, capsys):
+    import shutil
+
+    from attnmt.run_dir import RunDir
+    from attnmt.translator import Translator
+
+    run = tmp_path / "run"  # a copy: this test damages it at the end
+    shutil.copytree(trained / "run", run)
+    src, ref = trained / "toy" / "train.de", trained / "toy" / "train.en"
+    before = Translator.load(run, device="cpu").translate(["Hund katze rot ."], beam_size=2)[0]
+    assert not before.confidence_calibrated
+    capsys.readouterr()
+    assert main(["calibrate", str(run), "--src", str(src), "--ref", str(ref), "--beam", "2"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["sentences"] == 600 and set(report["cross_validated"]) >= {"pearson", "ece", "reliability"}
+    assert CALIBRATION_FILE in json.loads((run / "checksums.json").read_text())
+    after = Translator.load(run, device="cpu").translate(["Hund katze rot ."], beam_size=2)[0]
+    assert after.confidence_calibrated and 0 <= after.confidence <= 1
+    assert after.confidence == RunDir(run).calibration().confidence(
+        Translator.load(run, device="cpu").confidence_features(after))
+    paragraph = Translator.load(run, device="cpu").translate(["Hund katze. Rot blau."], beam_size=2,
+                                                             split_sentences=True)[0]
+    parts = Translator.load(run, device="cpu").translate(["Hund katze.", "Rot blau."], beam_size=2)
+    assert paragraph.confidence == min(p.confidence for p in parts)  # as sure as its least sure sentence
+    (run / CALIBRATION_FILE).write_text((run / CALIBRATION_FILE).read_text().replace('"threshold"', '"threshold" '))
+    with pytest.raises(AttnmtError, match=f"{CALIBRATION_FILE}: corrupted or changed"):
+        Translator.load(run, device="cpu")
+
+
+def test_below_min_confidence_the_source_or_nothing_is_given_with_a_warning(trained):
+    from attnmt.translator import Translator
+
+    translator = Translator.load(trained / "run", device="cpu")
+    texts = ["Hund katze rot .", "Mann frau ."]
+    plain = translator.translate(texts, beam_size=2)
+    kept = translator.translate(texts, beam_size=2, min_confidence=0.0)
+    assert [r.text for r in kept] == [r.text for r in plain] and not any(r.withheld for r in kept)
+    withheld = translator.translate(texts, beam_size=2, min_confidence=1.0)
+    assert [r.text for r in withheld] == texts and all(r.withheld for r in withheld)
+    assert all("is below min_confidence=1: the source is given instead" in r.warnings[-1] for r in withheld)
+    empty = translator.translate(texts, beam_size=2, min_confidence=1.0, below_confidence="empty")
+    assert [r.text for r in empty] == ["", ""] and [r.tokens for r in empty] == [r.tokens for r in plain]
+    with pytest.raises(ValueError, match=r"min_confidence=1\.5 must be in 0\.\.1"):
+        translator.translate(texts, min_confidence=1.5)
+
+
+def test_translate_min_confidence_writes_the_source_and_says_so(trained, tmp_path, capsys):
+    lines = ["Hund katze rot .", "Mann frau ."]
+    (tmp_path / "in.de").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out.en"
+    capsys.readouterr()
+    assert main(["translate", str(trained / "run"), "-i", str(tmp_path / "in.de"), "-o", str(out), "--beam", "2",
+                 "--min-confidence", "1", "--report"]) == 0
+    assert out.read_text(encoding="utf-8").splitlines() == lines
+    err = capsys.readouterr().err
+    assert "the line 'Hund katze rot .'" in err and "is below min_confidence=1: the source is given instead" in err
+    with pytest.raises(SystemExit) as refused:
+        main(["translate", str(trained / "run"), "--min-confidence", "2"])
+    assert refused.value.code == 2 and "argument --min-confidence: 2 must be at most 1" in capsys.readouterr().err
