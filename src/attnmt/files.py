@@ -658,6 +658,24 @@ def staged_folder(output: str | os.PathLike, *, kind: str = "an output of attnmt
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def refuse_replacing_file(path: str | os.PathLike, *, force: bool, earlier: str, ours: Callable[[Path], bool],
+                          not_ours: str) -> None:
+    """An output file over an existing path only with `force`, and then only over one that
+    `ours` says this verb wrote and nobody changed (its own record); never a link, a folder or any
+    other file. `earlier` and `not_ours` say, in the messages, what may be replaced and what the
+    path is not.
+
+    Raises:
+        AttnmtError: naming the file and why.
+    """
+    if not os.path.lexists(path):
+        return
+    if not force:
+        raise AttnmtError(f"{path}: exists; --force replaces {earlier} there: choose another output or add --force")
+    if not ours(Path(path)):
+        raise AttnmtError(f"{path}: is not {not_ours}; --force replaces only that: choose another output")
+
+
 def refuse_replacing(folder: str | os.PathLike, *, kind: str, flag: str) -> None:
     """What `--force` / `--overwrite` may replace: nothing, an empty folder, or a folder holding
     only what an earlier output of `kind` recorded writing into it (its WRITTEN record: each

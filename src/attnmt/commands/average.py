@@ -7,7 +7,6 @@ only with --force, and only when it is an earlier average."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -62,27 +61,27 @@ def refuse_replacing_file(out: Path, *, force: bool) -> None:
     """-o over an existing file only with --force, and then only over an earlier average as it
     was written: a safetensors file whose own record (its metadata) says `averaged` and holds the
     digest of its tensors, which they still match (checkpoint.load_weights_file checks it); never
-    a link, a folder, a file with another name's content, or anything else.
+    a link, a folder, a file with another name's content, or anything else (files.refuse_replacing_file).
 
     Raises:
         AttnmtError: naming the file and why.
     """
+    from attnmt.files import refuse_replacing_file as refuse
+
+    refuse(out, force=force, earlier="an earlier average", ours=_an_unchanged_average,
+           not_ours="an earlier average as `attnmt average` wrote it (a safetensors file recording `averaged` and "
+                    "its tensors' digest, unchanged)")
+
+
+def _an_unchanged_average(out: Path) -> bool:
     from attnmt.checkpoint import DIGEST_KEY, load_weights_file, recorded_metadata
     from attnmt.errors import CheckpointError
 
-    if not os.path.lexists(out):
-        return
-    if not force:
-        raise AttnmtError(f"{out}: exists; --force replaces an earlier average there: choose another output or "
-                          f"add --force")
     try:
         metadata = recorded_metadata(out) if not out.is_symlink() and out.is_file() else {}
-        averaged = "averaged" in metadata and DIGEST_KEY in metadata
-        if averaged:
+        if "averaged" in metadata and DIGEST_KEY in metadata:
             load_weights_file(out)  # the tensors still those it recorded
+            return True
     except CheckpointError:
-        averaged = False
-    if not averaged:
-        raise AttnmtError(f"{out}: is not an earlier average as `attnmt average` wrote it (a safetensors file "
-                          f"recording `averaged` and its tensors' digest, unchanged); --force replaces only that: "
-                          f"choose another output")
+        pass
+    return False

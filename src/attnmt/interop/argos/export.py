@@ -29,8 +29,8 @@ from attnmt.data.pipeline import TextPipeline
 from attnmt.data.tokenizers import SentencePieceTokenizer
 from attnmt.engines.ctranslate2_export import export_run
 from attnmt.errors import AttnmtError
-from attnmt.files import (WRITTEN, atomic_write, check_folder_output, read_json, refuse_overwrite, staged_folder,
-                          write_json, writer_lock, writing)
+from attnmt.files import (WRITTEN, atomic_write, check_folder_output, read_json, refuse_overwrite,
+                          refuse_replacing_file, staged_folder, write_json, writer_lock, writing)
 from attnmt.interop.argos.package import (METADATA, MODEL, PACKAGE_VERSION, README, SENTENCEPIECE, SPLITTER,
                                           SUFFIX, language_name, package_metadata, package_name,
                                           shared_sentencepiece, write_zip, written_by_attnmt)
@@ -146,14 +146,9 @@ def refuse_replacing_package(path: Path, *, force: bool) -> None:
     Raises:
         AttnmtError: naming the file and why.
     """
-    if not os.path.lexists(path):
-        return
-    if not force:
-        raise AttnmtError(f"{path}: exists; --force replaces an earlier Argos package attnmt wrote there: choose "
-                          f"another output or add --force")
-    if not written_by_attnmt(path):
-        raise AttnmtError(f"{path}: is not an Argos package attnmt wrote (or it was changed since: its entries are "
-                          f"not the ones its zip comment records); --force replaces only that: choose another output")
+    refuse_replacing_file(path, force=force, earlier="an earlier Argos package attnmt wrote", ours=written_by_attnmt,
+                          not_ours="an Argos package attnmt wrote (or it was changed since: its entries are not the "
+                                   "ones its zip comment records)")
 
 
 def _model_folder(source: RunDir, folder: Path, checkpoint: str, quantization: str, vocab_map) -> Path:
