@@ -9,6 +9,14 @@ added to each caption (and its reference) that has none, joined with one space. 
   unsplit    each paragraph as one "sentence" (what attnmt did before: sentences get dropped).
 With --http, the paragraphs also go through `attnmt serve`'s POST /translate (which always splits).
 
+Boundaries: the caption joins are the gold sentence boundaries; precision, recall and F1 of the
+splitter's, by the rules alone (data/sentences.split_sentences) and as the model splits
+(Translator.sentences: a stretch without sentence marks split by the boundary counts its lexicon
+keeps, data/boundaries.py). --boundaries prints only those, for every --typed variant, with no
+model: the counts are taken from the split's training data (Multi30k train, --src-lang), or from
+RUN's lexicon.json when RUN is given; --single adds how many single captions (typed the same way)
+the model's splitter cuts.
+
 Coverage (decoding/coverage.py): a paragraph of `unsplit` "lost a sentence" when, for one of its
 captions, fewer than half the content words of that caption's `alone` translation (lower-cased,
 3+ letters, not a stop word) appear in the paragraph's output: a lexical judgement, independent of
@@ -17,12 +25,14 @@ flagged (false alarms). --grid prints, for the split, the flag rates over a grid
 (choose on val, report on test_2016_flickr).
 
     benchmarks/quality/paragraphs_multi30k.py RUN_OR_EXPORT [--engine ctranslate2] [--split val] [--beam 5]
-        [--grid] [--http] [--typed lowercase|uppercase|no-punct|lowercase-no-punct]
+        [--grid] [--http] [--typed lowercase|uppercase|no-punct|lowercase-no-punct] [--recount]
+    benchmarks/quality/paragraphs_multi30k.py [RUN] --boundaries [--split val] [--src-lang de]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import re
@@ -50,6 +60,84 @@ def make_paragraphs(count: int, seed: int = 1) -> list[range]:
         out.append(range(start, min(count, start + size)))
         start += size
     return out
+
+
+TYPED = ["as-written", "lowercase", "uppercase", "no-punct", "lowercase-no-punct"]
+
+
+def typed_captions(sources: list[str], refs: list[str], typed: str) -> tuple[list[str], list[str]]:
+    """The captions (a final period added) and their references as people type them."""
+    sources = [with_period(s) for s in sources]
+    refs = [with_period(r) for r in refs]
+    if typed in ("no-punct", "lowercase-no-punct"):
+        sources = [s.rstrip(".!? ") for s in sources]
+    if typed.startswith("lowercase"):
+        sources, refs = [s.lower() for s in sources], [r.lower() for r in refs]
+    elif typed == "uppercase":
+        sources, refs = [s.upper() for s in sources], [r.lower() for r in refs]
+    return sources, refs
+
+
+def gold_boundaries(paragraph: str, captions: list[str]) -> set[int]:
+    """Where each caption after the first starts in its paragraph."""
+    starts, position = set(), 0
+    for caption in captions:
+        at = paragraph.index(caption, position)
+        starts.add(at)
+        position = at + len(caption)
+    return starts - {0}
+
+
+def boundary_scores(paragraphs: list[str], golds: list[set[int]], split) -> dict:
+    """Precision, recall and F1 (in %) of the sentence starts `split(paragraph)` finds."""
+    right = made_up = missed = 0
+    for paragraph, gold in zip(paragraphs, golds):
+        found = {start for start, _ in split(paragraph)} - {0}
+        right, made_up, missed = right + len(gold & found), made_up + len(found - gold), missed + len(gold - found)
+    precision, recall = right / max(1, right + made_up), right / max(1, right + missed)
+    f1 = 2 * precision * recall / max(1e-12, precision + recall)
+    return {"precision": 100 * precision, "recall": 100 * recall, "f1": 100 * f1, "right": right,
+            "made up": made_up, "missed": missed}
+
+
+def print_boundaries(name: str, scores: dict) -> None:
+    print(f"  {name:34} P {scores['precision']:5.1f}  R {scores['recall']:5.1f}  F1 {scores['f1']:5.1f}  "
+          f"({scores['right']} found, {scores['made up']} made up, {scores['missed']} missed)")
+
+
+def boundaries_only(args) -> int:
+    """--boundaries: the splitters' boundary figures for every typed variant, no model."""
+    from attnmt.data.corpus import load_multi30k
+    from attnmt.data.lexicon import Lexicon
+    from attnmt.data.sentences import split_sentences
+    from attnmt.run_dir import RunDir
+
+    tgt_lang = "en" if args.src_lang != "en" else "de"
+    if args.run:
+        lexicon, source = RunDir(args.run).pipeline().lexicon, f"{args.run}/lexicon.json"
+    else:
+        start = time.perf_counter()
+        train = load_multi30k("train", args.src_lang, tgt_lang)
+        lexicon, source = Lexicon.from_sentences(s.split() for s in train.src), f"{train.name} source side"
+        source += f" ({len(train.src)} sentences, counted in {time.perf_counter() - start:.1f} s)"
+    boundaries = lexicon.boundaries if lexicon is not None else None
+    print(f"boundary counts: {source}" + ("" if boundaries is not None else ": none kept (no splitting by them)"))
+    corpus = load_multi30k(args.split, args.src_lang, tgt_lang)
+    groups = make_paragraphs(len(corpus.src))
+    for typed in TYPED:
+        sources, _ = typed_captions(corpus.src, corpus.tgt, typed)
+        paragraphs = [" ".join(sources[i] for i in g) for g in groups]
+        golds = [gold_boundaries(p, [sources[i] for i in g]) for p, g in zip(paragraphs, groups)]
+        print(f"{args.split}, {typed}: {len(paragraphs)} paragraphs of 3-5 captions, {sum(map(len, golds))} boundaries")
+        print_boundaries("rules (split_sentences)", boundary_scores(paragraphs, golds,
+                                                                    lambda p: split_sentences(p, args.src_lang)))
+        start = time.perf_counter()
+        scores = boundary_scores(paragraphs, golds, lambda p: split_sentences(p, args.src_lang, boundaries))
+        print_boundaries(f"with the counts ({time.perf_counter() - start:.2f} s)", scores)
+        if args.single:
+            cut = sum(len(split_sentences(s, args.src_lang, boundaries)) > 1 for s in sources)
+            print(f"  single captions split in two or more (with the counts): {cut}/{len(sources)}")
+    return 0
 
 
 def content_words(text: str) -> list[str]:
@@ -111,17 +199,26 @@ def translate_http(run: str, engine: str | None, paragraphs: list[str], beam: in
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run")
+    parser.add_argument("run", nargs="?", help="a run directory or export (optional with --boundaries)")
     parser.add_argument("--engine", default=None, help="native or ctranslate2 (default: by the folder)")
     parser.add_argument("--split", default="test_2016_flickr")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--grid", action="store_true", help="flag rates over a grid of thresholds")
     parser.add_argument("--http", action="store_true", help="also through attnmt serve's POST /translate")
     parser.add_argument("--json", type=Path, help="write the per-text signals here")
-    parser.add_argument("--typed", choices=["as-written", "lowercase", "uppercase", "no-punct", "lowercase-no-punct"],
-                        default="as-written", help="the captions as people type them (scored lowercased when the "
-                        "case changes; alone: the same typed captions one by one)")
+    parser.add_argument("--typed", choices=TYPED, default="as-written", help="the captions as people type them "
+                        "(scored lowercased when the case changes; alone: the same typed captions one by one)")
+    parser.add_argument("--boundaries", action="store_true", help="only the splitters' boundary figures, for every "
+                        "--typed variant (no model needed: counts from Multi30k train, or RUN's lexicon)")
+    parser.add_argument("--src-lang", default="de", help="with --boundaries and no RUN: the source language")
+    parser.add_argument("--single", action="store_true", help="with --boundaries: also single captions cut")
+    parser.add_argument("--recount", action="store_true", help="use boundary counts of Multi30k train (in memory; "
+                        "for a run trained before its lexicon kept them; --http serves the run as it is)")
     args = parser.parse_args(argv)
+    if args.boundaries:
+        return boundaries_only(args)
+    if not args.run:
+        parser.error("a run directory or export is needed (or --boundaries)")
 
     from attnmt import Translator
     from attnmt.data.corpus import load_multi30k
@@ -133,32 +230,32 @@ def main(argv=None) -> int:
     engine = args.engine or RunDir(args.run).engine
     translator = Translator.load(args.run, engine=engine, device="cpu")
     src_lang, tgt_lang = translator.directions[0]
+    lexicon = translator.pipeline.lexicon
+    if args.recount:  # a run trained before its lexicon kept boundary counts: Multi30k train's, in memory only
+        from attnmt.data.boundaries import BoundaryStats
+        from attnmt.data.lexicon import Lexicon
+
+        train = load_multi30k("train", src_lang, tgt_lang).src
+        counts = BoundaryStats.from_sentences(train)
+        translator.pipeline.lexicon = (Lexicon.from_sentences(s.split() for s in train) if lexicon is None
+                                       else dataclasses.replace(lexicon, boundaries=counts))
+    source = "Multi30k train (--recount)" if args.recount else "the run's lexicon.json"
+    if translator.pipeline.lexicon is None or translator.pipeline.lexicon.boundaries is None:
+        source = "none (a run trained before they were kept: --recount counts Multi30k train's)"
+    print(f"boundary counts: {source}")
     corpus = load_multi30k(args.split, src_lang, tgt_lang)
-    sources = [with_period(s) for s in corpus.src]
-    refs = [with_period(r) for r in corpus.tgt]
-    if args.typed in ("no-punct", "lowercase-no-punct"):
-        sources = [s.rstrip(".!? ") for s in sources]
-    if args.typed.startswith("lowercase"):
-        sources, refs = [s.lower() for s in sources], [r.lower() for r in refs]
-    elif args.typed == "uppercase":
-        sources, refs = [s.upper() for s in sources], [r.lower() for r in refs]
+    sources, refs = typed_captions(corpus.src, corpus.tgt, args.typed)
     groups = make_paragraphs(len(sources))
     paragraphs = [" ".join(sources[i] for i in g) for g in groups]
     ref_paragraphs = [" ".join(refs[i] for i in g) for g in groups]
     print(f"{args.split}: {len(sources)} captions, {len(paragraphs)} paragraphs of 3-5; engine {engine}, "
           f"beam {args.beam}")
 
-    gold_right = gold_wrong = 0  # the caption joins are the gold boundaries of split_sentences
-    for g, paragraph in zip(groups, paragraphs):
-        starts, position = set(), 0
-        for i in g:
-            starts.add(paragraph.index(sources[i], position))
-            position = max(starts) + len(sources[i])
-        gold = starts - {0}
-        predicted = {a for a, _ in split_sentences(paragraph, src_lang)} - {0}
-        gold_right, gold_wrong = gold_right + len(gold & predicted), gold_wrong + len(gold ^ predicted)
-    print(f"  split_sentences on the paragraphs: {gold_right} caption boundaries found, {gold_wrong} wrong "
-          f"(missed or made up), {100 * gold_right / (gold_right + gold_wrong):.1f}%")
+    golds = [gold_boundaries(p, [sources[i] for i in g]) for p, g in zip(paragraphs, groups)]
+    print_boundaries("boundaries, rules (split_sentences)",
+                     boundary_scores(paragraphs, golds, lambda p: split_sentences(p, src_lang)))
+    print_boundaries("boundaries, the model's splitter", boundary_scores(paragraphs, golds,
+                                                                         lambda p: translator.sentences(p, src_lang)))
 
     timings, outputs = {}, {}
     start = time.perf_counter()

@@ -15,6 +15,7 @@ the result's `warnings` says so. `n_best=K` fills `result.alternatives` with the
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 from pathlib import Path
@@ -27,7 +28,7 @@ from attnmt.config import Config
 from attnmt.data.batching import make_batches
 from attnmt.data.lexicon import CASE_PATTERNS, Normalized, restore_case
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
-from attnmt.data.sentences import split_sentences as find_sentences
+from attnmt.data.sentences import capitalize_spans, split_sentences as find_sentences
 from attnmt.decoding.alignment import replace_unknowns, word_alignment
 from attnmt.decoding.confidence import result_features, uncalibrated_confidence
 from attnmt.decoding.coverage import measure_parts
@@ -187,6 +188,13 @@ class Translator:
                                 f"this model reads {', '.join(sources)}")
         return sources[0]
 
+    def sentences(self, text: str, lang: str) -> list[tuple[int, int]]:
+        """The sentences of `text` in `lang` (data.sentences.split_sentences), a stretch typed
+        without sentence marks split where the model's training data says (data/boundaries.py:
+        when its lexicon keeps the counts); the one splitter of the translator and the service."""
+        lexicon = self.pipeline.lexicon
+        return find_sentences(text, lang, lexicon.boundaries if lexicon is not None else None)
+
     @property
     def subword(self) -> bool:
         """Whether tokens are sentencepiece pieces (merged into words for alignments) or words."""
@@ -266,7 +274,11 @@ class Translator:
         prefix_texts = check_prefixes(target_prefix, len(texts))
         per_text = check_constraints(constraints, len(texts))
         lang = self.source_language(options.source_lang, options.target_lang)
-        spans = [find_sentences(text, lang) for text in texts]
+        spans = [self.sentences(text, lang) for text in texts]
+        if seen is not None and self.pipeline.lexicon.capital_starts:  # read in the training data's case: each
+            seen = [dataclasses.replace(n, text=capitalize_spans(n.text, found))  # sentence begins as its do
+                    if n.pattern in CASE_PATTERNS else n for n, found in zip(seen, spans)]
+            texts = [n.text for n in seen]
         units = paragraph_units(texts, spans, prefix_texts if target_prefix is not None else None,
                                 per_text if constraints is not None else None)
         found_results = self._translate(units.texts, options, units.prefixes, units.constraints, split=True)
@@ -366,7 +378,7 @@ class Translator:
         spans = []
         if not split:
             try:
-                spans = find_sentences(sentence, self.source_language(options.source_lang, options.target_lang))
+                spans = self.sentences(sentence, self.source_language(options.source_lang, options.target_lang))
             except LanguageError:  # a multilingual model's call without its source language: one part
                 pass
         if len(spans) > 1:

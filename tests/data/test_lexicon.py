@@ -171,3 +171,30 @@ def test_a_run_with_restore_case_off_reads_the_text_as_typed(lexicon_run, tmp_pa
     RunDir(off).record_checksums(["config.json"])
     result, = Translator.load(off, device="cpu").translate(["HUND KATZE ROT ."], beam_size=2)
     assert result.read_as is None and result.source_tokens[0] == "HUND"
+
+
+def test_a_paragraph_typed_without_marks_translates_sentence_by_sentence(lexicon_run):
+    """The run's lexicon keeps boundary counts (data/boundaries.py); with counts of a grammar of
+    three-word sentences, a lower-case paragraph of them without marks is split at their joins and
+    translates as its sentences typed one by one, each read with a capital as training had it."""
+    import dataclasses
+    import itertools
+
+    from attnmt.data.boundaries import BoundaryStats
+    from attnmt.translator import Translator
+
+    translator = Translator.load(lexicon_run, device="cpu")
+    assert translator.pipeline.lexicon.boundaries.sentences == 600  # the toy task's training pairs
+    grammar = [" ".join(words) + " ." for shape in ([["hund", "katze"], ["rot", "blau"], ["haus", "baum"]],
+                                             [["mann", "frau"], ["groß", "klein"], ["ball", "wasser"]])
+               for words in itertools.product(*shape)]
+    lexicon = translator.pipeline.lexicon
+    translator.pipeline.lexicon = dataclasses.replace(lexicon, boundaries=BoundaryStats.from_sentences(grammar))
+    sentences = ["hund rot haus", "mann groß ball", "katze blau baum", "frau klein wasser"]
+    paragraph = " ".join(sentences)
+    assert translator.sentences(paragraph, "de") == [(0, 13), (14, 28), (29, 44), (45, 62)]
+    joined, = translator.translate([paragraph], beam_size=2, split_sentences=True)
+    alone = translator.translate(sentences, beam_size=2)
+    assert joined.text == " ".join(r.text for r in alone)
+    assert [s.source for s in joined.sentences] == [(0, 13), (14, 28), (29, 44), (45, 62)]
+    assert joined.read_as == "Hund rot haus Mann groß ball Katze blau baum Frau klein wasser"

@@ -5,6 +5,7 @@ its case restored and its slips of the finger mended, before the model reads it.
     seen = lexicon.normalize("EIN MANN FÄHRT FAHRAD")  # seen.text "Ein Mann fährt Fahrrad", seen.pattern "upper"
     restore_case(translation, seen.pattern)          # -> "A MAN RIDES A BIKE"
     seen.to_typed(offset)                            # an offset into seen.text, into the typed text
+    lexicon.boundaries                               # where its sentences end (boundaries.py), or None
 
 A model trained on sentence-case captions has seen "Mann", never "mann" or "MANN" (a word
 vocabulary lacks them; sentencepiece cuts them into pieces it rarely saw): a text typed all in
@@ -15,7 +16,10 @@ written in the pattern it was typed in. A word the training data never had, of f
 more, that is one slip away from a word it had (a letter swapped, dropped, doubled, added or
 replaced; a letter repeated; "ss" for "ß", "ae" for "ä", accents left out) becomes the most
 frequent such word. A word it had, or an unknown one with no such neighbour, stays as typed (a
-name, an acronym).
+name, an acronym). The lexicon also keeps the counts that find sentence boundaries in a text typed
+without sentence marks (`boundaries`, data/boundaries.py: how often each word ends and starts a
+sentence and follows another, the sentences' lengths); a lexicon.json written before them has
+none, and such a text is then not split.
 
 Shapes: none (text).
 """
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Sequence
 
+from attnmt.data.boundaries import BoundaryCounter, BoundaryStats
 from attnmt.errors import DataError
 from attnmt.files import read_json, write_json
 
@@ -115,21 +120,25 @@ class Lexicon:
         alphabet: the letters the words are made of (a replaced or added letter is one of them).
         capital_starts: whether most of its sentences begin with a capital (sentence case): a
             text read in its case then does too; a corpus of lower-case lines does not.
+        boundaries: the sentences' boundary counts (boundaries.py); None in a lexicon saved before them.
     """
 
     forms: dict[str, tuple[str, int]]
     alphabet: str = field(default="")
     capital_starts: bool = True
+    boundaries: BoundaryStats | None = None
 
     @classmethod
     def from_sentences(cls, sentences: Iterable[Sequence[str]]) -> Lexicon:
         """Count the words of tokenized or whitespace-split sentences (tokens without a letter and
         <unk> skipped); a word's form is counted outside a sentence's first position when it
-        occurs there at all."""
+        occurs there at all. The sentences' boundaries are counted in the same pass."""
         inner: dict[str, dict[str, int]] = {}
         first: dict[str, dict[str, int]] = {}
         starts = capitals = 0
+        boundaries = BoundaryCounter()
         for words in sentences:
+            boundaries.add(words)
             opening = next((w for w in words if _WORD.search(w) and w != "<unk>"), None)
             if opening is not None:
                 starts += 1
@@ -146,7 +155,7 @@ class Lexicon:
             total = sum(inner.get(lower, {}).values()) + sum(first.get(lower, {}).values())
             found[lower] = (best, total)
         letters = sorted({c for word in found for c in word})
-        return cls(found, "".join(letters), capital_starts=capitals * 2 >= starts)
+        return cls(found, "".join(letters), capital_starts=capitals * 2 >= starts, boundaries=boundaries.stats())
 
     # ---- the input's words
 
@@ -238,9 +247,11 @@ class Lexicon:
     # ---- a file of the run
 
     def save(self, folder) -> None:
-        write_json(folder / LEXICON_FILE, {"format": FORMAT, "alphabet": self.alphabet,
-                                           "capital_starts": self.capital_starts,
-                                           "forms": {k: list(v) for k, v in sorted(self.forms.items())}}, indent=None)
+        saved = {"format": FORMAT, "alphabet": self.alphabet, "capital_starts": self.capital_starts,
+                 "forms": {k: list(v) for k, v in sorted(self.forms.items())}}
+        if self.boundaries is not None:
+            saved["boundaries"] = self.boundaries.to_dict()
+        write_json(folder / LEXICON_FILE, saved, indent=None)
 
     @classmethod
     def load(cls, path) -> Lexicon:
@@ -260,4 +271,6 @@ class Lexicon:
                     and entry[0].lower() == lower):
                 raise DataError(f"{path}: forms[{lower[:40]!r}] must be [its form, a count > 0]")
             forms[lower] = (entry[0], entry[1])
-        return cls(forms, raw["alphabet"], raw.get("capital_starts", True))  # absent: written before the key
+        boundaries = BoundaryStats.from_dict(raw["boundaries"], str(path)) if "boundaries" in raw else None
+        return cls(forms, raw["alphabet"], raw.get("capital_starts", True),  # absent: written before the keys
+                   boundaries)

@@ -23,7 +23,10 @@ The rules, in order:
        an article or a pronoun follows ("mit der Nummer 10. Ein Mann ...");
      - a boundary after "etc." / "usw." / "atd." and after an e-mail address or URL ending a
        sentence, when a capital letter follows ("..., etc. C'était drôle.");
-  4. each span is stripped of surrounding whitespace; whitespace-only parts give no span.
+  4. each span is stripped of surrounding whitespace; whitespace-only parts give no span;
+  5. with a model's boundary statistics (data/boundaries.py, learned from its training data), a
+     span that does not end with a sentence mark (a paragraph typed without them), or that has
+     more words than any training sentence, is split where they say; any other stays as it is.
 
 The whitespace between spans (and before the first, after the last) is the caller's to keep: a
 paragraph's translation is its sentences' translations joined with the source's own spacing
@@ -38,6 +41,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable
 
+from attnmt.data.boundaries import MARKED_END, WORD, BoundaryStats
 from attnmt.direction import LANG_CODE_EXAMPLES, base_language, is_language
 from attnmt.errors import LanguageError
 
@@ -64,10 +68,13 @@ def _sentencex(lang: str) -> Callable[[str], Iterable[str]]:
     return lambda line: segment(lang, line)
 
 
-def split_sentences(text: str, lang: str) -> list[Span]:
+def split_sentences(text: str, lang: str, boundaries: BoundaryStats | None = None) -> list[Span]:
     """The sentences of `text` in `lang` (a language code as direction.py defines them: de, en,
     fra, pt_BR, ...; a regional code is split by its language's rules, pt_BR as pt), as
     [start, end) character spans in order, stripped of whitespace; none for an empty or blank text.
+    With `boundaries` (a model's, data/boundaries.py: learned from its training data), a sentence
+    the rules found that does not end with a sentence mark, or is longer than any training
+    sentence, is split where they say (rule 5); without, rules 1-4 alone.
 
     Raises:
         LanguageError: `lang` is not a language code (sentencex falls back to English rules for a
@@ -76,7 +83,23 @@ def split_sentences(text: str, lang: str) -> list[Span]:
     if not is_language(lang):
         raise LanguageError(f"split_sentences: lang={lang!r} is not a language code ({LANG_CODE_EXAMPLES})")
     base = base_language(lang)
-    return spans_by_line(text, _sentencex(base), base)
+    spans = spans_by_line(text, _sentencex(base), base)
+    return spans if boundaries is None else split_unmarked(text, spans, boundaries)
+
+
+def split_unmarked(text: str, spans: list[Span], boundaries: BoundaryStats) -> list[Span]:
+    """Rule 5: each span that does not end with a sentence mark (. ! ? or an ellipsis, closing
+    quotes or brackets after it), or that has more words than any training sentence had (an
+    unpunctuated run that ends in "usw." or a quotation), as the sentences `boundaries.split`
+    finds in it; any other span as it is."""
+    out: list[Span] = []
+    for start, end in spans:
+        part = text[start:end]
+        if MARKED_END.search(part) and len(WORD.findall(part)) <= boundaries.longest:
+            out.append((start, end))
+        else:
+            out += [(start + a, start + b) for a, b in boundaries.split(part)]
+    return out
 
 
 def spans_by_line(text: str, segment: Callable[[str], Iterable[str]], lang: str | None = None) -> list[Span]:
@@ -113,6 +136,17 @@ def capitalize_starts(line: str) -> str:
         letter = match.group(3).upper()
         return match.group(1) + match.group(2) + (letter if len(letter) == 1 else match.group(3))
     return _AFTER_MARK.sub(upper, line)
+
+
+def capitalize_spans(text: str, spans: list[Span]) -> str:
+    """`text` with each span's first character upper case where it is a small letter (and stays one
+    character): the sentences found in a text read in sentence case begin as that case's do."""
+    chars = list(text)
+    for start, _ in spans:
+        upper = chars[start].upper()
+        if chars[start].islower() and len(upper) == 1:
+            chars[start] = upper
+    return "".join(chars)
 
 
 def _line_spans(line: str, segment: Callable[[str], Iterable[str]]) -> list[Span]:

@@ -28,7 +28,6 @@ from attnmt.run_dir import RunDir, no_scores
 from attnmt.server.batcher import MicroBatcher
 from attnmt.server.api_errors import ApiError
 from attnmt.bounds import BEAM
-from attnmt.data.sentences import split_sentences
 from attnmt.decoding.options import DecodingOptions
 from attnmt.decoding.paragraphs import join_paragraphs, paragraph_units
 from attnmt.direction import Direction
@@ -132,7 +131,7 @@ class TranslationService:
         request counted before), said as soon as the count passes it (no later text is split)."""
         spans, count = [], counted
         for i, text in enumerate(texts):
-            found = split_sentences(text, self.source_lang)
+            found = self.translator.sentences(text, self.source_lang)
             spans.append(found)
             count += len(found)
             if limit is not None:
