@@ -31,7 +31,7 @@ from attnmt.data.pipeline import TextPipeline, pipeline_difference
 from attnmt.data.sentences import capitalize_spans, split_sentences as find_sentences
 from attnmt.decoding.alignment import replace_unknowns, word_alignment
 from attnmt.decoding.confidence import result_features, uncalibrated_confidence
-from attnmt.decoding.coverage import measure_parts
+from attnmt.decoding.coverage import measure_coverage, measure_parts
 from attnmt.decoding.inputs import (LENGTH_BOUND_NOTE, applicable_constraints, check_constraints, check_prefixes,
                                     encode_targets)
 from attnmt.decoding.paragraphs import join_paragraphs, paragraph_units
@@ -351,18 +351,29 @@ class Translator:
             self._confide(result)
         return results
 
-    def confidence_features(self, result: TranslationResult) -> dict[str, float]:
-        """The features of one sentence's result that its confidence is made of (decoding/confidence.py)."""
-        return result_features(result, self.pipeline.lexicon)
+    def confidence_features(self, result: TranslationResult, rank: int = 0) -> dict[str, float]:
+        """The features that the confidence of one sentence's result (or of its alternative `rank`)
+        is made of (decoding/confidence.py)."""
+        coverage = None
+        if rank:
+            hyp = result.alternatives[rank]
+            words = len(result.source_tokens) - (1 if self.pipeline.source_eos and result.source_tokens else 0)
+            coverage = measure_coverage(hyp.attention, result.source_tokens[:words], hyp.tokens, subword=self.subword,
+                                        source=(0, 0), target=(0, 0)).coverage
+        return result_features(result, self.pipeline.lexicon, rank=rank, coverage=coverage)
 
     def _confide(self, result: TranslationResult) -> None:
-        """The result's confidence: the calibration's map of its features (attnmt calibrate), or
-        without one the mean token probability (confidence_calibrated False)."""
-        features = self.confidence_features(result)
-        if self.calibration is not None:
-            result.confidence, result.confidence_calibrated = self.calibration.confidence(features), True
-        else:
-            result.confidence = uncalibrated_confidence(features)
+        """The result's confidence, and each alternative's: the calibration's map of its features
+        (attnmt calibrate), or without one the mean token probability (confidence_calibrated False)."""
+        def confidence(features: dict[str, float]) -> float:
+            if self.calibration is not None:
+                return self.calibration.confidence(features)
+            return uncalibrated_confidence(features)
+
+        result.confidence = confidence(self.confidence_features(result))
+        result.confidence_calibrated = self.calibration is not None
+        for rank, hyp in enumerate(result.alternatives):  # the first is the translation itself
+            hyp.confidence = result.confidence if rank == 0 else confidence(self.confidence_features(result, rank))
 
     def _measure(self, sentence: str, result: TranslationResult, options: DecodingOptions, *,
                  split: bool = False) -> None:

@@ -6,6 +6,7 @@ another language) less confident than a trained one on its own data."""
 from __future__ import annotations
 
 import json
+import math
 import statistics
 
 import numpy as np
@@ -109,6 +110,18 @@ def test_an_unsure_model_is_less_confident_than_a_trained_one_on_its_own_data(tr
     assert statistics.mean(on_own) > statistics.mean(on_random) + 0.05
 
 
+def test_each_alternative_has_its_own_confidence(trained):
+    from attnmt.translator import Translator
+
+    translator = Translator.load(trained / "run", device="cpu")  # uncalibrated: the mean token probability
+    for result in translator.translate(["Hund katze rot .", "Mann frau haus ."], beam_size=4, n_best=4):
+        assert len(result.alternatives) == 4 and result.alternatives[0].confidence == result.confidence
+        for alt in result.alternatives:
+            assert len(alt.token_log_probs) == len(alt.tokens) + 1  # each ended with <eos>
+            assert alt.confidence == pytest.approx(math.exp(statistics.mean(alt.token_log_probs)), rel=1e-6)
+        assert len({round(a.confidence, 9) for a in result.alternatives}) > 1  # each its own, not the best's
+
+
 def test_attnmt_calibrate_keeps_the_map_with_the_model(trained, tmp_path, capsys):
     import shutil
 
@@ -129,6 +142,12 @@ def test_attnmt_calibrate_keeps_the_map_with_the_model(trained, tmp_path, capsys
     assert after.confidence_calibrated and 0 <= after.confidence <= 1
     assert after.confidence == RunDir(run).calibration().confidence(
         Translator.load(run, device="cpu").confidence_features(after))
+    unsure = Translator.load(run, device="cpu").translate(["Hund katze rot ."], beam_size=3, n_best=3)[0]
+    assert unsure.alternatives[0].confidence == unsure.confidence
+    for rank in (1, 2):  # an alternative: the map of its own features (its tokens, score, place in the beam)
+        features = Translator.load(run, device="cpu").confidence_features(unsure, rank)
+        assert features["beam_margin"] <= 0 and unsure.alternatives[rank].confidence == \
+            RunDir(run).calibration().confidence(features)
     paragraph = Translator.load(run, device="cpu").translate(["Hund katze. Rot blau."], beam_size=2,
                                                              split_sentences=True)[0]
     parts = Translator.load(run, device="cpu").translate(["Hund katze.", "Rot blau."], beam_size=2)

@@ -29,6 +29,19 @@ def test_v1_and_translate_carry_the_libraries_confidence(served, toy_translator)
     assert one["confidence"] == pytest.approx(got[0]["confidence"], abs=1e-6)
 
 
+def test_each_alternative_carries_its_own_confidence(served, toy_translator):
+    expected = toy_translator.translate(TEXTS[:1], beam_size=4, n_best=4)[0]
+    got = post(served, "/v1/translate", json={"texts": TEXTS[:1], "beam_size": 4, "n_best": 4}).json()
+    alternatives = got["translations"][0]["alternatives"]
+    assert [a["confidence"] for a in alternatives] == pytest.approx([a.confidence for a in expected.alternatives],
+                                                                    abs=1e-6)
+    assert alternatives[0]["confidence"] == pytest.approx(got["translations"][0]["confidence"], abs=1e-6)
+    lt = post(served, "/translate", json={"q": TEXTS[0], "source": "de", "target": "en", "alternatives": 3}).json()
+    by_text = {a.text: a.confidence for a in expected.alternatives}
+    assert len(lt["alternativeConfidence"]) == len(lt["alternatives"])
+    assert lt["alternativeConfidence"] == pytest.approx([by_text[t] for t in lt["alternatives"]], abs=1e-6)
+
+
 def test_a_request_below_its_min_confidence_gets_the_source(served):
     body = {"texts": TEXTS[:2], "beam_size": 3}
     sure = post(served, "/v1/translate", json=body).json()["translations"]

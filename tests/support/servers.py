@@ -118,10 +118,18 @@ def short_input_copy(run_dir: Path, dest: Path) -> Path:
 
 
 def libretranslate_fields(answer: dict) -> dict:
-    """A /translate answer without attnmt's `confidence` key (checked: a probability per text, or
-    null for an empty one), to compare with LibreTranslate's own fields."""
+    """A /translate answer without attnmt's `confidence` and `alternativeConfidence` keys (checked:
+    a probability per text and per alternative, or null for an empty one), to compare with
+    LibreTranslate's own fields."""
     answer = dict(answer)
     confidence = answer.pop("confidence", None)
     for value in confidence if isinstance(confidence, list) else [confidence]:
         assert value is None or (isinstance(value, float) and 0.0 <= value <= 1.0), confidence
+    alternatives = answer.pop("alternativeConfidence", None)
+    if alternatives is not None:
+        per_text = alternatives if alternatives and isinstance(alternatives[0], list) else [alternatives]
+        texts = answer["alternatives"] if per_text is alternatives else [answer["alternatives"]]
+        for values, given in zip(per_text, texts):
+            assert len(values) == len(given), (alternatives, answer["alternatives"])
+            assert all(v is None or 0.0 <= v <= 1.0 for v in values), alternatives
     return answer

@@ -10,8 +10,9 @@ The features (glass-box quality estimation: Fomicheva et al., TACL 2020; Bergamo
 QE, mozilla/translations inference/src/translator/quality_estimator.cpp):
     mean_logprob      the translation's log-probability per token (<eos> included)
     min_logprob       its least likely token's log-probability (the native engine; else the mean)
-    beam_margin       the best hypothesis' score minus the second's (0 without a second)
-    beam_agreement    the share of the best's words the other hypotheses hold (1 without others)
+    beam_margin       the hypothesis' score minus the best other one's (the best's: over the second;
+                      0 without a second)
+    beam_agreement    the share of its words the other hypotheses hold (1 without others)
     length_ratio      output tokens / source tokens, as log
     attention_entropy the mean entropy of the output tokens' attention, over log(source tokens)
     coverage          decoding/coverage.py's figure (1 without attention)
@@ -52,23 +53,29 @@ def _words(tokens: Sequence[str]) -> list[str]:
     return [w.lower() for w in text.split() if any(c.isalnum() for c in w)]
 
 
-def result_features(result, lexicon=None) -> dict[str, float]:
-    """The features of one TranslationResult (see the module docstring)."""
-    tokens = result.tokens
+def result_features(result, lexicon=None, *, rank: int = 0, coverage: float | None = None) -> dict[str, float]:
+    """The features of one TranslationResult (see the module docstring), or of its n-best
+    alternative `rank` (its own tokens, log-probability, attention and place among the beam's
+    hypotheses; `coverage`: its own, measured by the caller; the source's features are shared)."""
+    hyp = result if rank == 0 else result.alternatives[rank]
+    tokens = hyp.tokens
     n = len(tokens) + 1  # <eos>
-    log_prob = result.log_prob if getattr(result, "log_prob", None) is not None else result.score * n
+    log_prob = getattr(hyp, "log_prob", None)
+    if log_prob is None:
+        log_prob = hyp.score * n
     mean = log_prob / n
-    token_log_probs = result.token_log_probs or []
+    token_log_probs = hyp.token_log_probs or []
     minimum = min(token_log_probs) if token_log_probs else mean
     scores = list(getattr(result, "beam_scores", None) or [])
-    margin = scores[0] - scores[1] if len(scores) > 1 else 0.0
-    best = set(_words(tokens))
-    others = [set(_words(t)) for t in (getattr(result, "beam_tokens", None) or [])[1:]]
-    agreement = (float(np.mean([len(best & o) / max(len(best), 1) for o in others])) if others and best else 1.0)
+    rivals = [score for j, score in enumerate(scores) if j != rank]
+    margin = scores[rank] - max(rivals) if rank < len(scores) and rivals else 0.0
+    own = set(_words(tokens))
+    others = [set(_words(t)) for j, t in enumerate(getattr(result, "beam_tokens", None) or []) if j != rank]
+    agreement = (float(np.mean([len(own & o) / max(len(own), 1) for o in others])) if others and own else 1.0)
     source = result.source_tokens
     ratio = math.log((len(tokens) + 1) / (len(source) + 1))
     entropy = 0.0
-    attention = result.attention
+    attention = hyp.attention
     if attention is not None and len(tokens) and len(source) > 1:
         weights = np.asarray(attention.dense() if hasattr(attention, "dense") else attention, dtype=np.float64)
         weights = np.clip(weights[:len(tokens), :len(source)], 1e-12, 1.0)
@@ -78,10 +85,12 @@ def result_features(result, lexicon=None) -> dict[str, float]:
         unknown = sum(not lexicon.known(w) for w in words) / len(words)
     else:
         unknown = sum(t == "<unk>" for t in source) / max(len(source), 1)
-    cut = float(bool(result.warnings) or bool(getattr(result, "at_length_bound", False)))
+    cut = float(bool(result.warnings) or (rank == 0 and bool(getattr(result, "at_length_bound", False))))
+    if rank == 0:
+        coverage = result.coverage
     return {"mean_logprob": float(mean), "min_logprob": float(minimum), "beam_margin": float(margin),
             "beam_agreement": agreement, "length_ratio": ratio, "attention_entropy": entropy,
-            "coverage": 1.0 if result.coverage is None else float(result.coverage),
+            "coverage": 1.0 if coverage is None else float(coverage),
             "unknown_source": float(unknown), "cut": cut}
 
 

@@ -163,9 +163,11 @@ def join_sentences(text: str, spans: Sequence[tuple[int, int]], results: Sequenc
     for k in range(depth):
         hyps = [r.alternatives[min(k, len(r.alternatives) - 1)] if r.alternatives else r for r in results]
         alt_fields, _ = _join_hypotheses(text, spans, hyps, source_tokens, src_maps, subword=subword)
+        known = [h.confidence for h in hyps if h.confidence is not None]  # as sure as its least sure sentence
         alternatives.append(Alternative(alt_fields["text"], alt_fields["tokens"], alt_fields["score"],
                                         alt_fields["attention"], alt_fields["replaced"], alt_fields["alignment"],
-                                        alt_fields["token_log_probs"]))
+                                        alt_fields["token_log_probs"],
+                                        confidence=min(known) if len(known) == len(hyps) else None))
     sentences = []
     for result, span, target, src_map in zip(results, spans, where, src_maps):
         for c in result.sentences or []:

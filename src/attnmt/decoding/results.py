@@ -102,6 +102,8 @@ class Alternative:
     replaced: list[int] = field(default_factory=list)  # positions in tokens whose <unk> was replaced
     alignment: list[tuple[int, int]] | None = None  # (source word, output word) links, when asked
     token_log_probs: list[float] | None = None  # TOKEN_LOG_PROBS_DOC
+    log_prob: float | None = None  # its log-probability, <eos> included (None: the engine did not say)
+    confidence: float | None = None  # how likely it is good, as TranslationResult.confidence (filled by Translator)
 
 
 # What token_log_probs holds, in Alternative and TranslationResult:

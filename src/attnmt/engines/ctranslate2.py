@@ -294,8 +294,9 @@ class CTranslate2Engine:
             ranked.append((score, list(tokens)[first:], weights[first:, before:], len(tokens) >= budget, log_prob))
         if rerank:
             ranked.sort(key=lambda h: h[0], reverse=True)
-        alternatives = [Alternative(self.pipeline.target_text(tokens), tokens, float(score), attention)
-                        for score, tokens, attention, _, _ in ranked[:n_best]]
+        alternatives = [Alternative(self.pipeline.target_text(tokens), tokens, float(score), attention,
+                                    log_prob=float(log_prob))
+                        for score, tokens, attention, _, log_prob in ranked[:n_best]]
         best = alternatives[0]
         return TranslationResult(best.text, best.tokens, source_tokens, best.attention, best.score, alternatives,
                                  warnings, log_prob=float(ranked[0][4]), beam_scores=[float(h[0]) for h in ranked],

@@ -147,7 +147,8 @@ def _result(found, row: int, pipeline: TextPipeline, src_tokens: list[str], src_
             tokens = _show_constraints(ids, tokens, phrases, constraint_ids)
         text = pipeline.target_text(tokens)
         alternatives.append(Alternative(text, tokens, float(hyp.score), attention,
-                                        token_log_probs=[float(p) for p in hyp.token_log_probs[first:]]))
+                                        token_log_probs=[float(p) for p in hyp.token_log_probs[first:]],
+                                        log_prob=float(hyp.log_prob)))
     best_ids = [t for t in found.nbest[row][0].tokens if t != vocab.eos_id][first:]
     for phrase, ids in zip(phrases, constraint_ids):
         if count_occurrences(best_ids, ids) == 0:

@@ -145,6 +145,8 @@ class LibreTranslateResponse(BaseModel):
         None, description="attnmt's addition: present when an input was cut")
     confidence: Optional[Union[float, list[Optional[float]]]] = Field(
         None, description="attnmt's addition: how likely each translation is to be good, in [0, 1] (see /v1/translate)")
+    alternativeConfidence: Optional[Union[list[Optional[float]], list[list[Optional[float]]]]] = Field(
+        None, description="attnmt's addition: the confidence of each alternative, in the order of `alternatives`")
     pivot: Optional[Union[str, list[Optional[str]]]] = Field(
         None, description="attnmt's addition: the language a text was translated through, when no model has its "
                           "direction; for a list q, one entry per text (null: translated directly)")
@@ -248,6 +250,8 @@ class V1Alternative(BaseModel):
     alignment: Optional[list[list[int]]] = Field(None, description=ALIGNMENT_DOC)
     token_log_probs: Optional[list[float]] = Field(None, description="log of token_probs")
     token_probs: Optional[list[float]] = Field(None, description=TOKEN_PROBS_DOC)
+    confidence: Optional[float] = Field(None, description="how likely this alternative is to be good (as the "
+                                                          "translation's confidence)")
 
 
 COVERAGE_DOC = ("the lowest of the sentences' coverage: per sentence, the mean over its source words of "

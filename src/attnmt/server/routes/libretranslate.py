@@ -6,7 +6,8 @@ key 403, a fault inside the model 500, each as {"error": "..."}. Where attnmt's 
 an empty `q` string translates to an empty string (LibreTranslate says "missing q"), more texts
 than --max-texts or more sentences than --max-sentences (all texts' together, counted before any is
 translated) get 413, a cut input adds a `warnings` field, and a plain text's answer adds
-`confidence` (how likely each translation is to be good: keys a LibreTranslate client ignores).
+`confidence` (how likely each translation is to be good) and, with alternatives,
+`alternativeConfidence` (each one's): keys a LibreTranslate client ignores.
 `serve --min-confidence` answers the source instead of a less confident translation, with a
 warning. `format: "html"` keeps the markup (documents/markup.py), without alternatives.
 """
@@ -90,15 +91,16 @@ async def translate(request: Request, models: ModelSet = Depends(get_models)):
                                                           max_sentences=models.default.settings.max_sentences)
         others: list[list[str]] = [[] for _ in texts]
         pivots = [models.legs(source, body.target)[1] for source in sources]  # tags placed through the pivot too
-        confidences = None
+        confidences, others_sure = None, []
     else:
-        translated, others, warnings, pivots, confidences = await translate_plain(models, texts, sources, body.target,
-                                                                     alternatives,
-                                                                     max_sentences=models.default.settings.max_sentences)
+        translated, others, warnings, pivots, confidences, others_sure = await translate_plain(
+            models, texts, sources, body.target, alternatives, max_sentences=models.default.settings.max_sentences)
 
     answer = LibreTranslateResponse(translatedText=translated if batch else translated[0])
     if alternatives:
         answer.alternatives = others if batch else others[0]
+        if confidences is not None and any(c is not None for c in confidences):
+            answer.alternativeConfidence = others_sure if batch else others_sure[0]
     if detected is not None:
         languages = [DetectedLanguage(**d) for d in detected]
         answer.detectedLanguage = languages if batch else languages[0]
@@ -124,16 +126,18 @@ async def _detect(request: Request, models: ModelSet, body: LibreTranslateReques
 
 async def translate_plain(models: ModelSet, texts: list[str], sources: list[str], target: str,
                           alternatives: int, *, max_sentences: int | None = None
-                          ) -> tuple[list[str], list[list[str]], list[list[str]], list[str | None], list[float | None]]:
+                          ) -> tuple[list[str], list[list[str]], list[list[str]], list[str | None], list[float | None],
+                                     list[list[float | None]]]:
     """Plain texts translated (one call per source language; a direction no model has goes
     through a pivot, two calls): their translations, the distinct alternatives of each (without
-    the best; of the last leg), each one's warnings, each one's pivot language (None: none) and its
-    confidence (through a pivot: the lower leg's).
+    the best; of the last leg), each one's warnings, each one's pivot language (None: none), its
+    confidence and each alternative's (through a pivot: the lower leg's).
     More than `max_sentences` sentences in all (the first legs' count) get 413 before any work."""
     results: list = [None] * len(texts)
     notes: list[list[str]] = [[] for _ in texts]
     pivots: list[str | None] = [None for _ in texts]
     confidences: list[float | None] = [None for _ in texts]
+    floors: list[float | None] = [None for _ in texts]  # a pivot's first leg's confidence
     groups, counted = [], 0
     for source in dict.fromkeys(sources):  # one call per source language (one, unless auto)
         legs, pivot = models.legs(source, target)
@@ -153,21 +157,30 @@ async def translate_plain(models: ModelSet, texts: list[str], sources: list[str]
             found = await service.translate(current, options, spans=spans if leg == 0 else None)
             for i, result in zip(where, found):
                 notes[i] += result.warnings
-                if result.confidence is not None:
-                    confidences[i] = min(result.confidence, confidences[i] if confidences[i] is not None else 1.0)
+                if not last:
+                    floors[i] = _lower(floors[i], result.confidence)
             current = [r.text for r in found]
         for i, result in zip(where, found):
             results[i] = result
+            confidences[i] = _lower(floors[i], result.confidence)
 
-    def others(result) -> list[str]:  # alternatives without the best and without repeats
-        seen, out = {result.text}, []
-        for alt in result.alternatives[1:]:
+    def others(i: int) -> tuple[list[str], list[float | None]]:  # alternatives without the best and repeats
+        seen, texts, sure = {results[i].text}, [], []
+        for alt in results[i].alternatives[1:]:
             if alt.text not in seen:
                 seen.add(alt.text)
-                out.append(alt.text)
-        return out
+                texts.append(alt.text)
+                sure.append(_lower(floors[i], alt.confidence))
+        return texts, sure
 
-    return [r.text for r in results], [others(r) for r in results], notes, pivots, confidences
+    alternatives_found = [others(i) for i in range(len(texts))]
+    return ([r.text for r in results], [a for a, _ in alternatives_found], notes, pivots, confidences,
+            [c for _, c in alternatives_found])
+
+
+def _lower(floor: float | None, confidence: float | None) -> float | None:
+    """A translation through a pivot is as sure as its less sure leg (None: not known)."""
+    return confidence if floor is None else floor if confidence is None else min(floor, confidence)
 
 
 async def detect_sources(request: Request, models: ModelSet, texts: list[str], target: str) -> list[dict]:

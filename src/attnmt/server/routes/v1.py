@@ -110,7 +110,8 @@ def _translation(result, with_attention: bool, budget: AttentionBudget) -> V1Tra
 
     best = attention(result)
     alternatives = [V1Alternative(text=a.text, tokens=a.tokens, score=float(a.score), **attention(a),
-                                  replaced=list(a.replaced), alignment=_links(a.alignment), **_token_probs(a))
+                                  replaced=list(a.replaced), alignment=_links(a.alignment), confidence=a.confidence,
+                                  **_token_probs(a))
                     for a in result.alternatives]
     return V1Translation(text=result.text, tokens=result.tokens, source_tokens=result.source_tokens,
                          score=float(result.score), **best, alternatives=alternatives,
