@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import math
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -30,7 +31,7 @@ from attnmt.data.lexicon import CASE_PATTERNS, Normalized, restore_case
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
 from attnmt.data.sentences import capitalize_spans, split_sentences as find_sentences
 from attnmt.decoding.alignment import replace_unknowns, word_alignment
-from attnmt.decoding.confidence import result_features, uncalibrated_confidence
+from attnmt.decoding.confidence import result_features, scored_features, uncalibrated_confidence
 from attnmt.decoding.coverage import measure_coverage, measure_parts
 from attnmt.decoding.inputs import (LENGTH_BOUND_NOTE, applicable_constraints, check_constraints, check_prefixes,
                                     encode_targets)
@@ -361,6 +362,21 @@ class Translator:
             coverage = measure_coverage(hyp.attention, result.source_tokens[:words], hyp.tokens, subword=self.subword,
                                         source=(0, 0), target=(0, 0)).coverage
         return result_features(result, self.pipeline.lexicon, rank=rank, coverage=coverage)
+
+    def scored_confidence(self, result: ScoreResult) -> tuple[float, float | None]:
+        """A forced decoding's confidence (Translator.score: a given translation, e.g. a teacher's
+        output) and, with a calibration, the chrF its map predicts (the order within a calibrated
+        step); the features as a search's lone hypothesis has them (decoding/confidence.py)."""
+        if result.num_tokens <= 0 or result.log_prob != result.log_prob:  # an empty source: no score
+            return 0.0, (None if self.calibration is None else -math.inf)
+        words = len(result.source_tokens) - (1 if self.pipeline.source_eos and result.source_tokens else 0)
+        attention = None if result.attention is None else result.attention[:len(result.target_tokens)]
+        coverage = measure_coverage(attention, result.source_tokens[:words], result.target_tokens,
+                                    subword=self.subword, source=(0, 0), target=(0, 0)).coverage
+        features = scored_features(result, self.pipeline.lexicon, coverage=coverage)
+        if self.calibration is None:
+            return uncalibrated_confidence(features), None
+        return self.calibration.confidence(features), self.calibration.predicted_chrf(features)
 
     def _confide(self, result: TranslationResult) -> None:
         """The result's confidence, and each alternative's: the calibration's map of its features

@@ -289,10 +289,11 @@ def test_out_of_time_stops_and_says_how_to_go_on(tmp_path, teacher, student_conf
 
 
 def test_the_commands_stage_names_are_the_librarys():
-    from attnmt.commands.distill import STAGE_NAMES
+    from attnmt.commands.distill import FILTER_NAMES, STAGE_NAMES
     from attnmt.distillation import STAGES
+    from attnmt.distillation.state import FILTERS
 
-    assert STAGE_NAMES == STAGES
+    assert STAGE_NAMES == STAGES and FILTER_NAMES == FILTERS
 
 
 def test_a_multilingual_teacher_gives_one_student_of_its_directions(tmp_path, capsys):
@@ -415,12 +416,60 @@ def test_redo_student_trains_it_anew(damaged, capsys):
     assert first.stat().st_mtime_ns != 0  # the first epoch trained again (it was resumed, finished, doing nothing)
 
 
+def test_the_filter_by_confidence_drops_the_pairs_the_calibrated_teacher_trusts_least(base, teacher, student_config,
+                                                                                    capsys):
+    """--filter-by confidence: each pair's confidence is the teacher's map of its forced decoding's
+    features; at beam 1 these are the greedy search's own (the same tokens, log-probabilities and
+    attention; a lone hypothesis), so the search path gives the expected figures independently."""
+    from attnmt.run_dir import RunDir
+    from attnmt.translator import Translator
+
+    calibrated = base / "calibrated-teacher"
+    shutil.copytree(teacher, calibrated)
+    uncalibrated = ["distill", str(teacher), "--student", str(student_config), "-o", str(base / "by-conf-refused"),
+                    "--beam", "1", "--filter-share", "0.1", "--filter-by", "confidence"]
+    assert main(uncalibrated) == 2
+    assert "has no calibration: run `attnmt calibrate" in capsys.readouterr().err
+    assert not (base / "by-conf-refused").exists()
+    copy, held = teacher.parent / "copy", base / "held-out"  # calibrated on pairs the filter does not see
+    held.mkdir()
+    for side in ("de", "en"):
+        (held / f"pairs.{side}").write_text("\n".join(_lines(copy / f"train.{side}")[TRAIN_PAIRS:]) + "\n")
+    assert main(["calibrate", str(calibrated), "--src", str(held / "pairs.de"), "--ref", str(held / "pairs.en"),
+                 "--beam", "1"]) == 0
+    folder = base / "by-confidence"
+    assert main(["distill", str(calibrated), "--student", str(student_config), "-o", str(folder), "--beam", "1",
+                 "--shard-lines", "50", "--filter-share", "0.1", "--filter-by", "confidence"]) == 0
+    capsys.readouterr()
+    sources = _lines(folder / "data" / "train0.de")
+    direct = Translator.load(calibrated)
+    found = direct.translate(sources, beam_size=1)
+    assert _lines(folder / "teacher" / "train0.en") == [r.text for r in found]
+    calibration = RunDir(calibrated).calibration()
+    expected = [(r.confidence, calibration.predicted_chrf(direct.confidence_features(r))) for r in found]
+    written = [tuple(-float(v) for v in line.split("\t")) for line in _lines(folder / "filter" / "train0.confidence")]
+    assert len(written) == len(expected)
+    compared = 0
+    for (c, p), (want_c, want_p), result in zip(written, expected, found):
+        if result.at_length_bound:  # cut by the search; scored as given, it ends with <eos>: other features
+            continue
+        assert p == pytest.approx(want_p, abs=1e-3)
+        if min(abs(want_p - x) for x in calibration.steps_x) > 1e-3:  # not on the edge of a calibrated step
+            assert c == pytest.approx(want_c, abs=1e-6)
+            compared += 1
+    assert compared > TRAIN_PAIRS // 2
+    worst = sorted(range(len(written)), key=lambda i: (written[i], i))[:TRAIN_PAIRS // 10]
+    assert sorted(int(x) for x in _lines(folder / "filter" / "train0.dropped")) == sorted(i + 1 for i in worst)
+    assert json.loads((folder / "distill.json").read_text())["settings"]["filter_by"] == "confidence"
+
+
 @pytest.mark.parametrize("key, value, message", [
     ("batch_size", "x", "settings.batch_size='x' must be an integer"),
     ("beam", 0, "settings.beam=0 must be in 1..16"),
     ("shard_lines", True, "settings.shard_lines=True must be an integer"),
     ("filter_share", "0.1", "settings.filter_share='0.1' must be a number"),
     ("quantization", "int3", "settings.quantization='int3': expected one of"),
+    ("filter_by", "bleu", "settings.filter_by='bleu': expected one of"),
     ("teacher", "runs/a", "settings.teacher: expected a list"),
     ("checkpoint", None, "settings.checkpoint: expected a name or file"),
 ])

@@ -17,6 +17,7 @@ from attnmt.errors import AttnmtError
 HELP = "distill a teacher (run, ensemble or export) into a small student, export it (int8 + vmap) and compare"
 
 STAGE_NAMES = ("teacher", "filter", "corpus", "student", "export", "evaluate")
+FILTER_NAMES = ("cross-entropy", "confidence")  # distillation.state.FILTERS, without importing it at start-up
 
 
 def _share(text: str) -> float:
@@ -45,8 +46,11 @@ def add_args(parser: argparse.ArgumentParser) -> None:
                         help="bound this call; the student's training gets what the other stages leave")
     parser.add_argument("--beam", type=bounded(BEAM), default=5, help="the teacher's beam (default 5)")
     parser.add_argument("--filter-share", type=_share, default=0.0, metavar="S",
-                        help="drop this share of each corpus's pairs, the worst by the teacher's cross-entropy "
+                        help="drop this share of each corpus's pairs, the worst by --filter-by "
                              "(forced decoding; default 0: no filter)")
+    parser.add_argument("--filter-by", choices=FILTER_NAMES, default="cross-entropy",
+                        help="what ranks the teacher's pairs: its cross-entropy per token (default), or its "
+                             "confidence in its own output (a teacher calibrated by attnmt calibrate)")
     parser.add_argument("--original-weight", type=bounded(WEIGHT), default=0.0, metavar="W",
                         help="also train on the original targets with this weight (data.train weight; default 0: not)")
     parser.add_argument("--student-beam", type=bounded(BEAM), default=1,
@@ -91,7 +95,7 @@ def run(args) -> int:
             raise AttnmtError("--workers is the native engine's: a CTranslate2 teacher decodes batches side by side "
                               "itself (ATTNMT_CT2_INTER_THREADS)")
         settings = DistillSettings(teacher=tuple(str(Path(p).resolve()) for p in paths), teacher_engine=engine,
-                                   beam=args.beam, filter_share=args.filter_share,
+                                   beam=args.beam, filter_share=args.filter_share, filter_by=args.filter_by,
                                    original_weight=args.original_weight, student_beam=args.student_beam,
                                    quantization=args.quantization, vocab_top_k=args.vocab_map_top_k,
                                    vocab_frequent=args.vocab_map_frequent, shard_lines=args.shard_lines,

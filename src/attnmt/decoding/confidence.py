@@ -94,6 +94,21 @@ def result_features(result, lexicon=None, *, rank: int = 0, coverage: float | No
             "unknown_source": float(unknown), "cut": cut}
 
 
+def scored_features(result, lexicon=None, *, coverage: float | None = None) -> dict[str, float]:
+    """The features of a forced decoding (a ScoreResult: a given translation of a given source),
+    read as those of a search's lone hypothesis (no beam: margin 0, agreement 1); `coverage`: its
+    own, measured by the caller."""
+    from types import SimpleNamespace
+
+    tokens = list(result.target_tokens)
+    attention = None if result.attention is None else result.attention[:len(tokens)]  # (len(tokens), src_len)
+    hypothesis = SimpleNamespace(tokens=tokens, log_prob=result.log_prob, token_log_probs=result.token_log_probs,
+                                 score=result.log_prob / max(result.num_tokens, 1), source_tokens=result.source_tokens,
+                                 attention=attention, coverage=coverage, warnings=result.warnings,
+                                 beam_scores=[], beam_tokens=[], at_length_bound=False)
+    return result_features(hypothesis, lexicon)
+
+
 def uncalibrated_confidence(features: dict[str, float]) -> float:
     """Without a calibration: the geometric mean of the tokens' probabilities, in [0, 1]."""
     return float(math.exp(min(0.0, features["mean_logprob"])))

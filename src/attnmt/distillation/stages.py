@@ -5,7 +5,9 @@ Shapes: none; line files in, line files, a run and an export out.
     teacher   the student config's training sources (and its test set) translated by the teacher
               at beam 5, in resumable shards (sharding.py), on --workers processes
     filter    optional: each (source, teacher output) pair scored by forced decoding
-              (Translator.score) and the worst `filter_share` of each corpus by cross-entropy dropped
+              (Translator.score) and the worst `filter_share` of each corpus dropped: by the
+              teacher's cross-entropy, or (filter_by "confidence") by its calibrated confidence in
+              its own output (Translator.scored_confidence)
     corpus    the student's corpus (the teacher's outputs; beside them, weighted, the original
               targets), its config (data.train: a list of {path, weight}) and its prepared data
     student   the student config trained (training.train; with --max-minutes, on what the other
@@ -74,6 +76,7 @@ def start(folder: str | Path, settings: DistillSettings, student_cfg: Config, ru
     """
     d = DistillDir(folder)
     teacher_directions(settings, student_cfg)  # refused before anything is written
+    check_filter(settings)
     # never inside (nor over) the teacher it reads: `-o TEACHER/sub` wrote a distillation into the run
     refuse_overwrite(d.path, {}, [("teacher", path) for path in settings.teacher])
     d.refuse_unless_new()
@@ -153,6 +156,23 @@ def open_teacher(settings: DistillSettings, runtime: Runtime, *, workers: int = 
     return open_translator(list(settings.teacher), checkpoint=settings.checkpoint, device=runtime.device,
                            engine=settings.teacher_engine,
                            workers=workers if settings.teacher_engine == "native" else 1)
+
+
+def check_filter(settings: DistillSettings) -> None:
+    """A filter by confidence needs one teacher with a calibration (an ensemble's members' maps
+    are not the ensemble's; an uncalibrated confidence ranks as the cross-entropy does).
+
+    Raises:
+        AttnmtError: naming the teacher and what to run.
+    """
+    if settings.filter_by != "confidence" or settings.filter_share == 0:
+        return
+    if len(settings.teacher) > 1:
+        raise AttnmtError("--filter-by confidence: an ensemble of teachers has no calibration; filter by "
+                          "cross-entropy, or distill from one calibrated teacher")
+    if RunDir(settings.teacher[0]).calibration() is None:
+        raise AttnmtError(f"--filter-by confidence: the teacher {settings.teacher[0]} has no calibration: run "
+                          f"`attnmt calibrate {settings.teacher[0]}` first")
 
 
 def teacher_identity(settings: DistillSettings) -> list[str]:
@@ -277,6 +297,7 @@ def _sharded(d: DistillDir, inputs: list[Path], output: Path, settings: DistillS
 def stage_filter(d: DistillDir, settings: DistillSettings, cfg: Config, runtime: Runtime) -> dict:
     if settings.filter_share == 0:
         return {"skipped": True}
+    check_filter(settings)  # the teacher's calibration may have gone since the start
     multilingual, _ = teacher_directions(settings, cfg)
     dropped_total = 0
     identity = teacher_identity(settings)
@@ -284,7 +305,8 @@ def stage_filter(d: DistillDir, settings: DistillSettings, cfg: Config, runtime:
         for entry in entries(cfg):
             src_path = source_paths(d, entry.name, entry.direction)[0]
             out_path = source_paths(d, entry.name, entry.direction, "teacher")[1]
-            scores = d.path / "filter" / f"{entry.name}.ce"
+            by_confidence = settings.filter_by == "confidence"
+            scores = d.path / "filter" / f"{entry.name}.{'confidence' if by_confidence else 'ce'}"
             dropped_path = d.path / "filter" / f"{entry.name}.dropped"
             if not d.recorded(scores):
                 lines = d.check(src_path)
@@ -292,17 +314,20 @@ def stage_filter(d: DistillDir, settings: DistillSettings, cfg: Config, runtime:
                     raise DataError(f"{out_path}: {d.check(out_path)} lines, its sources {src_path} {lines}")
                 languages = language_options(multilingual, entry.direction)
 
-                def score(columns, languages=languages):
+                def score(columns, languages=languages, by_confidence=by_confidence):
                     runtime.budget.check(d.path, "filter")
                     sources, outputs = [_decode(x) for x in columns[0]], [_decode(x) for x in columns[1]]
-                    return [f"{cross_entropy(r):.6f}\n" for r in teacher.score(sources, outputs, **languages)]
-                _sharded(d, [src_path, out_path], scores, settings, {"teacher": identity, "scores": "cross-entropy"},
-                         score)
+                    found = teacher.score(sources, outputs, **languages)
+                    if by_confidence:  # worse first: the lower confidence, within a step the lower predicted chrF
+                        return [f"{-c:.6f}\t{-p:.6f}\n" for c, p in map(teacher.scored_confidence, found)]
+                    return [f"{cross_entropy(r):.6f}\n" for r in found]
+                _sharded(d, [src_path, out_path], scores, settings,
+                         {"teacher": identity, "scores": settings.filter_by}, score)
                 d.record(scores, "filter", lines)
             if not d.recorded(dropped_path):
                 d.check(scores)
-                values = [float(x) for x in scores.read_text(encoding="utf-8").splitlines()]
-                worst = sorted(range(len(values)), key=lambda i: (-values[i], i))[:int(settings.filter_share * len(values))]
+                values = [tuple(map(float, x.split("\t"))) for x in scores.read_text(encoding="utf-8").splitlines()]
+                worst = sorted(range(len(values)), key=lambda i: (tuple(-v for v in values[i]), i))[:int(settings.filter_share * len(values))]
                 _write_lines(dropped_path, (str(i + 1) for i in sorted(worst)))
                 d.record(dropped_path, "filter", len(worst))
             dropped_total += d.state["files"][d.rel(dropped_path)]["lines"]

@@ -39,7 +39,9 @@ AT_LEAST_ONE, AT_LEAST_ZERO = Bound(1, 2**31 - 1), Bound(0, 2**31 - 1)
 SETTING_RULES = {"beam": BEAM, "student_beam": BEAM, "vocab_top_k": AT_LEAST_ONE, "vocab_frequent": AT_LEAST_ZERO,
                  "shard_lines": SHARD_LINES, "batch_size": AT_LEAST_ONE,
                  "filter_share": Bound(0.0, 1.0, integer=False), "original_weight": Bound(0.0, 1000.0, integer=False)}
-SETTING_CHOICES = {"teacher_engine": ENGINES, "quantization": QUANTIZATIONS}
+FILTERS = ("cross-entropy", "confidence")  # what ranks the teacher's pairs for the filter
+SETTING_CHOICES = {"teacher_engine": ENGINES, "quantization": QUANTIZATIONS, "filter_by": FILTERS}
+SETTING_DEFAULTS = {"filter_by": "cross-entropy"}  # settings added later: what a state file without them meant
 STUDENT_CONFIG_GIVEN = "student_config.json"  # the student config as given (its --set applied)
 STUDENT_CONFIG = "student.json"  # ... and as trained: data.train on the distilled corpus
 STUDENT_RUN = "student"
@@ -54,7 +56,10 @@ class DistillSettings:
         teacher: the teacher's folders: one run, several runs (an ensemble) or one CTranslate2 export.
         teacher_engine: "native" (runs) or "ctranslate2" (an export).
         beam: the teacher's beam when it translates the training sources and the test set.
-        filter_share: the share of each corpus's pairs dropped by the teacher's cross-entropy (0: no filter).
+        filter_share: the share of each corpus's pairs dropped, the worst by `filter_by` (0: no filter).
+        filter_by: "cross-entropy" (the teacher's per token, forced decoding) or "confidence" (the
+            teacher's calibrated confidence of its own output, decoding/confidence.py's map of the
+            forced decoding's features: a teacher calibrated by `attnmt calibrate`).
         original_weight: the weight of the original (reference) pairs beside the distilled ones (0: left out).
         student_beam: the student's beam in the evaluation (1: greedy, as deployed students decode).
         quantization: the student export's.
@@ -68,6 +73,7 @@ class DistillSettings:
     teacher_engine: str = "native"
     beam: int = 5
     filter_share: float = 0.0
+    filter_by: str = "cross-entropy"
     original_weight: float = 0.0
     student_beam: int = 1
     quantization: str = "int8"
@@ -82,6 +88,8 @@ class DistillSettings:
             raise AttnmtError("distill needs a teacher: a run, runs joined by '+' (an ensemble) or an export")
         if not (0.0 <= self.filter_share < 1.0 and math.isfinite(self.filter_share)):
             raise AttnmtError(f"--filter-share {self.filter_share}: must be in [0, 1) (the share of pairs dropped)")
+        if self.filter_by not in FILTERS:
+            raise AttnmtError(f"--filter-by {self.filter_by!r}: expected one of {', '.join(FILTERS)}")
         if not (0.0 <= self.original_weight <= 1000.0 and math.isfinite(self.original_weight)):
             raise AttnmtError(f"--original-weight {self.original_weight}: must be in [0, 1000] (0: left out)")
 
@@ -102,6 +110,7 @@ class DistillSettings:
         unknown = sorted(set(raw) - names)
         if unknown:
             raise DataError(f"{where}: settings.{unknown[0]}: unknown setting")
+        raw = {**SETTING_DEFAULTS, **raw}
         missing = sorted(names - set(raw))
         if missing:
             raise DataError(f"{where}: settings.{missing[0]}: missing")
