@@ -315,7 +315,8 @@ class ZipPackage:
 
     def write(self, replaced: dict[str, bytes]) -> bytes:
         """The archive again, entry for entry in its order, with `replaced` entries' new bytes
-        (a `mimetype` entry stays first and stored, as OpenDocument and EPUB require)."""
+        (a `mimetype` entry stays first and stored, as OpenDocument and EPUB require); a part of
+        `replaced` the archive does not hold is added after them (deflated, dated 1980-01-01)."""
         out = io.BytesIO()
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
             for part in self.order:
@@ -326,6 +327,9 @@ class ZipPackage:
                 stored = part == "mimetype" or info.compress_type == zipfile.ZIP_STORED
                 entry.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
                 target.writestr(entry, data)
+            for part, data in replaced.items():
+                if part not in self.infos:
+                    target.writestr(zipfile.ZipInfo(part), data, compress_type=zipfile.ZIP_DEFLATED)
         return out.getvalue()
 
 

@@ -101,3 +101,40 @@ def test_retranslate_reaches_the_command_line(toy_run, translator, tmp_path, cap
     assert main(["translate", str(toy_run), "-i", str(lines), "--retranslate"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--retranslate applies to documents" in err
+
+
+def test_review_below_reaches_the_command_line(toy_run, translator, tmp_path, capsys):
+    """`translate -i x.po -o y.po --review-below 1`: every entry the model translated is less sure
+    than 1, and its comment gives the run's own confidence in it (a paragraph's: its least sure
+    sentence's); the other flags of the rule refuse in one line: a format without marks, a line
+    file, a value outside 0..1."""
+    import polib
+
+    source = tmp_path / "x.po"
+    source.write_text(samples.po_text(), encoding="utf-8")
+    out = tmp_path / "y.po"
+    assert main(["translate", str(toy_run), "-i", str(source), "-o", str(out), "--review-below", "1"]) == 0
+    entries = {e.msgid: e for e in polib.pofile(str(out))}
+    for msgid, read in (("Katze {name} blau", "Katze blau"), ("Baum groß\n", "Baum groß")):  # as the model reads them
+        expected = translator.translate([read], split_sentences=True)[0].confidence
+        shown = re.fullmatch(r"attnmt: confidence (\d\.\d\d) \(below 1\.00\)", entries[msgid].tcomment)
+        assert shown and expected - 0.011 < float(shown.group(1)) <= expected + 1e-6, (entries[msgid].tcomment, expected)
+        assert entries[msgid].fuzzy
+    assert entries["%d / %d"].tcomment == ""  # not translated: no letters
+    page = tmp_path / "a.html"
+    page.write_text("<p>Hund rot</p>")
+    lines = tmp_path / "a.txt"
+    lines.write_text("Hund rot\n")
+    for argv, message in (
+            (["-i", str(page), "-o", str(tmp_path / "b.html"), "--review-below", "0.5"],
+             f"--review-below: -i {page} is a .html document, which carries no review marks (they are written in "
+             f".docx, .odt, .po, .xliff)"),
+            (["-i", str(lines), "--review-below", "0.5"], "--review-below marks documents")):
+        assert main(["translate", str(toy_run), *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err, err
+    with pytest.raises(SystemExit) as exited:  # argparse's usage, then the error
+        main(["translate", str(toy_run), "-i", str(source), "-o", str(tmp_path / "z.po"), "--review-below", "1.5"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith("argument --review-below: 1.5 must be at most 1")
+    assert not (tmp_path / "b.html").exists() and not (tmp_path / "z.po").exists()

@@ -174,3 +174,39 @@ def test_libreoffice_opens_every_translated_office_file(tmp_path, soffice, trans
         for paragraph in PARAGRAPHS[suffix]:
             translation = translate_paragraphs(translator, [paragraph])[0].text
             assert "".join(translation.split()) in "".join(text.split()), (suffix, translation, text[:300])
+
+
+def test_libreoffice_reads_the_review_comments(tmp_path, soffice):
+    """review_below's marks as a real client reads them (review.py): LibreOffice saves the Word
+    comment attnmt put in a .docx as an annotation by attnmt on the same paragraph of an .odt, and
+    the annotation attnmt put in an .odt as a Word comment by attnmt in a .docx (a mark it could
+    not read would be dropped). The stub translator is unsure of one cell ("Katze ...": 0.31)."""
+    import dataclasses
+
+    from attnmt.documents import translate_document
+
+    def unsure(sentences):
+        return [dataclasses.replace(t, confidence=0.31 if s.startswith("Katze") else 0.9)
+                for s, t in zip(sentences, samples.fake_translate(sentences))]
+
+    note = "attnmt: confidence 0.31 (below 0.50): please review"
+    marked_docx, marked_odt = tmp_path / "marked_docx.docx", tmp_path / "marked_odt.odt"
+    marked_docx.write_bytes(translate_document(samples.docx_bytes(), ".docx", unsure, review_below=0.5))
+    marked_odt.write_bytes(translate_document(samples.odt_bytes(), ".odt", unsure, review_below=0.5))
+    profile = tmp_path / "profile"
+    odt = office.convert(soffice, [marked_docx], "odt", tmp_path / "odt", profile)[0]
+    ns = {"office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0", "dc": "http://purl.org/dc/elements/1.1/",
+          "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0"}
+    content = etree.fromstring(zipfile.ZipFile(odt).read("content.xml"))
+    annotations = content.findall(".//office:annotation", ns)
+    assert [(a.findtext("dc:creator", namespaces=ns), "".join(a.find("text:p", ns).itertext()))
+            for a in annotations] == [("attnmt", note)]
+    paragraph = annotations[0].getparent()
+    shown = (paragraph.text or "") + "".join(("" if child is annotations[0] else "".join(child.itertext()))
+                                             + (child.tail or "") for child in paragraph)
+    assert shown == samples.fake_text("Katze blau")  # the cell it was on
+    docx = office.convert(soffice, [marked_odt], "docx", tmp_path / "docx", profile)[0]
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    comments = etree.fromstring(zipfile.ZipFile(docx).read("word/comments.xml"))
+    assert [(c.get(f"{{{w}}}author"), "".join(c.itertext()).strip()) for c in comments.iter(f"{{{w}}}comment")] == [
+        ("attnmt", note)]

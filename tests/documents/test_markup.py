@@ -191,6 +191,20 @@ def test_aligned_translation_joins_sentencepiece_pieces():
     assert aligned_translation(result, subword=False).source_words == ["▁The", "▁d", "og"]
 
 
+def test_an_aligned_translation_carries_its_results_confidence_and_a_pivot_its_less_sure_legs():
+    """What the documents' review marks read (review.py): one leg's confidence as it is; through a
+    pivot, the lower of the two legs'; unknown when a leg's is."""
+    def result(text: str, confidence: float | None) -> TranslationResult:
+        words = text.split()
+        return TranslationResult(text=text, tokens=words, source_tokens=words, attention=None,
+                                 alignment=[(i, i) for i in range(len(words))], confidence=confidence)
+
+    assert [a.confidence for a in aligned_translations([([result("A", 0.7), result("B", None)], False)])] == [0.7, None]
+    legs = [([result("A B", 0.7), result("C", 0.2), result("D", None)], False),
+            ([result("P Q", 0.4), result("R", 0.9), result("S", 0.9)], False)]
+    assert [a.confidence for a in aligned_translations(legs)] == [0.4, 0.2, None]
+
+
 def test_aligned_translations_of_one_leg_and_through_a_pivot():
     """One leg: each result's words and links as they are. Two legs (x y -> A B C -> P Q): the last
     leg's text and words, each output word linked to the source word its pivot word was linked to

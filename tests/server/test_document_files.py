@@ -266,3 +266,26 @@ def test_retranslate_is_a_field_of_the_form(server, toy_translator):
     assert words(entry.msgstr) == reference(toy_translator, ["Hund rot"])[0] and entry.fuzzy
     bad = upload(server, "a.po", source, retranslate="maybe")
     assert bad.status_code == 400 and bad.json()["error"] == "Invalid request: retranslate must be true or false"
+
+
+def test_review_below_is_a_field_of_the_form(server, toy_translator):
+    """review_below=1 marks every entry the model translated (each is less sure than 1) with its
+    confidence; a value outside 0..1, one that is no number, or a format without marks is 400."""
+    import polib
+
+    source = samples.po_text().encode()
+    r = upload(server, "a.po", source, review_below="1")
+    assert r.status_code == 200, r.text
+    entries = {e.msgid: e for e in polib.pofile(httpx.get(r.json()["translatedFileUrl"], timeout=60).text)}
+    for msgid in ("Katze {name} blau", "Baum groß\n", "Ein Ball"):
+        assert re.fullmatch(r"attnmt: confidence \d\.\d\d \(below 1\.00\)", entries[msgid].tcomment), msgid
+    assert entries["%d / %d"].tcomment == ""
+    plain = upload(server, "a.po", source, review_below="")  # empty: no marks
+    assert "attnmt: confidence" not in httpx.get(plain.json()["translatedFileUrl"], timeout=60).text
+    for name, data, value, message in (
+            ("a.po", source, "2", "review_below=2.0 must be in 0..1"),
+            ("a.po", source, "x", "review_below='x' must be a number"),
+            ("a.html", b"<p>Hund rot</p>", "0.5", "review_below: the file is a .html document, which carries no "
+                                                  "review marks (they are written in .docx, .odt, .po, .xliff)")):
+        bad = upload(server, name, data, review_below=value)
+        assert bad.status_code == 400 and bad.json()["error"] == f"Invalid request: {message}", bad.text

@@ -1,7 +1,9 @@
 """`attnmt translate RUN -i FILE.docx -o OUT.docx`: a document (a format of documents/formats.py,
 by its extension or an alias, but .txt, which stays a line file here) translated into the same
-format (.pdf into .txt), written atomically. The options of line files that have no meaning for
-a document are refused."""
+format (.pdf into .txt), written atomically, with --review-below P its paragraphs less confident
+than P marked for review (documents/review.py: .docx, .odt, .po, .xliff). The options of line
+files that have no meaning for a document are refused, and so is --review-below for a format
+without review marks."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ def wanted(args) -> bool:
 def run(args) -> int:
     from attnmt.commands import file_jobs
     from attnmt.commands.arguments import decoding_options
-    from attnmt.documents import format_of, normalize_suffix, translate_file
+    from attnmt.documents import check_reviews, format_of, normalize_suffix, translate_file
     from attnmt.files import atomic_write
 
     fmt = format_of(PurePath(args.input).suffix, args.input)
@@ -40,11 +42,14 @@ def run(args) -> int:
                      ("--workers", args.workers == 1), ("--shard-lines", args.shard_lines is None)):
         if not ok:
             raise AttnmtError(f"{flag} applies to line files; -i {args.input} is a {suffix} document")
+    review_below = getattr(args, "review_below", None)
+    check_reviews(fmt, review_below, f"-i {args.input}", setting="--review-below", error=AttnmtError)
     file_jobs.refuse_overwriting_inputs(args.output, {"input (-i)": args.input}, args.run_dir)
     options = decoding_options(args)
     with file_jobs.torch_threads(args.threads), \
             file_jobs.open_translator(args.run_dir, checkpoint=args.checkpoint, device=args.device,
                                       engine=args.engine) as translator:
-        data, _ = translate_file(translator, args.input, options, retranslate=getattr(args, "retranslate", False))
+        data, _ = translate_file(translator, args.input, options, retranslate=getattr(args, "retranslate", False),
+                                 review_below=review_below)
     atomic_write(args.output, lambda tmp: tmp.write_bytes(data))
     return 0

@@ -84,6 +84,10 @@ def add_args(parser: argparse.ArgumentParser) -> None:
                         help="documents (.po, .pot, .xliff, .xlf): translate entries that already have a "
                              "translation too (default: kept as they are); machine output is marked for "
                              "review (fuzzy, needs-review-translation) either way")
+    parser.add_argument("--review-below", type=bounded(CONFIDENCE), default=None, metavar="P",
+                        help="documents (.docx, .odt, .po, .xliff): a paragraph whose translation is less "
+                             "confident than P (0..1) is marked for review: a comment by attnmt (.docx, .odt), "
+                             "a '# attnmt: confidence ...' comment (.po), a note (.xliff)")
     parser.add_argument("--glossary", default=None, metavar="TERMS.TSV",
                         help="terminology: 'source phrase<TAB>target phrase' lines; where the source phrase "
                              "occurs in a sentence, the target phrase appears in its translation exactly once "
@@ -98,6 +102,11 @@ def run(args) -> int:
         return document_files.run(args)
     if getattr(args, "retranslate", False):
         raise AttnmtError("--retranslate applies to documents that hold translations (-i FILE.po, FILE.xliff)")
+    if getattr(args, "review_below", None) is not None:
+        from attnmt.documents import REVIEWED
+
+        raise AttnmtError(f"--review-below marks documents (-i FILE with {', '.join(REVIEWED)}); a line file's "
+                          f"unsure lines are named by --report")
     file_jobs.refuse_overwriting_inputs(args.output, {"input (-i)": args.input, "glossary": args.glossary}, args.run_dir)
     file_jobs.check_workers(args.workers, args.engine)
     if args.input is not None:  # a text file or a pipe (no device, folder, zip named .txt), before the model loads

@@ -7,10 +7,11 @@
 
 A row holds a format's suffix, its other spellings, its media type, the kind its bytes must be
 (a zip archive, a PDF: safety.check_kind refuses anything else before the reader runs), the
-suffix of its translation and its reader. Derived here: SUFFIXES, ALIASES, OUTPUT_SUFFIX,
-normalize_suffix, output_suffix; read by documents.read_document, the service (upload suffixes,
-/download_file's media types, the OpenAPI description of /translate_file, /frontend/settings,
-the file store's names) and commands/document_files.py (which `-i` files are documents).
+suffix of its translation, its reader and whether it carries review marks (review.py).
+Derived here: SUFFIXES, ALIASES, OUTPUT_SUFFIX, REVIEWED, normalize_suffix, output_suffix; read
+by documents.read_document, the service (upload suffixes, /download_file's media types, the
+OpenAPI description of /translate_file, /frontend/settings, the file store's names) and
+commands/document_files.py (which `-i` files are documents).
 A new format is one row here and its reader's module, as fairseq registers one entry per task.
 
 Each reader imports its module when it is called, so `import attnmt.documents` loads no format's
@@ -23,13 +24,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from attnmt.documents.localization import Existing
+from attnmt.documents.review import check_review_below
 from attnmt.documents.safety import PDF, ZIP, DocumentError, Limits, check_kind
 
 if TYPE_CHECKING:
     from attnmt.documents.markup import AlignedTranslation
 
-__all__ = ["ALIASES", "FORMATS", "OUTPUT_SUFFIX", "SUFFIXES", "Document", "Format", "ReadSettings", "find_format",
-           "format_of", "normalize_suffix", "output_suffix"]
+__all__ = ["ALIASES", "FORMATS", "OUTPUT_SUFFIX", "REVIEWED", "SUFFIXES", "Document", "Format", "ReadSettings",
+           "check_reviews", "find_format", "format_of", "normalize_suffix", "output_suffix"]
 
 
 class Document(Protocol):
@@ -49,16 +51,23 @@ class ReadSettings:
             Language, XLIFF's target-language / trgLang).
         existing: what happens to translations the file already holds (.po, XLIFF: kept unless
             Existing(retranslate=True); localization.py).
+        review_below: a translation less confident than this gets its format's review mark
+            (review.py; the formats whose row `reviews`); None: no marks.
+
+    Raises:
+        ValueError: review_below out of 0..1, naming it.
     """
 
     target_lang: str | None = None
     existing: Existing = Existing()
+    review_below: float | None = None
 
     def __post_init__(self):
         if self.target_lang is not None and not isinstance(self.target_lang, str):
             raise TypeError(f"ReadSettings.target_lang must be a language code or None, not {self.target_lang!r}")
         if not isinstance(self.existing, Existing):
             raise TypeError(f"ReadSettings.existing must be a localization.Existing, not {self.existing!r}")
+        check_review_below(self.review_below)
 
 
 Reader = Callable[[bytes, str, Limits, ReadSettings], Document]  # (data, name, limits, settings)
@@ -76,6 +85,7 @@ class Format:
         aliases: other spellings of the suffix (".htm").
         kind: what its bytes must be (safety.ZIP, safety.PDF; None: text, checked by decoding).
         output: the suffix of its translation when that is another format's (.pdf -> ".txt").
+        reviews: it marks low-confidence translations for review (ReadSettings.review_below; review.py).
     """
 
     suffix: str
@@ -84,6 +94,7 @@ class Format:
     aliases: tuple[str, ...] = ()
     kind: str | None = None
     output: str | None = None
+    reviews: bool = False
 
     @property
     def zipped(self) -> bool:
@@ -95,7 +106,12 @@ class Format:
 
     def read(self, data: bytes, name: str = "the file", limits: Limits = Limits(),
              settings: ReadSettings = ReadSettings()) -> Document:
-        """`data` parsed as this format within `limits` (see documents.read_document)."""
+        """`data` parsed as this format within `limits` (see documents.read_document).
+
+        Raises:
+            ValueError: settings.review_below for a format without review marks (check_reviews).
+        """
+        check_reviews(self, settings.review_below, name, error=ValueError)
         check_kind(data, self.suffix, name, kind=self.kind)
         return self.reader(data, name, limits, settings)
 
@@ -120,7 +136,7 @@ def _pdf(data: bytes, name: str, limits: Limits, settings: ReadSettings) -> Docu
 def _office(suffix: str) -> Reader:
     def read(data: bytes, name: str, limits: Limits, settings: ReadSettings) -> Document:
         from attnmt.documents.office import OfficeDocument
-        return OfficeDocument(data, suffix, name, limits)
+        return OfficeDocument(data, suffix, name, limits, review_below=settings.review_below)
     return read
 
 
@@ -136,12 +152,13 @@ def _srt(data: bytes, name: str, limits: Limits, settings: ReadSettings) -> Docu
 
 def _po(data: bytes, name: str, limits: Limits, settings: ReadSettings) -> Document:
     from attnmt.documents.po import PoDocument
-    return PoDocument(data, name, limits, settings.target_lang, settings.existing)
+    return PoDocument(data, name, limits, settings.target_lang, settings.existing, review_below=settings.review_below)
 
 
 def _xliff(data: bytes, name: str, limits: Limits, settings: ReadSettings) -> Document:
     from attnmt.documents.xliff import XliffDocument
-    return XliffDocument(data, name, limits, settings.target_lang, settings.existing)
+    return XliffDocument(data, name, limits, settings.target_lang, settings.existing,
+                         review_below=settings.review_below)
 
 
 _OOXML = "application/vnd.openxmlformats-officedocument"
@@ -150,18 +167,19 @@ _ODF = "application/vnd.oasis.opendocument"
 FORMATS: tuple[Format, ...] = (
     Format(".txt", "text/plain; charset=utf-8", _text),
     Format(".html", "text/html; charset=utf-8", _html, aliases=(".htm",)),
-    Format(".docx", f"{_OOXML}.wordprocessingml.document", _office(".docx"), kind=ZIP),
+    Format(".docx", f"{_OOXML}.wordprocessingml.document", _office(".docx"), kind=ZIP, reviews=True),
     Format(".pptx", f"{_OOXML}.presentationml.presentation", _office(".pptx"), kind=ZIP),
-    Format(".odt", f"{_ODF}.text", _office(".odt"), aliases=(".ott", ".oth", ".odm"), kind=ZIP),
+    Format(".odt", f"{_ODF}.text", _office(".odt"), aliases=(".ott", ".oth", ".odm"), kind=ZIP, reviews=True),
     Format(".odp", f"{_ODF}.presentation", _office(".odp"), aliases=(".otp",), kind=ZIP),
     Format(".epub", "application/epub+zip", _epub, kind=ZIP),
     Format(".srt", "application/x-subrip; charset=utf-8", _srt),
-    Format(".po", "text/x-gettext-translation", _po, aliases=(".pot",)),  # in the charset its header declares
-    Format(".xliff", "application/xliff+xml; charset=utf-8", _xliff, aliases=(".xlf",)),
+    Format(".po", "text/x-gettext-translation", _po, aliases=(".pot",), reviews=True),  # in its header's charset
+    Format(".xliff", "application/xliff+xml; charset=utf-8", _xliff, aliases=(".xlf",), reviews=True),
     Format(".pdf", "application/pdf", _pdf, kind=PDF, output=".txt"),
 )
 
 SUFFIXES = tuple(fmt.suffix for fmt in FORMATS)
+REVIEWED = tuple(fmt.suffix for fmt in FORMATS if fmt.reviews)  # the formats that carry review marks
 ALIASES = {alias: fmt.suffix for fmt in FORMATS for alias in fmt.aliases}
 OUTPUT_SUFFIX = {fmt.suffix: fmt.output for fmt in FORMATS if fmt.output}
 _BY_SUFFIX = {spelling: fmt for fmt in FORMATS for spelling in (fmt.suffix, *fmt.aliases)}
@@ -192,6 +210,19 @@ def normalize_suffix(suffix: str, name: str = "the file") -> str:
         DocumentError: as format_of.
     """
     return format_of(suffix, name).suffix
+
+
+def check_reviews(fmt: Format, review_below: float | None, name: str = "the file", *,
+                  setting: str = "review_below", error: type[Exception] = ValueError) -> None:
+    """Refuse review marks asked of a format that has none (a file without marks would read as
+    one whose every translation is sure); `setting` is how the caller's user spells it.
+
+    Raises:
+        error: "review_below: a.html is a .html document, which carries no review marks (.docx, ...)".
+    """
+    if review_below is not None and not fmt.reviews:
+        raise error(f"{setting}: {name} is a {fmt.suffix} document, which carries no review marks "
+                    f"(they are written in {', '.join(REVIEWED)})")
 
 
 def output_suffix(suffix: str) -> str:

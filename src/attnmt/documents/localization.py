@@ -15,6 +15,8 @@
 - Nothing outside the strings it writes changes: po.py edits a .po's text only at its msgstr
   lines and its flags (the header, comments and wrapping stay byte for byte, in the file's own
   charset); xliff.py writes only <target>s and these marks.
+- With `review_below`, a translation less confident also says so, in a comment or note of
+  attnmt's (review.py); one an earlier run left on an entry or unit attnmt writes again goes.
 """
 
 from __future__ import annotations

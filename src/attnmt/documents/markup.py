@@ -41,21 +41,25 @@ class AlignedTranslation:
     source_words: Sequence[str]               # the words the alignment's source indices count
     target_words: Sequence[str]               # the words of `text` its output indices count
     alignment: Sequence[tuple[int, int]]      # (source word, output word) links
+    confidence: float | None = None           # the result's (decoding/confidence.py; a paragraph's: its least
+                                              # sure sentence's); None: unknown. What documents' review marks read
 
 
 def aligned_translation(result, *, subword: bool) -> AlignedTranslation:
     """A decoding.TranslationResult (translated with alignments=True) as an AlignedTranslation:
-    tokens joined into the words that word_alignment counts."""
-    return AlignedTranslation(result.text, token_texts(result.source_tokens, subword), token_texts(result.tokens, subword),
-                              list(result.alignment or []))
+    tokens joined into the words that word_alignment counts, and the result's confidence."""
+    return AlignedTranslation(result.text, token_texts(result.source_tokens, subword),
+                              token_texts(result.tokens, subword), list(result.alignment or []), result.confidence)
 
 
 def through_pivot(first: AlignedTranslation, second: AlignedTranslation) -> AlignedTranslation:
     """A translation made in two legs (source -> pivot language -> target) as one: `second`'s text,
-    each of its output words linked to the source word that its pivot word's link names in `first`."""
+    each of its output words linked to the source word that its pivot word's link names in `first`;
+    as sure as its less sure leg (unknown when either leg's is)."""
     source_of = dict((mid, src) for src, mid in first.alignment)  # pivot word -> source word
     links = [(source_of[mid], out) for mid, out in second.alignment if mid in source_of]
-    return AlignedTranslation(second.text, first.source_words, second.target_words, links)
+    known = None if first.confidence is None or second.confidence is None else min(first.confidence, second.confidence)
+    return AlignedTranslation(second.text, first.source_words, second.target_words, links, known)
 
 
 def aligned_translations(legs: Sequence[tuple[Sequence, bool]]) -> list[AlignedTranslation]:

@@ -10,13 +10,19 @@ Which parts hold text that is translated:
   frames and text boxes included. An .odt may be a text document, its template (.ott), a
   Writer/Web document (.oth, mimetype ...opendocument.text-web) or a master document (.odm);
   an .odp a presentation or its template (.otp).
+
+With `review_below`, a paragraph of the body (word/document.xml; content.xml) translated less
+confidently gets a comment (comments.py: a Word comment in a .docx, an annotation in an .odt);
+headers, footers, notes and the comments themselves get none, and neither do slides (review.py).
 """
 
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Sequence
 
+from attnmt.documents.comments import OdfAnnotations, WordComments
 from attnmt.documents.paragraphs import Units
 from attnmt.documents.safety import DocumentError, Limits, ZipPackage, parse_xml, serialize_xml
 from attnmt.documents.xml_text import (CODE_STYLE, DRAWING, WORD, MixedDialect, RunDialect, mixed_unit,
@@ -53,6 +59,7 @@ _ODF_TYPE = "application/vnd.oasis.opendocument"
 MIMETYPES = {".odt": frozenset(f"{_ODF_TYPE}.{kind}" for kind in ("text", "text-template", "text-web",
                                                                   "text-master", "text-master-template")),
              ".odp": frozenset(f"{_ODF_TYPE}.{kind}" for kind in ("presentation", "presentation-template"))}
+REVIEWED_PART = {".docx": "word/document.xml", ".odt": "content.xml"}  # whose paragraphs get review comments
 
 
 def _part_order(name: str) -> tuple:
@@ -61,9 +68,10 @@ def _part_order(name: str) -> tuple:
 
 
 class OfficeDocument:
-    """A .docx, .pptx, .odt or .odp: `sentences`, then `render(translations)` -> the file's bytes."""
+    """A .docx, .pptx, .odt or .odp: `sentences`, then `render(translations)` -> the file's bytes
+    (a body paragraph less confident than `review_below` commented: .docx, .odt)."""
 
-    def __init__(self, data: bytes, suffix: str, name: str, limits: Limits):
+    def __init__(self, data: bytes, suffix: str, name: str, limits: Limits, *, review_below: float | None = None):
         required, parts, tags, dialect = FORMATS[suffix]
         self.package = ZipPackage(data, name, limits)
         if not self.package.has(required):
@@ -72,19 +80,27 @@ class OfficeDocument:
             mimetype = self.package.read("mimetype", limit=200).decode("ascii", "replace").strip()
             if mimetype not in MIMETYPES[suffix]:
                 raise DocumentError(f"{name}: not a {suffix} file (its mimetype is {mimetype[:80]!r})")
-        self.units = Units(name, limits.max_paragraphs)
+        self.units = Units(name, limits.max_paragraphs, review_below)
         self.trees = {}
+        self.marks = (WordComments(self.package, self.trees, limits) if suffix == ".docx" else
+                      OdfAnnotations() if suffix == ".odt" else None)  # what writes the review comments
         for part in sorted((p for p in self.package.names() if parts.fullmatch(p)), key=_part_order):
             where = f"{name}: {part}"
             root = parse_xml(self.package.read(part), where, limits)
             self.trees[part] = root
             paragraphs = list(root.iter(*tags))  # document order; a note's paragraphs after their own
             self.units.count(len(paragraphs), where)
+            reviewed = review_below is not None and part == REVIEWED_PART.get(suffix)
             for paragraph in paragraphs:
                 if isinstance(dialect, RunDialect):
-                    self.units.add(run_unit(paragraph, dialect, limit=limits.max_depth, where=where))
-                elif not dialect.code(paragraph):  # a code paragraph stays as it is
-                    self.units.add(mixed_unit(paragraph, dialect, limit=limits.max_depth, where=where))
+                    unit = run_unit(paragraph, dialect, limit=limits.max_depth, where=where)
+                elif dialect.code(paragraph):  # a code paragraph stays as it is
+                    continue
+                else:
+                    unit = mixed_unit(paragraph, dialect, limit=limits.max_depth, where=where)
+                if unit is not None and reviewed and self.marks.anchors(paragraph):
+                    unit.mark = partial(self.marks.add, paragraph)
+                self.units.add(unit)
 
     @property
     def sentences(self) -> list[str]:
@@ -92,4 +108,5 @@ class OfficeDocument:
 
     def render(self, translations: Sequence[AlignedTranslation]) -> bytes:
         self.units.render(translations)
-        return self.package.write({part: serialize_xml(root) for part, root in self.trees.items()})
+        parts = {part: serialize_xml(root) for part, root in self.trees.items()}
+        return self.package.write({**parts, **(self.marks.parts() if self.marks is not None else {})})

@@ -28,6 +28,7 @@ from attnmt.documents.safety import DocumentTooLarge
 from attnmt.documents.markup import (AlignedTranslation, Literal, MarkupDocument, Placed, Span, model_text,
                                      place_spans)
 from attnmt.documents.protected import PROTECTED, has_letters
+from attnmt.documents.review import LowConfidence, low_confidence
 
 
 @dataclass(eq=False)
@@ -75,14 +76,17 @@ def group(node: Any, children: list[Piece]) -> Piece:
 
 @dataclass
 class Unit:
-    """One text the model translates: its source text, spans and break positions, and how its
-    translation is written back (`write(content)`, content as markup.place_spans gives it)."""
+    """One text the model translates: its source text, spans and break positions, how its
+    translation is written back (`write(content)`, content as markup.place_spans gives it) and,
+    in the formats that have one, how a low-confidence mark is added after it (`mark(note)`,
+    review.py; None: the format has none)."""
 
     text: str
     spans: list[Span]
     breaks: list[int]
     write: Callable[[list[str | Placed]], None]
     base: Any = None  # the template of the top level's plain text (styled formats)
+    mark: Callable[[LowConfidence], None] | None = None
 
     @property
     def sentence(self) -> str:
@@ -176,11 +180,13 @@ def plain_text(content: Sequence[str | Placed]) -> str:
 
 
 class Units:
-    """Units of one document, translated together: `sentences` in order, `render(translations)`."""
+    """Units of one document, translated together: `sentences` in order, `render(translations)`;
+    a unit translated less confidently than `review_below` (None: never) gets its mark."""
 
-    def __init__(self, name: str, max_units: int):
+    def __init__(self, name: str, max_units: int, review_below: float | None = None):
         self.name = name
         self.max_units = max_units
+        self.review_below = review_below
         self.units: list[Unit] = []
         self.seen = 0  # paragraphs looked at, empty ones included
 
@@ -204,6 +210,9 @@ class Units:
             raise ValueError(f"{len(translations)} translations for {len(self.units)} sentences")
         for unit, translation in zip(self.units, translations):
             unit.write(place_spans(unit.text, unit.spans, translation))
+            note = low_confidence(translation.confidence, self.review_below)
+            if note is not None and unit.mark is not None:
+                unit.mark(note)
 
     def sentences_with(self, parts: Sequence[tuple[Any, MarkupDocument]]) -> list[str]:
         """The units' sentences, then each markup part's (a document holding both: EPUB, subtitles)."""

@@ -14,15 +14,18 @@ string, a keyword out of its place, msgstr[N] past 99 or out of order, a plural 
 plural msgstrs.
 
 Written (localization.py's policy): an entry without a translation gets one, and an entry with
-one is kept unless `retranslate`; each translation attnmt writes gets the `fuzzy` flag. A plural
-entry gets as many forms as the header's `nplurals` (a file without one: as many as the entry
-has, at least 2): msgstr[0] from msgid, the others from msgid_plural. An entry without letters
-(`%d / %d`) gets its msgid. Placeholders, tags, URLs and the whitespace and newlines at a
+one is kept unless `retranslate`; each translation attnmt writes gets the `fuzzy` flag, and with
+`review_below` one less confident also a translator comment `# attnmt: confidence 0.31 (below
+0.50)` before its other comments (review.py; a plural entry: its least confident form); the one
+an earlier run wrote on an entry written again goes, in every case. A plural entry gets as many
+forms as the header's `nplurals` (a file without one: as many as the entry has, at least 2):
+msgstr[0] from msgid, the others from msgid_plural. An entry without letters (`%d / %d`) gets
+its msgid. Placeholders, tags, URLs and the whitespace and newlines at a
 string's two ends come back as they were (protected.py, markup.place_spans). Only the msgstr
-lines of the entries written change (wrapped as msgcat wraps, at 79 columns) and their flags
-line; the header's empty `Language:` is filled with the target language; comments, references,
-msgctxt, obsolete (#~) and previous (#|) entries, the header's other fields and every other line
-stay exactly as they were.
+lines of the entries written change (wrapped as msgcat wraps, at 79 columns), their flags line
+and attnmt's own review comment; the header's empty `Language:` is filled with the target
+language; comments, references, msgctxt, obsolete (#~) and previous (#|) entries, the header's
+other fields and every other line stay exactly as they were.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Sequence
 from attnmt.documents.localization import FUZZY, Existing
 from attnmt.documents.markup import AlignedTranslation
 from attnmt.documents.paragraphs import Units, build_unit, plain_text, text
+from attnmt.documents.review import AUTHOR, LowConfidence
 from attnmt.documents.safety import DocumentError, Limits
 
 CHARSET = re.compile(rb'"Content-Type:[^"\n]*?charset=\s*([-\w.:+]+)', re.IGNORECASE)
@@ -44,6 +48,7 @@ MAX_FORMS = 99
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "a": "\a", "b": "\b", "f": "\f", "v": "\v",
            "'": "'", "?": "?"}
 WIDTH = 79  # msgcat's default
+REVIEW_COMMENT = f"# {AUTHOR}: confidence "  # how attnmt's review comment begins (review.py)
 
 
 @dataclass
@@ -60,13 +65,15 @@ class PoString:
 @dataclass
 class PoEntry:
     """An entry: its comment lines start at `start`; `flags` is the line of its `#,` comment;
-    a new flags line goes before line `mark_at` (its `#|` lines, or its first keyword)."""
+    a new flags line goes before line `mark_at` (its `#|` lines, or its first keyword);
+    `reviews` are the lines of the review comments attnmt wrote on it before."""
 
     start: int
     flags: int | None = None
     mark_at: int | None = None
     fuzzy: bool = False
     strings: list[PoString] = field(default_factory=list)
+    reviews: list[int] = field(default_factory=list)
 
     def get(self, keyword: str) -> PoString | None:
         return next((s for s in self.strings if s.keyword == keyword), None)
@@ -222,6 +229,8 @@ def parse_entries(lines: Sequence[str], name: str) -> list[PoEntry]:
                 comments.fuzzy = FUZZY in [flag.strip() for flag in line[2:].split(",")]
             elif line.startswith("#|") and comments.mark_at is None:
                 comments.mark_at = i
+            elif line.startswith(REVIEW_COMMENT):
+                comments.reviews.append(i)
             continue
         if line.startswith('"'):
             if current is None:
@@ -296,7 +305,7 @@ def _header_fields(value: str) -> dict[str, str]:
 
 class PoDocument:
     def __init__(self, data: bytes, name: str, limits: Limits, target_lang: str | None = None,
-                 existing: Existing = Existing()):
+                 existing: Existing = Existing(), *, review_below: float | None = None):
         source, self.charset, self.bom = _decode(data, name)
         self.name = name
         self.lines = [line + "\n" for line in source.split("\n")]  # only "\n" ends a line (not \f, U+2028)
@@ -312,13 +321,14 @@ class PoDocument:
             raise DocumentError(f"{name}: line {header.start + 1}: the header's nplurals={self.nplurals}; "
                                 f"a language has from 1 to {MAX_FORMS} plural forms")
         self.edits: dict[int, tuple[int, list[str]]] = {}  # first line -> (end line, new lines)
-        self.inserts: dict[int, str] = {}                  # line -> a line put before it
+        self.inserts: dict[int, list[str]] = {}            # line -> the lines put before it
         if header is not None and target_lang and fields.get("language", None) == "":
             self._fill_language(header, target_lang)
-        self.units = Units(name, limits.max_paragraphs)
+        self.units = Units(name, limits.max_paragraphs, review_below)
         todo = [e for e in entries if e is not header and e.get("msgid").value]
         self.units.count(len(todo), name)
         self.values: dict[int, list[str | None]] = {}  # entry number -> each form's new text
+        self.review: dict[int, LowConfidence] = {}     # entry number -> its least confident form's mark
         self.entries = todo
         for number, entry in enumerate(todo):
             forms = entry.msgstrs
@@ -335,9 +345,15 @@ class PoDocument:
         def store(content, base) -> None:
             self.values[number][form] = plain_text(content)
 
+        def mark(note: LowConfidence) -> None:
+            if number not in self.review or note.confidence < self.review[number].confidence:
+                self.review[number] = note
+
         unit = build_unit([text(source)], store)
         if unit is None:
             self.values[number][form] = source  # nothing to translate: the same text
+        else:
+            unit.mark = mark
         self.units.add(unit)
 
     def _fill_language(self, header: PoEntry, target_lang: str) -> None:
@@ -367,17 +383,21 @@ class PoDocument:
                 new.extend(line + ending for line in string_lines(keyword, value or ""))
             new[-1] = new[-1][:-len(ending)] + last_ending
             self.edits[old[0].first] = (old[-1].end, new)
+            for line in entry.reviews:  # the mark of a translation that is no longer there
+                self.edits[line] = (line + 1, [])
+            if number in self.review:  # a translator comment: first, before the flags
+                self.inserts.setdefault(entry.start, []).append(f"# {AUTHOR}: {self.review[number].text}{ending}")
             if not entry.fuzzy:
                 if entry.flags is not None:
                     flags = self.lines[entry.flags]
                     body = flags.rstrip("\r\n")
                     self.edits[entry.flags] = (entry.flags + 1, [f"{body}, {FUZZY}{flags[len(body):]}"])
                 else:
-                    self.inserts[entry.mark_at] = f"#, {FUZZY}{ending}"
+                    self.inserts.setdefault(entry.mark_at, []).append(f"#, {FUZZY}{ending}")
         out, i = [], 0
         while i < len(self.lines):
             if i in self.inserts:
-                out.append(self.inserts[i])
+                out.extend(self.inserts[i])
             if i in self.edits:
                 end, replacement = self.edits[i]
                 out.extend(replacement)

@@ -12,6 +12,12 @@ as it is (localization.py's policy), unless `retranslate`; each target attnmt wr
 for review (1.x: state="needs-review-translation" state-qualifier="mt-suggestion", the unit's
 `approved` removed; 2.0: the segment's state="initial" subState="attnmt:mt"). The file's
 target-language (1.x) / trgLang (2.0) is set where a target is written and none is given.
+
+With `review_below`, a target less confident also gets a note (review.py), where the schema
+puts notes: 1.x `<note from="attnmt" priority="1">confidence 0.31 (below 0.50)</note>` after the
+<target>; 2.0 `<note category="attnmt" priority="1">` in the unit's <notes> (made before its
+<originalData> and segments when it has none), naming the segment when the unit has several.
+A note attnmt left on a target it writes again goes, in every case.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from attnmt.documents.localization import (XLIFF1_QUALIFIER, XLIFF1_STATE, XLIFF
                                            Existing)
 from attnmt.documents.markup import AlignedTranslation
 from attnmt.documents.paragraphs import Units, build_unit
+from attnmt.documents.review import AUTHOR, LowConfidence
 from attnmt.documents.safety import DocumentError, Limits, parse_xml, serialize_xml
 from attnmt.documents.xml_text import MixedDialect, fill_mixed, mixed_pieces
 
@@ -63,7 +70,7 @@ def _translatable(element) -> bool:
 
 class XliffDocument:
     def __init__(self, data: bytes, name: str, limits: Limits, target_lang: str | None = None,
-                 existing: Existing = Existing()):
+                 existing: Existing = Existing(), *, review_below: float | None = None):
         self.root = parse_xml(data, name, limits)
         root_name = etree.QName(self.root)
         ns = root_name.namespace
@@ -76,7 +83,7 @@ class XliffDocument:
         dialect = _dialect(ns, VERSION_1 if version == 1 else VERSION_2)
         q = lambda local: _name(ns, local)  # noqa: E731
         holders = list(self.root.iter(q("trans-unit") if version == 1 else q("segment")))
-        self.units = Units(name, limits.max_paragraphs)
+        self.units = Units(name, limits.max_paragraphs, review_below)
         self.units.count(len(holders), name)
         written_files = set()
         for number, holder in enumerate(holders, 1):
@@ -110,7 +117,12 @@ class XliffDocument:
                 target.tail = source.tail
                 source.addnext(target)
             self._mark(holder, target, version)
+            _drop_old_notes(holder, version, q)
             written_files.add(next((a for a in holder.iterancestors(q("file"))), None))
+            if unit is not None and version == 1:
+                unit.mark = lambda note, t=target: _note_1(t, note)
+            elif unit is not None:
+                unit.mark = lambda note, h=holder: _note_2(h, note, q)
             self.units.add(unit)
         if target_lang and version == 1:
             for file in written_files:
@@ -137,3 +149,68 @@ class XliffDocument:
     def render(self, translations: Sequence[AlignedTranslation]) -> bytes:
         self.units.render(translations)
         return serialize_xml(self.root)
+
+
+def _indent_before(element) -> str | None:
+    """The whitespace before `element` in its parent (None: text, not only whitespace)."""
+    previous = element.getprevious()
+    before = previous.tail if previous is not None else element.getparent().text
+    return before if before is None or not before.strip() else None
+
+
+def _note_1(target, note: LowConfidence) -> None:
+    """XLIFF 1.x: the trans-unit's note on its `target`, right after it (notes may follow the
+    target in any order with the unit's other groups), indented as the target is."""
+    element = etree.Element(_name(etree.QName(target).namespace, "note"), {"from": AUTHOR, "priority": "1"})
+    element.text = note.text
+    element.tail, target.tail = target.tail, _indent_before(target) or target.tail
+    target.addnext(element)
+
+
+def _segment_prefix(segment, q) -> str:
+    """How a 2.0 note names its segment: "" in a unit of one, else "segment ID: " (its id, or its number)."""
+    segments = segment.getparent().findall(q("segment"))
+    return "" if len(segments) < 2 else f"segment {segment.get('id') or segments.index(segment) + 1}: "
+
+
+def _note_2(segment, note: LowConfidence, q) -> None:
+    """XLIFF 2.0: a note in the unit's <notes>, which comes after elements of other namespaces
+    and before <originalData> and the segments."""
+    unit = segment.getparent()
+    notes = unit.find(q("notes"))
+    if notes is None:
+        notes = etree.Element(q("notes"))
+        first = next(child for child in unit if child.tag in (q("originalData"), q("segment"), q("ignorable")))
+        notes.tail = _indent_before(first)
+        first.addprevious(notes)
+    element = etree.SubElement(notes, q("note"), {"category": AUTHOR, "priority": "1"})
+    element.text = _segment_prefix(segment, q) + note.text
+
+
+def _remove(element) -> None:
+    """`element` taken out, what stood after it (its tail) kept in its place."""
+    previous, parent = element.getprevious(), element.getparent()
+    if previous is not None:
+        previous.tail = element.tail
+    else:
+        parent.text = element.tail
+    parent.remove(element)
+
+
+def _drop_old_notes(holder, version: int, q) -> None:
+    """The notes attnmt left on the target of `holder` (a 1.x trans-unit, a 2.0 segment) in an
+    earlier run: they were about a translation that is replaced (2.0: an emptied <notes> too)."""
+    if version == 1:
+        for note in holder.findall(q("note")):
+            if note.get("from") == AUTHOR:
+                _remove(note)
+        return
+    notes = holder.getparent().find(q("notes"))
+    if notes is None:
+        return
+    prefix = _segment_prefix(holder, q)
+    for note in notes.findall(q("note")):
+        if note.get("category") == AUTHOR and (note.text or "").startswith(prefix + "confidence "):
+            _remove(note)
+    if not len(notes):
+        _remove(notes)

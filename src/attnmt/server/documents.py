@@ -123,14 +123,15 @@ async def translate_html_texts(models: ModelSet, texts: Sequence[str], sources: 
 
 
 async def read_upload(data: bytes, suffix: str, target: str, *, file_limit_bytes: int,
-                      retranslate: bool = False) -> Document:
+                      retranslate: bool = False, review_below: float | None = None) -> Document:
     """An uploaded document of any format parsed within the service's limits
     (documents.Limits.for_upload) by its row of documents.formats, text decoded once (UTF-8,
-    plain.decode_text); a refusal (empty, not UTF-8, not what its suffix says, corrupt) is a 400
+    plain.decode_text), its paragraphs less confident than `review_below` to be marked for review
+    (documents/review.py); a refusal (empty, not UTF-8, not what its suffix says, corrupt) is a 400
     naming the part at fault, a limit a 413."""
     def read() -> Document:
         return read_document(data, suffix, name="the file", limits=Limits.for_upload(file_limit_bytes),
-                             target_lang=target, retranslate=retranslate)
+                             target_lang=target, retranslate=retranslate, review_below=review_below)
     try:
         return await LANE.run(read)
     except DocumentTooLarge as err:

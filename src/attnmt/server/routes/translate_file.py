@@ -6,11 +6,13 @@ Every format of attnmt.documents (its table: documents/formats.py) is read by th
 package and translated with its structure kept: .txt line by line, .html with its markup, .docx,
 .pptx, .odt, .odp, .epub, .srt, .po and .xliff in their own format; a .pdf comes back as .txt.
 A file over --file-limit-kb, or one that inflates past the limits of documents.Limits.for_upload,
-gets 413, as does one of more than --max-sentences sentences; an input cut (a paragraph past
-search.max_input_tokens) is said in `warnings`, a key LibreTranslate's clients ignore; an empty
-file, another extension, a second file, a file that is not UTF-8 or not what
-its extension says, a corrupt or encrypted one get 400; a full store 429; a name that is not one
-the store gave out, or has expired, 404.
+gets 413, as does one of more than --max-sentences sentences. `review_below` (a number in 0..1)
+marks each paragraph translated less confidently for review (documents/review.py: a comment in
+.docx and .odt, a translator comment in .po, a note in XLIFF; 400 for the formats without marks,
+or a value outside 0..1). An input cut (a paragraph past search.max_input_tokens) is said in
+`warnings`, a key LibreTranslate's clients ignore; an empty file, another extension, a second
+file, a file that is not UTF-8 or not what its extension says, a corrupt or encrypted one get
+400; a full store 429; a name that is not one the store gave out, or has expired, 404.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
 from starlette.datastructures import UploadFile
 
-from attnmt.documents import FORMATS, DocumentError, Format, format_of
+from attnmt.documents import FORMATS, REVIEWED, DocumentError, Format, check_reviews, format_of
+from attnmt.documents.review import check_review_below
 from attnmt.server.documents import read_upload, translate_parsed
 from attnmt.server.api_errors import ApiError
 from attnmt.server.filestore import FileStore
@@ -34,7 +37,7 @@ from attnmt.server.schemas import ErrorResponse, TranslateFileResponse
 
 router = APIRouter(tags=["LibreTranslate"])
 
-FIELDS = ("source", "target", "api_key", "retranslate")
+FIELDS = ("source", "target", "api_key", "retranslate", "review_below")
 YES_NO = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False, "": False}
 DETECT_CHARS = 4000  # `source: auto` guesses the language from the first characters of the file's text
 DOWNLOAD_TYPES = tuple(dict.fromkeys(format_of(fmt.output_suffix).media_type for fmt in FORMATS))  # of translations
@@ -57,7 +60,12 @@ _FILE_DOC = {"requestBody": {"required": True, "content": {"multipart/form-data"
         "api_key": {"type": "string", "description": "needed when the server runs with --api-key"},
         "retranslate": {"type": "string", "enum": ["true", "false"],
                         "description": "a .po or XLIFF file's existing translations: translated again (true) "
-                                       "or kept (false, the default); machine output is marked for review"}}}}}}}
+                                       "or kept (false, the default); machine output is marked for review"},
+        "review_below": {"type": "string",
+                         "description": f"a number in 0..1: each paragraph translated less confidently is marked "
+                                        f"for review, as the format's tools read it ({', '.join(REVIEWED)} only): "
+                                        f"a comment by attnmt (.docx, .odt), a translator comment (.po), a note "
+                                        f"(XLIFF); absent or empty: no marks"}}}}}}}
 
 
 def get_files(request: Request) -> FileStore:
@@ -108,6 +116,23 @@ def file_format(upload: UploadFile) -> Format:
         raise ApiError(400, "Invalid request: " + str(err).removeprefix("the file: ")) from None
 
 
+def review_setting(value: str, fmt: Format) -> float | None:
+    """The form's review_below: None when absent or empty, else a number in 0..1 for a format
+    with review marks; 400 otherwise."""
+    if not value.strip():
+        return None
+    try:
+        below = float(value)
+    except ValueError:
+        raise ApiError(400, f"Invalid request: review_below={value!r} must be a number") from None
+    try:
+        check_review_below(below)
+        check_reviews(fmt, below, "the file")
+    except ValueError as err:  # out of 0..1, or a format without marks
+        raise ApiError(400, f"Invalid request: {err}") from None
+    return below
+
+
 @router.post("/translate_file", response_model=TranslateFileResponse, response_model_exclude_none=True,
              responses=ERRORS, openapi_extra=_FILE_DOC)
 async def translate_file(request: Request, models: ModelSet = Depends(get_models)) -> TranslateFileResponse:
@@ -123,6 +148,7 @@ async def translate_file(request: Request, models: ModelSet = Depends(get_models
     retranslate = YES_NO.get(fields.get("retranslate", "").strip().lower())
     if retranslate is None:
         raise ApiError(400, "Invalid request: retranslate must be true or false")
+    review_below = review_setting(fields.get("review_below", ""), fmt)
     settings = models.default.settings
     data = await upload.read(settings.file_limit_kb * 1000 + 1)
     if len(data) > settings.file_limit_kb * 1000:
@@ -131,7 +157,7 @@ async def translate_file(request: Request, models: ModelSet = Depends(get_models
     if source != "auto":
         models.legs(source, target)  # directly, or through a pivot language; refused before the file is read
     document = await read_upload(data, fmt.suffix, target, file_limit_bytes=settings.file_limit_kb * 1000,
-                                 retranslate=retranslate)
+                                 retranslate=retranslate, review_below=review_below)
     if source == "auto":  # the language of the document's own text (an HTML file's without its tags)
         readable = " ".join(document.sentences)[:DETECT_CHARS]
         source = (await detect_sources(request, models, [readable], target))[0]["language"]
