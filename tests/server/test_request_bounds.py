@@ -126,13 +126,13 @@ class Held:
         self.translator = translator
         self.gate = threading.Event()
         self.entered = threading.Event()
-        self.sentences = 0
+        self.translated = 0  # sentences (not `sentences`: the translator's splitter)
 
     def __getattr__(self, name):
         return getattr(self.translator, name)
 
     def translate(self, texts, options=None, **kwargs):
-        self.sentences += len(texts)
+        self.translated += len(texts)
         self.entered.set()
         assert self.gate.wait(timeout=300)
         return self.translator.translate(texts, options, **kwargs)
@@ -152,7 +152,7 @@ def test_a_client_that_leaves_has_nothing_more_translated(toy_translator, thread
     answer = httpx.post(server.url + "/translate", json={"q": SENTENCE, "source": "de", "target": "en"}, timeout=60)
     assert answer.status_code == 200
     time.sleep(0.5)
-    assert held.sentences == 8 + 1  # the batch in hand, then the next request: none of the other 192
+    assert held.translated == 8 + 1  # the batch in hand, then the next request: none of the other 192
 
 
 # ----------------------------------------------------------------------------- sizes, generated
