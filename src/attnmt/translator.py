@@ -352,13 +352,17 @@ class Translator:
             self._confide(result)
         return results
 
+    def _source_words(self, source_tokens: Sequence[str]) -> int:
+        """How many of a result's source tokens are the text's (a Marian source's </s> is not)."""
+        return len(source_tokens) - (1 if self.pipeline.source_eos and source_tokens else 0)
+
     def confidence_features(self, result: TranslationResult, rank: int = 0) -> dict[str, float]:
         """The features that the confidence of one sentence's result (or of its alternative `rank`)
         is made of (decoding/confidence.py)."""
         coverage = None
         if rank:
             hyp = result.alternatives[rank]
-            words = len(result.source_tokens) - (1 if self.pipeline.source_eos and result.source_tokens else 0)
+            words = self._source_words(result.source_tokens)
             coverage = measure_coverage(hyp.attention, result.source_tokens[:words], hyp.tokens, subword=self.subword,
                                         source=(0, 0), target=(0, 0)).coverage
         return result_features(result, self.pipeline.lexicon, rank=rank, coverage=coverage)
@@ -369,7 +373,7 @@ class Translator:
         step); the features as a search's lone hypothesis has them (decoding/confidence.py)."""
         if result.num_tokens <= 0 or result.log_prob != result.log_prob:  # an empty source: no score
             return 0.0, (None if self.calibration is None else -math.inf)
-        words = len(result.source_tokens) - (1 if self.pipeline.source_eos and result.source_tokens else 0)
+        words = self._source_words(result.source_tokens)
         attention = None if result.attention is None else result.attention[:len(result.target_tokens)]
         coverage = measure_coverage(attention, result.source_tokens[:words], result.target_tokens,
                                     subword=self.subword, source=(0, 0), target=(0, 0)).coverage
@@ -397,7 +401,7 @@ class Translator:
         data.sentences.split_sentences; the whole text when it is one sentence, when `split` says
         it already is one (a paragraph's sentence), or when its sentences' tokens do not add up to
         the source's, e.g. a cut input)."""
-        words = len(result.source_tokens) - (1 if self.pipeline.source_eos and result.source_tokens else 0)
+        words = self._source_words(result.source_tokens)
         source_tokens = result.source_tokens[:words]
         stripped = sentence.strip()
         start = len(sentence) - len(sentence.lstrip())
@@ -421,7 +425,7 @@ class Translator:
         """Put the prefix's own tokens back (the engines see words the vocabulary lacks as <unk>),
         replace the other <unk>s and add word alignments, in the result and each alternative."""
         # a Marian source's </s> is no word: left out of <unk> replacement and alignments
-        words = len(result.source_tokens) - (1 if self.pipeline.source_eos and result.source_tokens else 0)
+        words = self._source_words(result.source_tokens)
         for hyp in [result, *result.alternatives]:
             if hyp.attention is None:
                 continue
