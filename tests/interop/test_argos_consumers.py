@@ -62,6 +62,18 @@ def trained(tmp_path_factory):
     return run, export, export_argos(run, base / "de_en.argosmodel")[0], base / "copy"
 
 
+def agreement(ours: list[str], theirs: list[str]) -> float:
+    """The share of texts a beam of attnmt's engine and argostranslate's translate alike. Not all:
+    attnmt ranks finished hypotheses by the GNMT penalty ((5 + len) / 6)^0.2, CTranslate2 (so
+    argostranslate) by len^0.2 with its own stopping rule, and they part where two hypotheses
+    nearly tie, which a toy model's repeated words make common and a CPU's arithmetic decides
+    (2026-12-02, of 80: attnmt's toy package 76 on CI's Intel Xeon, 78 on an AMD EPYC; the Eole
+    package 75 and 80); 99.1% on a Multi30k model (docs/interop.md). What argostranslate must
+    answer exactly is support.argos.ctranslate2_beam's."""
+    assert len(ours) == len(theirs)
+    return sum(a == b for a, b in zip(ours, theirs)) / len(ours)
+
+
 def sources(corpus: Path) -> list[str]:
     return [*(corpus / "test.de").read_text().splitlines(), *(corpus / "valid.de").read_text().splitlines()]
 
@@ -77,9 +89,9 @@ def test_argostranslate_translates_offline_as_attnmts_engine(trained, tmp_path):
     assert greedy["outputs"] == [r.text for r in engine.translate(texts, beam_size=1, replace_unk=True)]
     beam = consumers.argos_translate(python, package, "de", "en", texts, home=tmp_path / "b")
     assert beam["beam_size"] == 4  # argostranslate's default: translate_batch(beam_size=4, length_penalty=0.2)
+    assert beam["outputs"] == argos.ctranslate2_beam(package, texts, tmp_path / "ct2")  # exactly CTranslate2's
     ours = [r.text for r in engine.translate(texts, beam_size=4, length_penalty=0.2, replace_unk=True)]
-    same = sum(a == b for a, b in zip(ours, beam["outputs"]))
-    assert same >= 0.97 * len(texts), [(a, b) for a, b in zip(ours, beam["outputs"]) if a != b]
+    assert agreement(ours, beam["outputs"]) >= 0.9, [(a, b) for a, b in zip(ours, beam["outputs"]) if a != b]
     paragraph = " ".join(texts[:6])  # one paragraph of six sentences: split, translated, joined
     whole = consumers.argos_translate(python, package, "de", "en", [paragraph], home=tmp_path / "p",
                                       settings={"ARGOS_BEAM_SIZE": "1"})["outputs"][0]
@@ -235,8 +247,9 @@ def test_a_third_party_package_translates_in_attnmt_as_in_argostranslate(eole_pa
                                        settings={"ARGOS_BEAM_SIZE": "1"})["outputs"]
     assert greedy == [r.text for r in engine.translate(texts, beam_size=1, replace_unk=True)]
     beam = consumers.argos_translate(python, package, "de", "en", texts, home=tmp_path / "b")["outputs"]
+    assert beam == argos.ctranslate2_beam(package, texts, tmp_path / "ct2")
     ours = [r.text for r in engine.translate(texts)]  # the import's config: beam 4, 0.2, unknowns replaced
-    assert sum(a == b for a, b in zip(ours, beam)) >= 0.97 * len(texts)
+    assert agreement(ours, beam) >= 0.9, [(a, b) for a, b in zip(ours, beam) if a != b]
 
 
 def test_attnmt_serves_a_third_party_package_with_attention_and_documents(eole_package, tmp_path):

@@ -45,3 +45,34 @@ def require_env(name: str) -> Path:
         if os.environ.get("ATTNMT_REQUIRE_PARTS") == "1":
             pytest.fail(message + "; ATTNMT_REQUIRE_PARTS=1 makes this a failure, not a skip", pytrace=False)
         pytest.skip(message)
+
+
+def ctranslate2_beam(package: Path, texts: list[str], folder: Path, *, beam_size: int = 4) -> list[str]:
+    """Each one-sentence text translated by CTranslate2 itself with the package's own files, as
+    argostranslate 1.11 calls it (translate.py, apply_packaged_translation: the package's
+    sentencepiece pieces, translate_batch(beam_size, num_hypotheses=1, length_penalty=0.2,
+    replace_unknowns=True), decode_pieces with the space marks made spaces, a leading one dropped): the independent
+    account of what argostranslate must answer. Not attnmt's engine, which ranks a beam's finished
+    hypotheses by the GNMT penalty instead of CTranslate2's length^0.2 (engines/ctranslate2.py)."""
+    import json
+    import zipfile
+
+    import ctranslate2
+    import sentencepiece
+
+    with zipfile.ZipFile(package) as archive:
+        archive.extractall(folder)
+    (root,) = {p.parent for p in folder.rglob("metadata.json")}
+    prefix = json.loads((root / "metadata.json").read_text()).get("target_prefix", "")
+    pieces = sentencepiece.SentencePieceProcessor(model_file=str(root / "sentencepiece.model"))
+    translator = ctranslate2.Translator(str(root / "model"), device="cpu", compute_type="auto")
+    outputs = []
+    for text in texts:
+        found = translator.translate_batch([pieces.encode(text, out_type=str)],
+                                           target_prefix=[[prefix]] if prefix else None, replace_unknowns=True,
+                                           max_batch_size=32, batch_type="tokens", beam_size=beam_size,
+                                           num_hypotheses=1, length_penalty=0.2, return_scores=True)
+        value = pieces.decode_pieces(found[0].hypotheses[0]).replace("\u2581", " ").replace("_", " ")
+        value = value[len(prefix):] if prefix and value.startswith(prefix) else value
+        outputs.append(value[1:] if value.startswith(" ") else value)  # the tokenizer's leading space
+    return outputs
