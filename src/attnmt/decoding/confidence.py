@@ -58,55 +58,58 @@ def result_features(result, lexicon=None, *, rank: int = 0, coverage: float | No
     alternative `rank` (its own tokens, log-probability, attention and place among the beam's
     hypotheses; `coverage`: its own, measured by the caller; the source's features are shared)."""
     hyp = result if rank == 0 else result.alternatives[rank]
-    tokens = hyp.tokens
-    n = len(tokens) + 1  # <eos>
     log_prob = getattr(hyp, "log_prob", None)
-    if log_prob is None:
-        log_prob = hyp.score * n
-    mean = log_prob / n
-    token_log_probs = hyp.token_log_probs or []
-    minimum = min(token_log_probs) if token_log_probs else mean
-    scores = list(getattr(result, "beam_scores", None) or [])
-    rivals = [score for j, score in enumerate(scores) if j != rank]
-    margin = scores[rank] - max(rivals) if rank < len(scores) and rivals else 0.0
-    own = set(_words(tokens))
-    others = [set(_words(t)) for j, t in enumerate(getattr(result, "beam_tokens", None) or []) if j != rank]
-    agreement = (float(np.mean([len(own & o) / max(len(own), 1) for o in others])) if others and own else 1.0)
-    source = result.source_tokens
-    ratio = math.log((len(tokens) + 1) / (len(source) + 1))
-    entropy = 0.0
-    attention = hyp.attention
-    if attention is not None and len(tokens) and len(source) > 1:
-        weights = np.asarray(attention.dense() if hasattr(attention, "dense") else attention, dtype=np.float64)
-        weights = np.clip(weights[:len(tokens), :len(source)], 1e-12, 1.0)
-        entropy = float(-(weights * np.log(weights)).sum(axis=1).mean() / math.log(len(source)))
-    words = [w for w in _words(source)]
-    if lexicon is not None and words:
-        unknown = sum(not lexicon.known(w) for w in words) / len(words)
-    else:
-        unknown = sum(t == "<unk>" for t in source) / max(len(source), 1)
-    cut = float(bool(result.warnings) or (rank == 0 and bool(getattr(result, "at_length_bound", False))))
-    if rank == 0:
-        coverage = result.coverage
-    return {"mean_logprob": float(mean), "min_logprob": float(minimum), "beam_margin": float(margin),
-            "beam_agreement": agreement, "length_ratio": ratio, "attention_entropy": entropy,
-            "coverage": 1.0 if coverage is None else float(coverage),
-            "unknown_source": float(unknown), "cut": cut}
+    if log_prob is None:  # a result from before log_prob was kept: its score is per token, <eos> included
+        log_prob = hyp.score * (len(hyp.tokens) + 1)
+    cut = bool(result.warnings) or (rank == 0 and bool(getattr(result, "at_length_bound", False)))
+    return features_of(hyp.tokens, log_prob, hyp.token_log_probs, result.source_tokens, hyp.attention,
+                       coverage=result.coverage if rank == 0 else coverage,
+                       beam_scores=getattr(result, "beam_scores", None) or [],
+                       beam_tokens=getattr(result, "beam_tokens", None) or [], rank=rank, cut=cut, lexicon=lexicon)
 
 
 def scored_features(result, lexicon=None, *, coverage: float | None = None) -> dict[str, float]:
     """The features of a forced decoding (a ScoreResult: a given translation of a given source),
     read as those of a search's lone hypothesis (no beam: margin 0, agreement 1); `coverage`: its
     own, measured by the caller."""
-    from types import SimpleNamespace
-
     tokens = list(result.target_tokens)
     attention = None if result.attention is None else result.attention[:len(tokens)]  # (len(tokens), src_len)
-    hypothesis = SimpleNamespace(tokens=tokens, log_prob=result.log_prob, token_log_probs=result.token_log_probs,
-                                 score=result.log_prob / max(result.num_tokens, 1), source_tokens=result.source_tokens,
-                                 attention=attention, coverage=coverage, warnings=result.warnings,
-                                 beam_scores=[], beam_tokens=[], at_length_bound=False)
-    return result_features(hypothesis, lexicon)
+    return features_of(tokens, result.log_prob, result.token_log_probs, result.source_tokens, attention,
+                       coverage=coverage, cut=bool(result.warnings), lexicon=lexicon)
+
+
+def features_of(tokens: Sequence[str], log_prob: float, token_log_probs: Sequence[float] | None,
+                source: Sequence[str], attention, *, coverage: float | None, beam_scores: Sequence[float] = (),
+                beam_tokens: Sequence[Sequence[str]] = (), rank: int = 0, cut: bool = False,
+                lexicon=None) -> dict[str, float]:
+    """The features (the module docstring) of one hypothesis: its `tokens` and their `log_prob`
+    (the sum, <eos> included), each token's log-probability where the engine has them, the
+    `source` tokens, its `attention` (tgt_len, src_len) or None, its coverage; `beam_scores` and
+    `beam_tokens`: every hypothesis of its beam, this one at `rank` (empty: no beam)."""
+    n = len(tokens) + 1  # <eos>
+    mean = log_prob / n
+    minimum = min(token_log_probs) if token_log_probs else mean
+    scores = list(beam_scores)
+    rivals = [score for j, score in enumerate(scores) if j != rank]
+    margin = scores[rank] - max(rivals) if rank < len(scores) and rivals else 0.0
+    own = set(_words(tokens))
+    others = [set(_words(t)) for j, t in enumerate(beam_tokens) if j != rank]
+    agreement = (float(np.mean([len(own & o) / max(len(own), 1) for o in others])) if others and own else 1.0)
+    ratio = math.log((len(tokens) + 1) / (len(source) + 1))
+    entropy = 0.0
+    if attention is not None and len(tokens) and len(source) > 1:
+        weights = np.asarray(attention.dense() if hasattr(attention, "dense") else attention, dtype=np.float64)
+        weights = np.clip(weights[:len(tokens), :len(source)], 1e-12, 1.0)
+        entropy = float(-(weights * np.log(weights)).sum(axis=1).mean() / math.log(len(source)))
+    words = _words(source)
+    if lexicon is not None and words:
+        unknown = sum(not lexicon.known(w) for w in words) / len(words)
+    else:
+        unknown = sum(t == "<unk>" for t in source) / max(len(source), 1)
+    return {"mean_logprob": float(mean), "min_logprob": float(minimum), "beam_margin": float(margin),
+            "beam_agreement": agreement, "length_ratio": ratio, "attention_entropy": entropy,
+            "coverage": 1.0 if coverage is None else float(coverage),
+            "unknown_source": float(unknown), "cut": float(cut)}
 
 
 def uncalibrated_confidence(features: dict[str, float]) -> float:
