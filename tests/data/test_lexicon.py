@@ -47,6 +47,11 @@ def test_a_translation_is_written_in_the_pattern_character_for_character():
     ("DIE NASA SCHICKT EINE RAKETE", "Die NASA schickt eine Rakete"),  # the training data's form of NASA
     ("EINE ESA RAKETE", "Eine ESA Rakete"),  # unknown in capitals: an acronym, kept
     ("zwei hunde und zorro", "Zwei Hunde und zorro"),  # unknown in lower case: as typed
+    # unknown in capitals, longer than an acronym: the case of a known word it ends or begins with, else small
+    ("ZWEI HUNDE IM PARKSCHNEE", "Zwei Hunde im Parkschnee"),      # ends with Schnee
+    ("ZWEI FAHRRADWEGE", "Zwei Fahrradwege"),                      # begins with Fahrrad
+    ("EIN MANN IM PARKBUCH", "Ein Mann im parkbuch"),             # Park and Buch: too short to count
+    ("EIN MANN STARRT", "Ein Mann starrt"),                        # nothing known in it
 ])
 def test_case_is_restored_as_the_training_data_writes_each_word(typed, read):
     assert LEXICON.normalize(typed).text == read
@@ -72,7 +77,7 @@ def test_a_slip_is_mended_to_the_most_frequent_known_word(typed, read):
 def test_settings_switch_each_part_off():
     assert LEXICON.normalize("EIN MANN FÄHRT FAHRAD", case=False, spelling=False).text == "EIN MANN FÄHRT FAHRAD"
     assert LEXICON.normalize("EIN MANN FÄHRT FAHRAD", case=False).text == "EIN MANN FÄHRT FAHRRAD"  # in capitals
-    assert LEXICON.normalize("EIN MANN FÄHRT FAHRAD", spelling=False).text == "Ein Mann fährt FAHRAD"  # unknown: kept
+    assert LEXICON.normalize("EIN MANN FÄHRT FAHRAD", spelling=False).text == "Ein Mann fährt fahrad"  # unknown: small
     assert LEXICON.normalize("EIN MANN FÄHRT FAHRAD").text == "Ein Mann fährt Fahrrad"
 
 

@@ -16,7 +16,8 @@ written in the pattern it was typed in. A word the training data never had, of f
 more, that is one slip away from a word it had (a letter swapped, dropped, doubled, added or
 replaced; a letter repeated; "ss" for "ß", "ae" for "ä", accents left out) becomes the most
 frequent such word. A word it had, or an unknown one with no such neighbour, stays as typed (a
-name, an acronym). The lexicon also keeps the counts that find sentence boundaries in a text typed
+name), but in a text typed in capitals an unknown word longer than an acronym takes the case of a
+known word it ends or begins with (`unknown_form`), else small letters. The lexicon also keeps the counts that find sentence boundaries in a text typed
 without sentence marks (`boundaries`, data/boundaries.py: how often each word ends and starts a
 sentence and follows another, the sentences' lengths); a lexicon.json written before them has
 none, and such a text is then not split.
@@ -40,6 +41,8 @@ LEXICON_FILE = "lexicon.json"
 FORMAT = "attnmt-lexicon/1"
 MIN_COUNT = 2        # a word seen fewer times is no correction target
 MIN_LENGTH = 4       # shorter unknown words are not corrected (too many neighbours)
+ACRONYM = 4          # an unknown word of at most this many letters typed in capitals stays so (NATO, ESA)
+PART = 5             # the least letters of a known part that sets an unknown word's case (unknown_form)
 _WORD = re.compile(r"[^\W\d_]+")
 _RUN = re.compile(r"([^\W\d_])\1{2,}")  # a letter typed three times or more
 _SPELLED_OUT = (("ae", "ä"), ("oe", "ö"), ("ue", "ü"), ("ss", "ß"))
@@ -178,6 +181,20 @@ class Lexicon:
             return _each(form, str.upper)
         return form if not word[0].isupper() else form[:1].upper() + form[1:]
 
+    def unknown_form(self, lower: str) -> str:
+        """How a word the training data never had is read when it was typed in capitals: capitalized
+        when the longest known word (of PART letters or more) that ends it, else the longest that
+        begins it, is written capitalized (a German compound takes its last part's case:
+        "SCHNEELANDSCHAFT" -> "Schneelandschaft"), else in small letters ("ANSTARRT" -> "anstarrt").
+        Left in capitals, a subword model reads such a word as letters it rarely saw and may run to
+        its length bound ("A SAAAAAAAA..."); a word vocabulary reads it as <unk> either way."""
+        parts = [lower[i:] for i in range(1, len(lower) - PART + 1)] + [lower[:j] for j in range(len(lower) - 1,
+                                                                                             PART - 1, -1)]
+        for part in parts:
+            if part in self.forms:
+                return lower[:1].upper() + lower[1:] if self.forms[part][0][:1].isupper() else lower
+        return lower
+
     def _neighbours(self, word: str) -> set[str]:
         """Words one slip from `word` (Norvig's edits1 over the lexicon's letters), and its letter
         runs, spelled-out umlauts and dropped accents undone."""
@@ -227,7 +244,9 @@ class Lexicon:
                 if lower in self.forms:
                     word = self.forms[lower][0]
                 elif pattern != "upper":  # unknown, in lower or title case: small letters (a sentence's
-                    word = lower           # first one capitalized below); in capitals it stays (an acronym)
+                    word = lower           # first one capitalized below)
+                elif len(lower) > ACRONYM:  # unknown, in capitals: in a known part's case; a short one
+                    word = self.unknown_form(lower)  # stays (an acronym)
             if spelling and not self.known(word):
                 fixed = self.correction(word.lower() if pattern == "upper" else word)
                 if fixed is not None:
