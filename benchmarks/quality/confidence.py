@@ -6,6 +6,13 @@ Pearson and Spearman with chrF, sign as it comes), the reliability diagram, the 
 confident tenth in the worst quarter, and what the features cost beside decoding.
 
     benchmarks/quality/confidence.py RUN_OR_EXPORT [--beam 5] [--limit N] [--json report.json]
+    benchmarks/quality/confidence.py RUN_OR_EXPORT --rerank [--splits val test_2016_flickr]
+
+--rerank asks whether the confidence picks better translations than the beam does: each sentence's
+n-best list (n = the beam) ranked by the chrF the map predicts for each hypothesis instead of by its
+length-normalized score, BLEU and chrF of both with sacreBLEU's paired tests (significance.py), and
+the oracle (the hypothesis closest to the reference) as the ceiling. The map is fitted on val, so
+val's figures are in-sample; test_2016_flickr's are not.
 """
 
 from __future__ import annotations
@@ -74,6 +81,53 @@ def run(args) -> dict:
                        results=out)
 
 
+def rerank(args) -> dict:
+    from sacrebleu.metrics import CHRF
+
+    from attnmt.calibration import calibrate
+    from attnmt.data.corpus import corpus_spec, load_corpus
+    from attnmt.decoding.options import DecodingOptions
+    from attnmt.run_dir import RunDir
+    from attnmt.significance import compare_systems
+    from attnmt.translator import Translator
+
+    engine = args.engine or RunDir(args.run).engine
+    translator = Translator.load(args.run, engine=engine)
+    options = DecodingOptions(beam_size=args.beam)
+    val = load_corpus(corpus_spec(translator.cfg.data), "val")
+    calibration, _ = calibrate(translator, [(val.src[:args.limit], val.tgt[:args.limit], options)])
+    translator.calibration = calibration
+    chrf = CHRF()
+    out = []
+    for split in args.splits:
+        data = val if split == "val" else load_corpus(corpus_spec(translator.cfg.data), split)
+        sources, refs = data.src[:args.limit], data.tgt[:args.limit]
+        results = translator.translate(sources, DecodingOptions(beam_size=args.beam, n_best=args.beam))
+        picked, oracle, moved = [], [], 0
+        for result, ref in zip(results, refs):
+            predicted = [calibration.predicted_chrf(translator.confidence_features(result, rank))
+                         for rank in range(len(result.alternatives))]
+            best = max(range(len(predicted)), key=lambda k: (predicted[k], -k))  # a tie keeps the beam's order
+            moved += best != 0
+            picked.append(result.alternatives[best].text)
+            oracle.append(max((a.text for a in result.alternatives),
+                              key=lambda text: chrf.sentence_score(text, [ref]).score))
+        found = compare_systems([("beam", [r.text for r in results]), ("confidence", picked), ("oracle", oracle)],
+                                refs)
+        row = {"kind": "rerank", "split": split, "sentences": len(sources), "moved": moved,
+               "bleu": dict(zip(found.systems, found.scores["BLEU"])),
+               "chrf": dict(zip(found.systems, found.scores["chrF2"])),
+               "confidence_vs_beam": {name: vars(found.paired[0][name]) for name in ("BLEU", "chrF2")}}
+        out.append(row)
+        bleu, p = row["bleu"], found.paired[0]["BLEU"].p_bootstrap
+        print(f"{split}: {len(sources)} sentences, beam {args.beam}; reranked by confidence: {moved} moved; BLEU "
+              f"beam {bleu['beam']:.2f}, confidence {bleu['confidence']:.2f} (p = {p:.3f}), oracle "
+              f"{bleu['oracle']:.2f}; chrF {row['chrf']['beam']:.2f} -> {row['chrf']['confidence']:.2f}")
+    return make_report("confidence_rerank", command=command(__file__, args.argv), environment=environment(),
+                       settings={"run": args.run, "engine": engine, "beam": args.beam, "splits": args.splits},
+                       results=out)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", help="a run or an export")
@@ -82,9 +136,11 @@ def main(argv=None) -> int:
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--limit", type=int, default=None, help="the first N sentences of each set (default: all)")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--rerank", action="store_true", help="n-best reranked by confidence against the beam")
+    parser.add_argument("--splits", nargs="+", default=["val", "test_2016_flickr"], help="with --rerank")
     args = parser.parse_args(argv)
     args.argv = argv if argv is not None else sys.argv[1:]
-    report = run(args)
+    report = rerank(args) if args.rerank else run(args)
     if args.json:
         write_report(args.json, report)
     return 0
