@@ -67,8 +67,8 @@ def agreement(ours: list[str], theirs: list[str]) -> float:
     attnmt ranks finished hypotheses by the GNMT penalty ((5 + len) / 6)^0.2, CTranslate2 (so
     argostranslate) by len^0.2 with its own stopping rule, and they part where two hypotheses
     nearly tie, which a toy model's repeated words make common and a CPU's arithmetic decides
-    (2026-12-02, of 80: attnmt's toy package 76 on CI's Intel Xeon, 78 on an AMD EPYC; the Eole
-    package 75 and 80); 99.1% on a Multi30k model (docs/interop.md). What argostranslate must
+    (2026-12-02, of 80: attnmt's toy package 76 on CI's machine, 78 on a 2-core Intel Xeon; the
+    Eole package 75 and 80); 99.1% on a Multi30k model (docs/interop.md). What argostranslate must
     answer exactly is support.argos.ctranslate2_beam's."""
     assert len(ours) == len(theirs)
     return sum(a == b for a, b in zip(ours, theirs)) / len(ours)
