@@ -30,12 +30,11 @@ from benchmarks.common import command, environment, make_report, write_report  #
 TARGETS = {"pearson": 0.65, "ece": 0.05, "least_tenth_in_worst_quarter": 0.80}
 
 
-def run(args) -> dict:
-    import numpy as np
-
-    from attnmt.calibration import calibrate, quality_of, sentence_chrfs
+def calibrated(args):
+    """The model of `args.run` with a map fitted on (the first --limit sentences of) its val set at
+    --beam: (translator, engine, options, val, calibration, the fit's report)."""
+    from attnmt.calibration import calibrate
     from attnmt.data.corpus import corpus_spec, load_corpus
-    from attnmt.decoding.confidence import FEATURES
     from attnmt.decoding.options import DecodingOptions
     from attnmt.run_dir import RunDir
     from attnmt.translator import Translator
@@ -46,6 +45,17 @@ def run(args) -> dict:
     val = load_corpus(corpus_spec(translator.cfg.data), "val")
     calibration, fitted = calibrate(translator, [(val.src[:args.limit], val.tgt[:args.limit], options)])
     translator.calibration = calibration
+    return translator, engine, options, val, calibration, fitted
+
+
+def run(args) -> dict:
+    import numpy as np
+
+    from attnmt.calibration import quality_of, sentence_chrfs
+    from attnmt.data.corpus import corpus_spec, load_corpus
+    from attnmt.decoding.confidence import FEATURES
+
+    translator, engine, options, val, calibration, fitted = calibrated(args)
     test = load_corpus(corpus_spec(translator.cfg.data), args.split)
     sources, refs = test.src[:args.limit], test.tgt[:args.limit]
     translator.translate(sources[:16], options)  # warm up
@@ -84,19 +94,11 @@ def run(args) -> dict:
 def rerank(args) -> dict:
     from sacrebleu.metrics import CHRF
 
-    from attnmt.calibration import calibrate
     from attnmt.data.corpus import corpus_spec, load_corpus
     from attnmt.decoding.options import DecodingOptions
-    from attnmt.run_dir import RunDir
     from attnmt.significance import compare_systems
-    from attnmt.translator import Translator
 
-    engine = args.engine or RunDir(args.run).engine
-    translator = Translator.load(args.run, engine=engine)
-    options = DecodingOptions(beam_size=args.beam)
-    val = load_corpus(corpus_spec(translator.cfg.data), "val")
-    calibration, _ = calibrate(translator, [(val.src[:args.limit], val.tgt[:args.limit], options)])
-    translator.calibration = calibration
+    translator, engine, _, val, calibration, _ = calibrated(args)
     chrf = CHRF()
     out = []
     for split in args.splits:

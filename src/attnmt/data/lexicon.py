@@ -17,10 +17,11 @@ more, that is one slip away from a word it had (a letter swapped, dropped, doubl
 replaced; a letter repeated; "ss" for "ß", "ae" for "ä", accents left out) becomes the most
 frequent such word. A word it had, or an unknown one with no such neighbour, stays as typed (a
 name), but in a text typed in capitals an unknown word longer than an acronym takes the case of a
-known word it ends or begins with (`unknown_form`), else small letters. The lexicon also keeps the counts that find sentence boundaries in a text typed
-without sentence marks (`boundaries`, data/boundaries.py: how often each word ends and starts a
-sentence and follows another, the sentences' lengths); a lexicon.json written before them has
-none, and such a text is then not split.
+known word it ends or begins with (`unknown_form`), else small letters. The lexicon also keeps
+the counts that find sentence boundaries in a text typed without sentence marks (`boundaries`,
+data/boundaries.py: how often each word ends and starts a sentence and follows another, the
+sentences' lengths); a lexicon.json written before them has none, and such a text is then not
+split.
 
 Shapes: none (text).
 """
