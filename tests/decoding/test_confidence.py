@@ -77,12 +77,34 @@ def test_a_map_read_back_equals_the_one_written_and_a_damaged_one_is_refused_by_
                             (lambda r: r["weights"].pop(), "weights must be a list of 9"),
                             (lambda r: r["mean"].__setitem__(0, "a"), "mean must be a list"),
                             (lambda r: r["steps_y"].__setitem__(0, 2.0), "non-decreasing probabilities"),
-                            (lambda r: r.update(threshold=None), "threshold must be a finite number")]:
+                            (lambda r: r.update(threshold=None), "threshold must be a finite number"),
+                            (lambda r: r["low"].pop(), "low must be a list of 9"),
+                            (lambda r: r.update(low=r["high"], high=r["low"]), "low must not exceed high")]:
         broken = json.loads(json.dumps(raw))
         damage(broken)
         (tmp_path / CALIBRATION_FILE).write_text(json.dumps(broken))
         with pytest.raises(DataError, match=message):
             Calibration.load(tmp_path / CALIBRATION_FILE)
+
+
+def test_a_feature_beyond_the_fits_range_reads_as_its_edge():
+    """Every translation of a fit has a margin >= 0; with a negative weight on it (chrF falling as
+    it grows), an n-best alternative's negative margin would raise its predicted chrF the further
+    it trails. Read at the fit's edge instead: as a tie. A file without the ranges is not clamped."""
+    rng = np.random.default_rng(3)
+    rows = [{name: float(rng.normal()) for name in FEATURES} for _ in range(300)]
+    for row in rows:
+        row["beam_margin"] = abs(row["beam_margin"])
+    chrf = [50 - 8 * r["beam_margin"] + 10 * r["mean_logprob"] + float(rng.normal(0, 2)) for r in rows]
+    calibration = Calibration.fit(rows, chrf)
+    assert dict(zip(calibration.features, calibration.weights))["beam_margin"] < -4
+    edge = min(r["beam_margin"] for r in rows)
+    trailing = dict(rows[0], beam_margin=-3.0)
+    assert calibration.predicted_chrf(trailing) == pytest.approx(calibration.predicted_chrf(dict(rows[0],
+                                                                                              beam_margin=edge)))
+    old = Calibration(*[getattr(calibration, f) for f in ("features", "mean", "scale", "weights", "bias", "steps_x",
+                                                          "steps_y", "threshold", "sentences")])
+    assert old.predicted_chrf(trailing) > calibration.predicted_chrf(trailing) + 20  # 8 x 3 over the edge's
 
 
 @pytest.fixture(scope="module")

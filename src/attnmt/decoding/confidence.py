@@ -25,7 +25,10 @@ chrF (so half of its own held-out translations are good), a line each model draw
 The map is a ridge regression of sentence chrF on the standardized features, then an isotonic
 (pool adjacent violators) map from the predicted chrF to the observed rate of good translations:
 the regression ranks, the isotonic step calibrates (predicted 0.3 means 30% of such translations
-were good on the validation set).
+were good on the validation set). A feature is read within the range it had in the fit (`low`,
+`high`): the regression is not extrapolated. An n-best alternative's margin is negative, where
+every translation's the fit saw is not, and a negative weight on it would otherwise make the
+worse alternative the more confident.
 
 Shapes: none (one result's scalars).
 """
@@ -135,7 +138,8 @@ def _isotonic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 @dataclass
 class Calibration:
     """The fitted map: the features' means and scales, the regression's weights and bias, the
-    isotonic steps from predicted chrF to P(good), and the threshold of good."""
+    isotonic steps from predicted chrF to P(good), the threshold of good, and each feature's range
+    in the fit (`low`, `high`; None in a file written before they were kept: not clamped)."""
 
     features: tuple[str, ...]
     mean: np.ndarray
@@ -146,6 +150,8 @@ class Calibration:
     steps_y: np.ndarray
     threshold: float
     sentences: int
+    low: np.ndarray | None = None
+    high: np.ndarray | None = None
 
     @classmethod
     def fit(cls, rows: Sequence[dict[str, float]], chrfs: Sequence[float], *, features: Sequence[str] = FEATURES,
@@ -164,10 +170,14 @@ class Calibration:
         good = float(np.median(y)) if threshold is None else threshold
         predicted = z @ weights + bias
         steps_x, steps_y = _isotonic(predicted, (y >= good).astype(np.float64))
-        return cls(tuple(features), mean, scale, weights, bias, steps_x, steps_y, good, len(rows))
+        return cls(tuple(features), mean, scale, weights, bias, steps_x, steps_y, good, len(rows),
+                   low=x.min(axis=0), high=x.max(axis=0))
 
     def predicted_chrf(self, features: dict[str, float]) -> float:
-        z = (np.array([features[f] for f in self.features]) - self.mean) / self.scale
+        x = np.array([features[f] for f in self.features], dtype=np.float64)
+        if self.low is not None:
+            x = np.clip(x, self.low, self.high)  # within the fit's range: no extrapolation
+        z = (x - self.mean) / self.scale
         return float(z @ self.weights + self.bias)
 
     def confidence(self, features: dict[str, float]) -> float:
@@ -181,7 +191,8 @@ class Calibration:
         write_json(folder / CALIBRATION_FILE, {
             "format": FORMAT, "features": list(self.features), "mean": self.mean.tolist(), "scale": self.scale.tolist(),
             "weights": self.weights.tolist(), "bias": self.bias, "steps_x": self.steps_x.tolist(),
-            "steps_y": self.steps_y.tolist(), "threshold": self.threshold, "sentences": self.sentences})
+            "steps_y": self.steps_y.tolist(), "threshold": self.threshold, "sentences": self.sentences,
+            **({} if self.low is None else {"low": self.low.tolist(), "high": self.high.tolist()})})
 
     @classmethod
     def load(cls, path) -> Calibration:
@@ -216,5 +227,10 @@ class Calibration:
                 raise DataError(f"{path}: {key} must be a finite number")
         if not isinstance(raw.get("sentences"), int) or raw["sentences"] < 1:
             raise DataError(f"{path}: sentences must be a positive integer")
+        low = high = None
+        if "low" in raw or "high" in raw:  # absent: a file written before the ranges were kept
+            low, high = numbers("low", len(names)), numbers("high", len(names))
+            if (low > high).any():
+                raise DataError(f"{path}: low must not exceed high")
         return cls(tuple(names), mean, scale, weights, float(raw["bias"]), steps_x, steps_y, float(raw["threshold"]),
-                   raw["sentences"])
+                   raw["sentences"], low, high)
