@@ -166,11 +166,12 @@ def run(args) -> dict:
 
     engine = args.engine or RunDir(args.run).engine
     translator = Translator.load(args.run, engine=engine)
-    if args.as_typed:  # the model alone: no case restored, no slip mended (search.restore_case, correct_spelling)
+    if args.as_typed:  # the model alone: no case restored, no slip mended, no final mark written (search.restore_case,
+        # correct_spelling, complete_final_mark)
         import dataclasses
 
         translator.cfg = dataclasses.replace(translator.cfg, search=dataclasses.replace(
-            translator.cfg.search, restore_case=False, correct_spelling=False))
+            translator.cfg.search, restore_case=False, correct_spelling=False, complete_final_mark=False))
     corpus = load_corpus(corpus_spec(translator.cfg.data), args.split)
     sources, refs = corpus.src[:args.limit], corpus.tgt[:args.limit]
     results, clean = [], {}
@@ -225,7 +226,8 @@ def main(argv=None) -> int:
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--as-typed", action="store_true",
-                        help="the model reads each text as typed (search.restore_case and correct_spelling off)")
+                        help="the model reads each text as typed (search.restore_case, correct_spelling and "
+                             "complete_final_mark off)")
     parser.add_argument("--json", type=Path, default=None, help="write the report here")
     args = parser.parse_args(argv)
     args.argv = argv if argv is not None else sys.argv[1:]

@@ -210,6 +210,8 @@ class SearchConfig:
     restore_case: bool = True                # a text typed in lower case, capitals or title case is read in the
                                              # training data's case and translated into its own (data/lexicon.py)
     correct_spelling: bool = True            # an unknown word one slip from a known one is read as that word
+    complete_final_mark: bool = True         # a sentence of four words or more typed without its final mark is
+                                             # read with the one the training data's sentences end with
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from torch import nn
 
 from attnmt.config import Config
 from attnmt.data.batching import make_batches
-from attnmt.data.lexicon import CASE_PATTERNS, Normalized, restore_case
+from attnmt.data.fragments import MAX_WORDS
+from attnmt.data.lexicon import CASE_PATTERNS, Normalized, restore_case, with_final_marks
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
 from attnmt.data.sentences import capitalize_spans, split_sentences as find_sentences
 from attnmt.decoding.alignment import replace_unknowns, word_alignment
@@ -270,6 +271,8 @@ class Translator:
         seen = self.read_as_trained(list(sentences))
         texts = [n.text for n in seen] if seen is not None else list(sentences)
         if not options.split_sentences:
+            seen, _ = self.with_final_marks(list(sentences), seen, [[(0, len(text))] for text in texts])
+            texts = [n.text for n in seen] if seen is not None else texts
             return self._withheld(self._as_typed(self._translate(texts, options, target_prefix, constraints), seen),
                                   list(sentences), options)
         prefix_texts = check_prefixes(target_prefix, len(texts))
@@ -279,7 +282,8 @@ class Translator:
         if seen is not None and self.pipeline.lexicon.capital_starts:  # read in the training data's case: each
             seen = [dataclasses.replace(n, text=capitalize_spans(n.text, found))  # sentence begins as its do
                     if n.pattern in CASE_PATTERNS else n for n, found in zip(seen, spans)]
-            texts = [n.text for n in seen]
+        seen, spans = self.with_final_marks(list(sentences), seen, spans)
+        texts = [n.text for n in seen] if seen is not None else texts
         units = paragraph_units(texts, spans, prefix_texts if target_prefix is not None else None,
                                 per_text if constraints is not None else None)
         found_results = self._translate(units.texts, options, units.prefixes, units.constraints, split=True)
@@ -315,6 +319,22 @@ class Translator:
             return None
         seen = [lexicon.normalize(text, case=search.restore_case, spelling=search.correct_spelling) for text in texts]
         return seen if any(n.text != n.typed or n.pattern in CASE_PATTERNS for n in seen) else None
+
+    def with_final_marks(self, typed: list[str], seen: list[Normalized] | None, spans: list[list[tuple[int, int]]]
+                         ) -> tuple[list[Normalized] | None, list[list[tuple[int, int]]]]:
+        """Each sentence (spans into each text as read) of more than fragments.MAX_WORDS words typed
+        without a final mark, read with the mark its training data's sentences end with
+        (search.complete_final_mark, lexicon.final_mark; data/lexicon.py with_final_marks): the
+        model saw every caption end with one, and shorter pieces (`data.augment.fragments`) without.
+        `seen` and the spans as changed; `seen` stays None when no mark is written."""
+        lexicon = self.pipeline.lexicon
+        if lexicon is None or lexicon.final_mark is None or not self.cfg.search.complete_final_mark:
+            return seen, spans
+        base = seen if seen is not None else [Normalized(text, text, "as typed") for text in typed]
+        marked = [with_final_marks(n, found, lexicon.final_mark, min_words=MAX_WORDS) for n, found in zip(base, spans)]
+        if seen is None and all(n is b for (n, _), b in zip(marked, base)):
+            return None, spans
+        return [n for n, _ in marked], [found for _, found in marked]
 
     def _as_typed(self, results: list[TranslationResult], seen: list[Normalized] | None) -> list[TranslationResult]:
         """Results of mended texts (read_as_trained) as the typed ones': each translation (and

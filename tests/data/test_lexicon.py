@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from support import toy
 
-from attnmt.data.lexicon import LEXICON_FILE, Lexicon, case_pattern, restore_case
+from attnmt.data.lexicon import LEXICON_FILE, Lexicon, Normalized, case_pattern, restore_case, with_final_marks
 from attnmt.errors import DataError
 
 SENTENCES = ["Ein Mann fährt Fahrrad auf der Straße .", "Zwei Hunde spielen im Schnee .",
@@ -101,6 +101,63 @@ def test_any_text_is_read_and_mapped_back_within_itself(text):
         assert [c for c in seen.text if not c.isalpha()] == [c for c in text if not c.isalpha()]
 
 
+def test_the_final_mark_is_the_one_most_sentences_end_with():
+    assert LEXICON.final_mark == "."
+    exclaimed = Lexicon.from_sentences(s.split() for s in ["Los !", "Da ist er!", "Hallo !", "Ein Hund ."])
+    assert exclaimed.final_mark == "!"
+    quoted = Lexicon.from_sentences(s.split() for s in ['Er sagt "ja."', "Sie sagt (nein.)", "Kein Punkt"])
+    assert quoted.final_mark == "."  # a closing quote or bracket after the mark is looked through
+    headings = Lexicon.from_sentences(s.split() for s in ["Ein Hund", "Zwei Katzen", "Ein Haus ."])
+    assert headings.final_mark is None  # most lines end without one: nothing is completed
+
+
+def test_a_sentence_typed_without_its_mark_is_read_with_it_and_maps_back():
+    typed = "ein mann fährt fahrad auf der strasse zwei hunde spielen im schnee"
+    seen = LEXICON.normalize(typed)
+    cut = seen.text.index(" Zwei")
+    spans = [(0, cut), (cut + 1, len(seen.text))]
+    marked, moved = with_final_marks(seen, spans, ".", min_words=3)
+    assert marked.text == "Ein Mann fährt Fahrrad auf der Straße. Zwei Hunde spielen im Schnee."
+    assert [marked.text[a:b] for a, b in moved] == ["Ein Mann fährt Fahrrad auf der Straße.",
+                                                    "Zwei Hunde spielen im Schnee."]
+    assert [typed[marked.to_typed(a):marked.to_typed(b)] for a, b in moved] == [
+        "ein mann fährt fahrad auf der strasse", "zwei hunde spielen im schnee"]
+    for word in ("Fahrrad", "Straße", "Zwei", "Schnee"):  # the words' own edits moved with the marks
+        start = marked.text.index(word)
+        assert typed[marked.to_typed(start):marked.to_typed(start + len(word))].lower() in {
+            "fahrad", "strasse", "zwei", "schnee"}
+
+
+@pytest.mark.parametrize("text", ["Zwei Hunde spielen", "Zwei Hunde spielen im Schnee.", "Zutaten für vier Personen:",
+                                  'Er sagt "ja, gerne!"', "Was machen die Hunde da?"])
+def test_a_short_or_marked_sentence_stays_as_typed(text):
+    seen = Normalized(text, text, "as typed")
+    assert with_final_marks(seen, [(0, len(text))], ".", min_words=3) == (seen, [(0, len(text))])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("aeinrsäößHUNDEFMN .,!?")), max_size=80),
+       st.lists(st.floats(0, 1), max_size=5), st.sampled_from([".", "!"]), st.integers(0, 3))
+def test_any_sentences_get_their_marks_and_map_back_within_themselves(typed, cuts, mark, min_words):
+    seen = LEXICON.normalize(typed)
+    gaps = [i for i, c in enumerate(seen.text) if c == " "]  # sentences are cut between words
+    edges = sorted({0, len(seen.text), *(gaps[int(c * len(gaps)) % len(gaps)] for c in cuts if gaps)})
+    spans = list(zip(edges, edges[1:]))
+    marked, moved = with_final_marks(seen, spans, mark, min_words=min_words)
+    positions = [marked.to_typed(i) for i in range(len(marked.text) + 1)]
+    assert positions == sorted(positions) and positions[0] == 0 and positions[-1] == len(typed)
+    inserted = {start for _, _, start, end in marked.edits if end - start == 1} - {
+        start for _, _, start, end in seen.edits}  # what was written (marks and one-letter words alike)
+    added = [i for i in inserted if marked.text[i] == mark and marked.to_typed(i) == marked.to_typed(i + 1)]
+    assert len(marked.text) == len(seen.text) + len(added)
+
+    def without(a: int, b: int) -> str:
+        return "".join(c for i, c in enumerate(marked.text[a:b], a) if i not in added)
+
+    assert without(0, len(marked.text)) == seen.text
+    assert [without(c, d) for c, d in moved] == [seen.text[a:b] for a, b in spans]
+
+
 def test_a_corpus_of_lower_case_lines_is_read_without_capital_starts():
     """Sentence case in training: a lower-case text's first word is capitalized; lines that begin
     in lower case in training (a lowercased corpus, a word list): it stays as typed."""
@@ -119,7 +176,9 @@ def test_the_file_round_trips_and_a_damaged_one_is_refused_by_name(tmp_path):
                             (lambda r: r["forms"].update(hund=["Katze", 3]), r"forms\['hund'\] must be"),
                             (lambda r: r["forms"].update(hund=["Hund", -1]), r"forms\['hund'\] must be"),
                             (lambda r: r.pop("alphabet"), "not an attnmt lexicon"),
-                            (lambda r: r.update(capital_starts="yes"), "not an attnmt lexicon")]:
+                            (lambda r: r.update(capital_starts="yes"), "not an attnmt lexicon"),
+                            (lambda r: r.update(final_mark="x"), "final_mark must be one of"),
+                            (lambda r: r.update(final_mark=1), "final_mark must be one of")]:
         broken = json.loads(json.dumps(raw))
         damage(broken)
         (tmp_path / LEXICON_FILE).write_text(json.dumps(broken))
@@ -203,3 +262,55 @@ def test_a_paragraph_typed_without_marks_translates_sentence_by_sentence(lexicon
     assert joined.text == " ".join(r.text for r in alone)
     assert [s.source for s in joined.sentences] == [(0, 13), (14, 28), (29, 44), (45, 62)]
     assert joined.read_as == "Hund rot haus Mann groß ball Katze blau baum Frau klein wasser"
+
+
+def test_a_sentence_typed_without_its_final_mark_is_read_with_the_training_datas(lexicon_run, tmp_path):
+    """The toy run's sentences end with "." (lexicon.final_mark): one of four words typed without
+    it translates as typed with it, said in read_as; one of three (a fragment's length) and one
+    with its mark stay as typed; with search.complete_final_mark off, as typed."""
+    import shutil
+
+    from attnmt.run_dir import RunDir
+    from attnmt.translator import Translator
+
+    translator = Translator.load(lexicon_run, device="cpu")
+    assert translator.pipeline.lexicon.final_mark == "."
+    bare, marked, short = translator.translate(["Mann frau kind ball", "Mann frau kind ball .", "Hund katze rot"],
+                                               beam_size=2)
+    assert bare.read_as == "Mann frau kind ball." and marked.read_as is None and short.read_as is None
+    assert bare.source_tokens == marked.source_tokens and bare.text == marked.text
+    assert short.source_tokens == ["Hund", "katze", "rot"]
+
+    off = tmp_path / "off"
+    shutil.copytree(lexicon_run, off)
+    config = json.loads((off / "config.json").read_text())
+    config["search"].update(complete_final_mark=False)
+    (off / "config.json").write_text(json.dumps(config))
+    RunDir(off).record_checksums(["config.json"])
+    as_typed, = Translator.load(off, device="cpu").translate(["Mann frau kind ball"], beam_size=2)
+    assert as_typed.read_as is None and as_typed.source_tokens == ["Mann", "frau", "kind", "ball"]
+
+
+def test_a_paragraph_without_marks_is_read_with_one_after_each_sentence(lexicon_run):
+    """Split by the boundary counts of a grammar of four-word sentences, a lower-case paragraph
+    without marks translates as its sentences typed with a capital and a final mark, one by one
+    (written back in small letters); each sentence's span is into the text as typed."""
+    import dataclasses
+    import itertools
+
+    from attnmt.data.boundaries import BoundaryStats
+    from attnmt.translator import Translator
+
+    translator = Translator.load(lexicon_run, device="cpu")
+    grammar = [" ".join(words) + " ." for shape in ([["hund", "katze"], ["rot", "blau"], ["haus", "baum"], ["ball"]],
+                                             [["mann", "frau"], ["groß", "klein"], ["kind", "wasser"], ["rot"]])
+               for words in itertools.product(*shape)]
+    lexicon = translator.pipeline.lexicon
+    translator.pipeline.lexicon = dataclasses.replace(lexicon, boundaries=BoundaryStats.from_sentences(grammar))
+    sentences = ["hund rot haus ball", "mann groß kind rot", "katze blau baum ball"]
+    paragraph = " ".join(sentences)
+    joined, = translator.translate([paragraph], beam_size=2, split_sentences=True)
+    alone = translator.translate([s[0].upper() + s[1:] + " ." for s in sentences], beam_size=2)
+    assert joined.text == restore_case(" ".join(r.text for r in alone), "lower")  # written as typed
+    assert [paragraph[a:b] for a, b in (s.source for s in joined.sentences)] == sentences
+    assert joined.read_as == "Hund rot haus ball. Mann groß kind rot. Katze blau baum ball."

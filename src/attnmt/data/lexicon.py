@@ -5,6 +5,7 @@ its case restored and its slips of the finger mended, before the model reads it.
     seen = lexicon.normalize("EIN MANN FÄHRT FAHRAD")  # seen.text "Ein Mann fährt Fahrrad", seen.pattern "upper"
     restore_case(translation, seen.pattern)          # -> "A MAN RIDES A BIKE"
     seen.to_typed(offset)                            # an offset into seen.text, into the typed text
+    with_final_marks(seen, spans, lexicon.final_mark, min_words=3)  # "Ein Hund läuft im Park" -> "... Park."
     lexicon.boundaries                               # where its sentences end (boundaries.py), or None
 
 A model trained on sentence-case captions has seen "Mann", never "mann" or "MANN" (a word
@@ -21,15 +22,20 @@ known word it ends or begins with (`unknown_form`), else small letters. The lexi
 the counts that find sentence boundaries in a text typed without sentence marks (`boundaries`,
 data/boundaries.py: how often each word ends and starts a sentence and follows another, the
 sentences' lengths); a lexicon.json written before them has none, and such a text is then not
-split.
+split. And it keeps the mark its sentences end with (`final_mark`, where most of them end with
+one): a sentence typed without it is read with it (`with_final_marks`), as the model saw every
+caption, instead of training the model on sources stripped of it.
 
 Shapes: none (text).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from bisect import bisect_right
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Sequence
@@ -48,6 +54,8 @@ _WORD = re.compile(r"[^\W\d_]+")
 _RUN = re.compile(r"([^\W\d_])\1{2,}")  # a letter typed three times or more
 _SPELLED_OUT = (("ae", "ä"), ("oe", "ö"), ("ue", "ü"), ("ss", "ß"))
 CASE_PATTERNS = ("lower", "upper", "title")  # the patterns whose case is restored; any other: "as typed"
+FINAL_MARKS = ".!?\u2026"  # the marks a sentence ends with (final_mark is the commonest of them)
+_MARKED = re.compile(r"[.!?\u2026:;,][\"'\u201c\u201d\u00bb\u2018\u2019)\]]*\s*$")  # ends in a mark (or a colon ...)
 
 
 def case_pattern(text: str) -> str:
@@ -111,6 +119,33 @@ class Normalized:
         return offset + shift
 
 
+def with_final_marks(seen: Normalized, spans: Sequence[tuple[int, int]], mark: str, *, min_words: int
+                     ) -> tuple[Normalized, list[tuple[int, int]]]:
+    """`seen` with `mark` written after each of its sentences (spans into seen.text, cut between
+    words) of more than
+    `min_words` words that ends without a mark (. ! ? ... : ; , and any closing quote), and the
+    sentences' spans in the new text (each holding its mark). Each mark is an edit of no typed
+    characters, so `to_typed` maps the new text back to the typed one."""
+    text = seen.text
+    at = [start + len(text[start:end].rstrip()) for start, end in spans  # after its last character
+          if not _MARKED.search(text[start:end]) and len(_WORD.findall(text[start:end])) > min_words]
+    if not at:
+        return seen, list(spans)
+
+    def moved(offset: int) -> int:  # a mark written at `offset` comes before what begins there
+        return offset + bisect_right(at, offset)  # `at` is in order, as the spans are
+
+    pieces, last = [], 0
+    for p in at:
+        pieces += [text[last:p], mark]
+        last = p
+    pieces.append(text[last:])
+    edits = [(ts, te, moved(ns), moved(ns) + (ne - ns)) for ts, te, ns, ne in seen.edits]
+    edits += [(seen.to_typed(p), seen.to_typed(p), moved(p) - 1, moved(p)) for p in at]
+    marked = dataclasses.replace(seen, text="".join(pieces), edits=tuple(sorted(edits, key=lambda e: e[2])))
+    return marked, [(moved(start), moved(end)) for start, end in spans]
+
+
 def _letters(alphabet: str, word: str) -> str:
     return "".join(dict.fromkeys(alphabet + word))
 
@@ -125,12 +160,15 @@ class Lexicon:
         capital_starts: whether most of its sentences begin with a capital (sentence case): a
             text read in its case then does too; a corpus of lower-case lines does not.
         boundaries: the sentences' boundary counts (boundaries.py); None in a lexicon saved before them.
+        final_mark: the mark (of FINAL_MARKS) most of its sentences end with; None when most end
+            without one, or in a lexicon saved before it was kept.
     """
 
     forms: dict[str, tuple[str, int]]
     alphabet: str = field(default="")
     capital_starts: bool = True
     boundaries: BoundaryStats | None = None
+    final_mark: str | None = None
 
     @classmethod
     def from_sentences(cls, sentences: Iterable[Sequence[str]]) -> Lexicon:
@@ -140,9 +178,12 @@ class Lexicon:
         inner: dict[str, dict[str, int]] = {}
         first: dict[str, dict[str, int]] = {}
         starts = capitals = 0
+        marks: Counter[str] = Counter()  # the final mark of each sentence ("" for none)
         boundaries = BoundaryCounter()
         for words in sentences:
             boundaries.add(words)
+            last = words[-1].rstrip("\"'\u201c\u201d\u00bb\u2018\u2019)]") if words else ""
+            marks[last[-1] if last and last[-1] in FINAL_MARKS else ""] += 1
             opening = next((w for w in words if _WORD.search(w) and w != "<unk>"), None)
             if opening is not None:
                 starts += 1
@@ -159,7 +200,10 @@ class Lexicon:
             total = sum(inner.get(lower, {}).values()) + sum(first.get(lower, {}).values())
             found[lower] = (best, total)
         letters = sorted({c for word in found for c in word})
-        return cls(found, "".join(letters), capital_starts=capitals * 2 >= starts, boundaries=boundaries.stats())
+        mark, count = max(marks.items(), key=lambda item: (item[1], item[0]), default=("", 0))
+        final_mark = mark if mark and count * 2 > sum(marks.values()) else None
+        return cls(found, "".join(letters), capital_starts=capitals * 2 >= starts, boundaries=boundaries.stats(),
+                   final_mark=final_mark)
 
     # ---- the input's words
 
@@ -271,6 +315,8 @@ class Lexicon:
                  "forms": {k: list(v) for k, v in sorted(self.forms.items())}}
         if self.boundaries is not None:
             saved["boundaries"] = self.boundaries.to_dict()
+        if self.final_mark is not None:
+            saved["final_mark"] = self.final_mark
         write_json(folder / LEXICON_FILE, saved, indent=None)
 
     @classmethod
@@ -292,5 +338,9 @@ class Lexicon:
                 raise DataError(f"{path}: forms[{lower[:40]!r}] must be [its form, a count > 0]")
             forms[lower] = (entry[0], entry[1])
         boundaries = BoundaryStats.from_dict(raw["boundaries"], str(path)) if "boundaries" in raw else None
+        final_mark = raw.get("final_mark")  # absent: none kept (or most sentences end without one)
+        if final_mark is not None and (not isinstance(final_mark, str) or final_mark not in tuple(FINAL_MARKS)):
+            raise DataError(f"{path}: final_mark must be one of {' '.join(FINAL_MARKS)} (or absent), not "
+                            f"{str(final_mark)[:40]!r}")
         return cls(forms, raw["alphabet"], raw.get("capital_starts", True),  # absent: written before the keys
-                   boundaries)
+                   boundaries, final_mark)

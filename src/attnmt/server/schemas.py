@@ -300,8 +300,9 @@ class V1Translation(BaseModel):
                                                            "false: confidence is the mean token probability")
     withheld: bool = Field(False, description="below min_confidence: `text` is the source (or empty)")
     read_as: Optional[str] = Field(None, description="the text as the model read it, where it was mended: case "
-                                                     "restored, slips of the finger corrected (search.restore_case, "
-                                                     "search.correct_spelling); null: read as typed")
+                                                     "restored, slips of the finger corrected, a missing final mark "
+                                                     "written (search.restore_case, search.correct_spelling, "
+                                                     "search.complete_final_mark); null: read as typed")
 
 
 class V1TranslateResponse(BaseModel):
