@@ -212,3 +212,23 @@ def test_robustness_reports_every_variant_and_the_short_inputs(toy_run, tmp_path
     assert rows["lowercase"]["scored"] == "lowercased" and rows["typo"]["scored"] == "cased"
     short, = [r for r in report["results"] if r["kind"] == "short_inputs"]
     assert short["inputs"] == len(robustness.SHORT_INPUTS) and 0 <= short["passed"] <= short["inputs"]
+
+
+def test_truecasing_scores_words_as_written_by_hand():
+    from benchmarks.quality.truecasing import score
+
+    assert score(["Ein Mann läuft.", "Zwei hunde"], ["Ein Mann Läuft.", "Zwei hunde"]) == {
+        "words_right": 0.8, "words_wrong": 1, "sentences_right": 0.5}
+
+
+def test_truecasing_compares_both_readers_on_multi30k(multi30k_dir, tmp_path, monkeypatch, capsys):
+    from benchmarks.quality import truecasing
+
+    monkeypatch.setenv("ATTNMT_DATA", str(multi30k_dir))
+    out = tmp_path / "truecasing.json"
+    assert truecasing.main(["--json", str(out)]) == 0
+    rows = {(r["typed"], r["reader"]): r for r in json.loads(out.read_text())["results"]}
+    assert set(rows) == {(t, r) for t in ("lowercase", "uppercase")
+                         for r in ("Moses truecaser (sacremoses)", "attnmt lexicon")}
+    assert all(0.9 < r["words_right"] <= 1 for r in rows.values())  # both read most words back as written
+    assert rows["lowercase", "attnmt lexicon"]["words_right"] >= 0.975  # 98.1% on 2026-12-02 (counts, no model)

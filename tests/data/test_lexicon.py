@@ -46,8 +46,11 @@ def test_a_translation_is_written_in_the_pattern_character_for_character():
     ("Ein Mann Und Die Hunde Laufen", "Ein Mann und die Hunde laufen"),
     ("DIE NASA SCHICKT EINE RAKETE", "Die NASA schickt eine Rakete"),  # the training data's form of NASA
     ("EINE ESA RAKETE", "Eine ESA Rakete"),  # unknown in capitals: an acronym, kept
-    ("zwei hunde und zorro", "Zwei Hunde und zorro"),  # unknown in lower case: as typed
-    # unknown in capitals, longer than an acronym: the case of a known word it ends or begins with, else small
+    ("zwei hunde und zorro", "Zwei Hunde und zorro"),  # unknown in lower case, no known part: small letters
+    # unknown (in capitals: longer than an acronym): the case of a known word it ends or begins with, else small
+    ("zwei hunde im parkschnee", "Zwei Hunde im Parkschnee"),
+    ("Zwei Hunde Im Parkschnee", "Zwei Hunde im Parkschnee"),
+    ("zwei fahrradwege", "Zwei Fahrradwege"),
     ("ZWEI HUNDE IM PARKSCHNEE", "Zwei Hunde im Parkschnee"),      # ends with Schnee
     ("ZWEI FAHRRADWEGE", "Zwei Fahrradwege"),                      # begins with Fahrrad
     ("EIN MANN IM PARKBUCH", "Ein Mann im parkbuch"),             # Park and Buch: too short to count

@@ -17,8 +17,9 @@ written in the pattern it was typed in. A word the training data never had, of f
 more, that is one slip away from a word it had (a letter swapped, dropped, doubled, added or
 replaced; a letter repeated; "ss" for "ß", "ae" for "ä", accents left out) becomes the most
 frequent such word. A word it had, or an unknown one with no such neighbour, stays as typed (a
-name), but in a text typed in capitals an unknown word longer than an acronym takes the case of a
-known word it ends or begins with (`unknown_form`), else small letters. The lexicon also keeps
+name), but in a text typed in small letters, capitals or title case an unknown word (longer than
+an acronym, in capitals) takes the case of a known word it ends or begins with (`unknown_form`),
+else small letters. The lexicon also keeps
 the counts that find sentence boundaries in a text typed without sentence marks (`boundaries`,
 data/boundaries.py: how often each word ends and starts a sentence and follows another, the
 sentences' lengths); a lexicon.json written before them has none, and such a text is then not
@@ -227,12 +228,15 @@ class Lexicon:
         return form if not word[0].isupper() else form[:1].upper() + form[1:]
 
     def unknown_form(self, lower: str) -> str:
-        """How a word the training data never had is read when it was typed in capitals: capitalized
-        when the longest known word (of PART letters or more) that ends it, else the longest that
-        begins it, is written capitalized (a German compound takes its last part's case:
-        "SCHNEELANDSCHAFT" -> "Schneelandschaft"), else in small letters ("ANSTARRT" -> "anstarrt").
-        Left in capitals, a subword model reads such a word as letters it rarely saw and may run to
-        its length bound ("A SAAAAAAAA..."); a word vocabulary reads it as <unk> either way."""
+        """How a word the training data never had is read in a text typed in small letters, capitals
+        or title case: capitalized when the longest known word (of PART letters or more) that ends
+        it, else the longest that begins it, is written capitalized (a German compound takes its
+        last part's case: "schneelandschaft", "SCHNEELANDSCHAFT" -> "Schneelandschaft"), else in
+        small letters ("ANSTARRT" -> "anstarrt"). Left in capitals, a subword model reads such a
+        word as letters it rarely saw and may run to its length bound ("A SAAAAAAAA..."); a word
+        vocabulary reads it as <unk> either way. Moses' truecaser leaves it as typed: on
+        test_2016_flickr typed in small letters this reads 98.1% of the words as written, against
+        97.1% so (benchmarks/quality/truecasing.py)."""
         parts = [lower[i:] for i in range(1, len(lower) - PART + 1)] + [lower[:j] for j in range(len(lower) - 1,
                                                                                              PART - 1, -1)]
         for part in parts:
@@ -288,10 +292,8 @@ class Lexicon:
                 lower = word.lower()
                 if lower in self.forms:
                     word = self.forms[lower][0]
-                elif pattern != "upper":  # unknown, in lower or title case: small letters (a sentence's
-                    word = lower           # first one capitalized below)
-                elif len(lower) > ACRONYM:  # unknown, in capitals: in a known part's case; a short one
-                    word = self.unknown_form(lower)  # stays (an acronym)
+                elif pattern != "upper" or len(lower) > ACRONYM:  # unknown: in a known part's case, else small
+                    word = self.unknown_form(lower)  # letters; a short one in capitals stays (an acronym)
             if spelling and not self.known(word):
                 fixed = self.correction(word.lower() if pattern == "upper" else word)
                 if fixed is not None:
