@@ -28,7 +28,7 @@ from torch import nn
 from attnmt.config import Config
 from attnmt.data.batching import make_batches
 from attnmt.data.fragments import MAX_WORDS
-from attnmt.data.lexicon import CASE_PATTERNS, Normalized, restore_case, with_final_marks
+from attnmt.data.lexicon import CASE_PATTERNS, Lexicon, Lexicons, Normalized, restore_case, with_final_marks
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
 from attnmt.data.sentences import capitalize_spans, split_sentences as find_sentences
 from attnmt.decoding.alignment import replace_unknowns, word_alignment
@@ -194,8 +194,24 @@ class Translator:
         """The sentences of `text` in `lang` (data.sentences.split_sentences), a stretch typed
         without sentence marks split where the model's training data says (data/boundaries.py:
         when its lexicon keeps the counts); the one splitter of the translator and the service."""
-        lexicon = self.pipeline.lexicon
+        lexicon = self.lexicon_for(lang)
         return find_sentences(text, lang, lexicon.boundaries if lexicon is not None else None)
+
+    def lexicon_for(self, lang: str | None) -> Lexicon | None:
+        """The source words a text in `lang` is read with (data/lexicon.py): the run's lexicon, or of
+        a multilingual run that language's (None for a language it has none of, or None given)."""
+        lexicon = self.pipeline.lexicon
+        return lexicon.of(lang) if isinstance(lexicon, Lexicons) else lexicon
+
+    def _reading(self, options: DecodingOptions) -> Lexicon | None:
+        """The lexicon of a call's source language: options.source_lang, else the model's only one
+        (into options.target_lang); None for a multilingual call that does not say which."""
+        if not isinstance(self.pipeline.lexicon, Lexicons):
+            return self.pipeline.lexicon
+        try:
+            return self.lexicon_for(self.source_language(options.source_lang, options.target_lang))
+        except LanguageError:
+            return None
 
     @property
     def subword(self) -> bool:
@@ -268,10 +284,11 @@ class Translator:
             sentences = [sentences]
             target_prefix = [target_prefix] if isinstance(target_prefix, str) else target_prefix
             constraints = None if constraints is None else [constraints]
-        seen = self.read_as_trained(list(sentences))
+        lexicon = self._reading(options)
+        seen = self.read_as_trained(list(sentences), lexicon)
         texts = [n.text for n in seen] if seen is not None else list(sentences)
         if not options.split_sentences:
-            seen, _ = self.with_final_marks(list(sentences), seen, [[(0, len(text))] for text in texts])
+            seen, _ = self.with_final_marks(list(sentences), seen, [[(0, len(text))] for text in texts], lexicon)
             texts = [n.text for n in seen] if seen is not None else texts
             return self._withheld(self._as_typed(self._translate(texts, options, target_prefix, constraints), seen),
                                   list(sentences), options)
@@ -279,10 +296,10 @@ class Translator:
         per_text = check_constraints(constraints, len(texts))
         lang = self.source_language(options.source_lang, options.target_lang)
         spans = [self.sentences(text, lang) for text in texts]
-        if seen is not None and self.pipeline.lexicon.capital_starts:  # read in the training data's case: each
+        if seen is not None and lexicon.capital_starts:  # read in the training data's case: each
             seen = [dataclasses.replace(n, text=capitalize_spans(n.text, found))  # sentence begins as its do
                     if n.pattern in CASE_PATTERNS else n for n, found in zip(seen, spans)]
-        seen, spans = self.with_final_marks(list(sentences), seen, spans)
+        seen, spans = self.with_final_marks(list(sentences), seen, spans, lexicon)
         texts = [n.text for n in seen] if seen is not None else texts
         units = paragraph_units(texts, spans, prefix_texts if target_prefix is not None else None,
                                 per_text if constraints is not None else None)
@@ -309,25 +326,24 @@ class Translator:
                 result.withheld = True
         return results
 
-    def read_as_trained(self, texts: list[str]) -> list[Normalized] | None:
+    def read_as_trained(self, texts: list[str], lexicon: Lexicon | None) -> list[Normalized] | None:
         """Each text as the model is to read it (data/lexicon.py): in lower case, capitals or title
         case, its words in the training data's case (search.restore_case), and an unknown word one
         slip from a known one mended (search.correct_spelling); None when nothing is to be mended
-        (the model keeps no lexicon, both settings are off, or every text reads as typed)."""
-        lexicon, search = self.pipeline.lexicon, self.cfg.search
+        (no `lexicon`, both settings are off, or every text reads as typed)."""
+        search = self.cfg.search
         if lexicon is None or not (search.restore_case or search.correct_spelling):
             return None
         seen = [lexicon.normalize(text, case=search.restore_case, spelling=search.correct_spelling) for text in texts]
         return seen if any(n.text != n.typed or n.pattern in CASE_PATTERNS for n in seen) else None
 
-    def with_final_marks(self, typed: list[str], seen: list[Normalized] | None, spans: list[list[tuple[int, int]]]
-                         ) -> tuple[list[Normalized] | None, list[list[tuple[int, int]]]]:
+    def with_final_marks(self, typed: list[str], seen: list[Normalized] | None, spans: list[list[tuple[int, int]]],
+                         lexicon: Lexicon | None) -> tuple[list[Normalized] | None, list[list[tuple[int, int]]]]:
         """Each sentence (spans into each text as read) of more than fragments.MAX_WORDS words typed
         without a final mark, read with the mark its training data's sentences end with
         (search.complete_final_mark, lexicon.final_mark; data/lexicon.py with_final_marks): the
         model saw every caption end with one, and shorter pieces (`data.augment.fragments`) without.
         `seen` and the spans as changed; `seen` stays None when no mark is written."""
-        lexicon = self.pipeline.lexicon
         if lexicon is None or lexicon.final_mark is None or not self.cfg.search.complete_final_mark:
             return seen, spans
         base = seen if seen is not None else [Normalized(text, text, "as typed") for text in typed]

@@ -226,3 +226,22 @@ def test_data_stats_of_a_multilingual_config_shows_each_directions_sets(tmp_path
                                          ["test:de-en", "de", "40"], ["test:de-en", "en", "40"],
                                          ["test:en-de", "en", "40"], ["test:en-de", "de", "40"]]
     assert "de-en, en-de" in out.splitlines()[0] and "train: 600 pairs read, 600 kept" in out
+
+
+def test_each_source_language_is_read_with_its_own_lexicon(multilingual_run):
+    """A multilingual run keeps one lexicon per source language (lexicon.json, attnmt-lexicons/1):
+    a text in capitals is read in its own language's words (the multiway corpus is in small
+    letters), translated as typed so, and written back in capitals; a call that does not say
+    which of several languages it reads is read as typed."""
+    from attnmt.data.lexicon import Lexicons, restore_case
+
+    t = Translator.load(multilingual_run)
+    lexicons = t.pipeline.lexicon
+    assert isinstance(lexicons, Lexicons) and sorted(lexicons.languages) == ["de", "en", "fr"]
+    assert lexicons.of("fr").known("chien") and not lexicons.of("fr").known("hund")
+    for source, text in (("de", "hund rot katze"), ("fr", "chien rouge chat")):
+        plain, = t.translate([text], source_lang=source, target_lang="en", beam_size=1)
+        shouted, = t.translate([text.upper()], source_lang=source, target_lang="en", beam_size=1)
+        assert shouted.read_as == text and shouted.text == restore_case(plain.text, "upper")
+    unsaid, = t.translate(["HUND ROT KATZE"], target_lang="en", beam_size=1)  # de or fr: not said
+    assert unsaid.read_as is None and unsaid.source_tokens[0].upper() == unsaid.source_tokens[0]

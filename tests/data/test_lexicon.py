@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from support import toy
 
-from attnmt.data.lexicon import LEXICON_FILE, Lexicon, Normalized, case_pattern, restore_case, with_final_marks
+from attnmt.data.lexicon import (LEXICON_FILE, Lexicon, Lexicons, Normalized, case_pattern, load_lexicon, restore_case,
+                                 with_final_marks)
 from attnmt.errors import DataError
 
 SENTENCES = ["Ein Mann fährt Fahrrad auf der Straße .", "Zwei Hunde spielen im Schnee .",
@@ -187,6 +188,25 @@ def test_the_file_round_trips_and_a_damaged_one_is_refused_by_name(tmp_path):
         (tmp_path / LEXICON_FILE).write_text(json.dumps(broken))
         with pytest.raises(DataError, match=message):
             Lexicon.load(tmp_path / LEXICON_FILE)
+
+
+def test_a_multilingual_lexicon_round_trips_and_a_damaged_language_is_refused_by_name(tmp_path):
+    french = Lexicon.from_sentences(s.split() for s in ["Un chien court .", "Deux chats jouent ."] * 2)
+    both = Lexicons({"de": LEXICON, "fr": french})
+    both.save(tmp_path)
+    assert load_lexicon(tmp_path / LEXICON_FILE) == both
+    assert both.of("fr") is french and both.of("cs") is None and both.of(None) is None
+    assert both.known("chien") and both.known("Hunde") and not both.known("dog")
+    raw = json.loads((tmp_path / LEXICON_FILE).read_text())
+    raw["languages"]["fr"]["forms"]["chien"] = ["Hund", 2]
+    (tmp_path / LEXICON_FILE).write_text(json.dumps(raw))
+    with pytest.raises(DataError, match=r"languages\['fr'\]: forms\['chien'\] must be"):
+        load_lexicon(tmp_path / LEXICON_FILE)
+    (tmp_path / LEXICON_FILE).write_text(json.dumps({"format": "attnmt-lexicons/1", "languages": []}))
+    with pytest.raises(DataError, match="languages must map each source language"):
+        load_lexicon(tmp_path / LEXICON_FILE)
+    LEXICON.save(tmp_path)  # one language's file reads as it did
+    assert load_lexicon(tmp_path / LEXICON_FILE) == LEXICON
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ its case restored and its slips of the finger mended, before the model reads it.
     seen.to_typed(offset)                            # an offset into seen.text, into the typed text
     with_final_marks(seen, spans, lexicon.final_mark, min_words=3)  # "Ein Hund läuft im Park" -> "... Park."
     lexicon.boundaries                               # where its sentences end (boundaries.py), or None
+    lexicons.of("fr")                                # a multilingual model's: each source language its own
 
 A model trained on sentence-case captions has seen "Mann", never "mann" or "MANN" (a word
 vocabulary lacks them; sentencepiece cuts them into pieces it rarely saw): a text typed all in
@@ -47,6 +48,7 @@ from attnmt.files import read_json, write_json
 
 LEXICON_FILE = "lexicon.json"
 FORMAT = "attnmt-lexicon/1"
+LEXICONS_FORMAT = "attnmt-lexicons/1"  # a multilingual model's: one lexicon per source language
 MIN_COUNT = 2        # a word seen fewer times is no correction target
 MIN_LENGTH = 4       # shorter unknown words are not corrected (too many neighbours)
 ACRONYM = 4          # an unknown word of at most this many letters typed in capitals stays so (NATO, ESA)
@@ -312,14 +314,17 @@ class Lexicon:
 
     # ---- a file of the run
 
-    def save(self, folder) -> None:
+    def to_dict(self) -> dict:
         saved = {"format": FORMAT, "alphabet": self.alphabet, "capital_starts": self.capital_starts,
                  "forms": {k: list(v) for k, v in sorted(self.forms.items())}}
         if self.boundaries is not None:
             saved["boundaries"] = self.boundaries.to_dict()
         if self.final_mark is not None:
             saved["final_mark"] = self.final_mark
-        write_json(folder / LEXICON_FILE, saved, indent=None)
+        return saved
+
+    def save(self, folder) -> None:
+        write_json(folder / LEXICON_FILE, self.to_dict(), indent=None)
 
     @classmethod
     def load(cls, path) -> Lexicon:
@@ -328,21 +333,60 @@ class Lexicon:
         Raises:
             DataError: not a lexicon of this format, naming the file and what is wrong.
         """
-        raw = read_json(path, error=DataError)
+        return cls.from_dict(read_json(path, error=DataError), str(path))
+
+    @classmethod
+    def from_dict(cls, raw, where: str) -> Lexicon:
+        """A lexicon from its saved dict, checked; errors name `where` (the file, and the language in
+        a multilingual one)."""
         if not isinstance(raw, dict) or raw.get("format") != FORMAT or not isinstance(raw.get("forms"), dict) \
                 or not isinstance(raw.get("alphabet"), str) or not isinstance(raw.get("capital_starts", True), bool):
-            raise DataError(f"{path}: not an attnmt lexicon ({FORMAT}: format, alphabet, capital_starts, forms)")
+            raise DataError(f"{where}: not an attnmt lexicon ({FORMAT}: format, alphabet, capital_starts, forms)")
         forms = {}
         for lower, entry in raw["forms"].items():
             if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)
                     and isinstance(entry[1], int) and not isinstance(entry[1], bool) and entry[1] > 0
                     and entry[0].lower() == lower):
-                raise DataError(f"{path}: forms[{lower[:40]!r}] must be [its form, a count > 0]")
+                raise DataError(f"{where}: forms[{lower[:40]!r}] must be [its form, a count > 0]")
             forms[lower] = (entry[0], entry[1])
-        boundaries = BoundaryStats.from_dict(raw["boundaries"], str(path)) if "boundaries" in raw else None
+        boundaries = BoundaryStats.from_dict(raw["boundaries"], where) if "boundaries" in raw else None
         final_mark = raw.get("final_mark")  # absent: none kept (or most sentences end without one)
         if final_mark is not None and (not isinstance(final_mark, str) or final_mark not in tuple(FINAL_MARKS)):
-            raise DataError(f"{path}: final_mark must be one of {' '.join(FINAL_MARKS)} (or absent), not "
+            raise DataError(f"{where}: final_mark must be one of {' '.join(FINAL_MARKS)} (or absent), not "
                             f"{str(final_mark)[:40]!r}")
         return cls(forms, raw["alphabet"], raw.get("capital_starts", True),  # absent: written before the keys
                    boundaries, final_mark)
+
+
+@dataclass
+class Lexicons:
+    """A multilingual model's source words: one Lexicon per language it reads, in one lexicon.json.
+    A text is read with its own language's (`of`); a word is known when any of them knows it."""
+
+    languages: dict[str, Lexicon]
+
+    def of(self, lang: str | None) -> Lexicon | None:
+        return self.languages.get(lang) if lang is not None else None
+
+    def known(self, word: str) -> bool:
+        return any(lexicon.known(word) for lexicon in self.languages.values())
+
+    def save(self, folder) -> None:
+        write_json(folder / LEXICON_FILE, {"format": LEXICONS_FORMAT, "languages": {
+            lang: lexicon.to_dict() for lang, lexicon in sorted(self.languages.items())}}, indent=None)
+
+
+def load_lexicon(path) -> Lexicon | Lexicons:
+    """lexicon.json: one language's Lexicon, or a multilingual model's Lexicons, checked.
+
+    Raises:
+        DataError: neither, naming the file (and the language) and what is wrong.
+    """
+    raw = read_json(path, error=DataError)
+    if not (isinstance(raw, dict) and raw.get("format") == LEXICONS_FORMAT):
+        return Lexicon.from_dict(raw, str(path))
+    languages = raw.get("languages")
+    if not isinstance(languages, dict) or not languages or not all(isinstance(k, str) for k in languages):
+        raise DataError(f"{path}: languages must map each source language to its lexicon ({LEXICONS_FORMAT})")
+    return Lexicons({lang: Lexicon.from_dict(entry, f"{path}: languages[{lang[:20]!r}]")
+                     for lang, entry in languages.items()})

@@ -21,7 +21,7 @@ from typing import Sequence
 from attnmt.files import read_json, sha256_file, write_json
 from attnmt.data.corpus import ParallelCorpus
 from attnmt.data.languages import Languages, is_lang_token, lang_token
-from attnmt.data.lexicon import LEXICON_FILE, Lexicon
+from attnmt.data.lexicon import LEXICON_FILE, Lexicon, Lexicons, load_lexicon
 from attnmt.data.tokenizers import WORD_START, SentencePieceTokenizer, Tokenizer, tokenizer_from_dict
 from attnmt.data.vocab import Vocab
 from attnmt.errors import DataError
@@ -40,7 +40,8 @@ class TextPipeline:
     tgt_vocab: Vocab
     languages: Languages | None = None  # a multilingual model's (None: one direction)
     source_eos: bool = False  # every source ends with src_vocab's eos token (Marian); attnmt's own: no
-    lexicon: Lexicon | None = None  # the training data's source words (lexicon.py): case and slips mended
+    lexicon: Lexicon | Lexicons | None = None  # the training data's source words (lexicon.py; a multilingual
+                                               # run's per source language): case and slips mended
 
     # ------------------------------------------------------------------ use
     def language_ids(self, target_lang: str | None) -> tuple[list[int], list[int]]:
@@ -106,7 +107,7 @@ class TextPipeline:
             return self
         return dataclasses.replace(self, languages=self.languages.with_placement(placement))
 
-    def with_lexicon(self, lexicon: Lexicon | None) -> TextPipeline:
+    def with_lexicon(self, lexicon: Lexicon | Lexicons | None) -> TextPipeline:
         """This pipeline with the source words of its training data (saved as lexicon.json)."""
         return dataclasses.replace(self, lexicon=lexicon)
 
@@ -145,7 +146,7 @@ class TextPipeline:
             Vocab.load(run_dir / "vocab.tgt.json"),
             languages,
             source_eos=settings.get("source_eos", False),
-            lexicon=Lexicon.load(run_dir / LEXICON_FILE) if (run_dir / LEXICON_FILE).is_file() else None,
+            lexicon=load_lexicon(run_dir / LEXICON_FILE) if (run_dir / LEXICON_FILE).is_file() else None,
         )
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from attnmt.config import Config, save_config
 from attnmt.data.augment import Augmenter, TextSide
 from attnmt.data.fragments import Fragments
-from attnmt.data.lexicon import Lexicon
+from attnmt.data.lexicon import Lexicon, Lexicons
 from attnmt.data.batching import Batch, make_batches
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
 from attnmt.data.epochs import Batching, Epoch
@@ -70,11 +70,25 @@ def prepared_examples(prepared: PreparedData, *, block: int = 4096) -> Iterator[
         yield from zip(prepared.ids("src", index), prepared.ids("tgt", index))
 
 
-def source_lexicon(prepared: PreparedData, *, limit: int = LEXICON_SAMPLE) -> Lexicon:
-    """The source words of the first `limit` prepared pairs (data/lexicon.py)."""
+def source_lexicon(prepared: PreparedData, *, limit: int = LEXICON_SAMPLE) -> Lexicon | Lexicons:
+    """The source words of the first `limit` prepared pairs (data/lexicon.py); of a multilingual
+    run, per source language the first `limit` pairs of the first corpus that reads it (a
+    multiway corpus holds the same sentences in each of its directions: counted once)."""
     side = TextSide(prepared.pipeline, "src")
-    texts = (side.text(src) for src, _ in islice(prepared_examples(prepared), limit))
-    return Lexicon.from_sentences(text.split() for text in texts if text is not None)
+    inputs = prepared.manifest["inputs"]
+    if prepared.pipeline.languages is None or not all("pair" in entry for entry in inputs):
+        texts = (side.text(src) for src, _ in islice(prepared_examples(prepared), limit))
+        return Lexicon.from_sentences(text.split() for text in texts if text is not None)
+    first: dict[str, int] = {}
+    for corpus, entry in enumerate(inputs):
+        first.setdefault(Direction.parse(entry["pair"], "manifest: inputs", error=DataError).source, corpus)
+    lexicons = {}
+    for lang, corpus in first.items():
+        index = np.flatnonzero(prepared.corpus_of == corpus)[:limit]
+        texts = (side.text(src) for block in range(0, len(index), 4096)
+                 for src in prepared.ids("src", index[block:block + 4096]))
+        lexicons[lang] = Lexicon.from_sentences(text.split() for text in texts if text is not None)
+    return Lexicons(lexicons)
 
 
 def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) -> TrainData:
@@ -87,8 +101,7 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
     prepared = _resumed_data(run, cfg, world) if resume else prepare(data_cfg, world=world, init_from=train_cfg.init_from)
     if not resume and world.main:
         pipeline = prepared.pipeline.with_placement(data_cfg.lang_token)
-        if not data_cfg.multilingual:  # one source language: its words, for texts typed another way (lexicon.py)
-            pipeline = pipeline.with_lexicon(source_lexicon(prepared))
+        pipeline = pipeline.with_lexicon(source_lexicon(prepared))  # for texts typed another way (lexicon.py)
         pipeline.save(run.path)
         save_config(cfg, run.path / CONFIG)
         write_json(run.path / PREPARED, {"key": prepared.key, "folder": str(prepared.folder), "pairs": len(prepared)})
