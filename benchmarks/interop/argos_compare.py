@@ -77,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     import dataclasses
 
     # argostranslate gives the model the text as typed: attnmt's own reading of it (a model's lexicon:
-    # search.restore_case, correct_spelling, complete_final_mark, where the config has them) is turned off
-    as_typed = {k: False for k in ("restore_case", "correct_spelling", "complete_final_mark")
+    # search.restore_case, correct_spelling, complete_final_mark, short_phrases, where the config has them) is off
+    as_typed = {k: False for k in ("restore_case", "correct_spelling", "complete_final_mark", "short_phrases")
                 if hasattr(engine.cfg.search, k)}
     engine.cfg = dataclasses.replace(engine.cfg, search=dataclasses.replace(engine.cfg.search, **as_typed))
     python = consumers.env_python("argostranslate")

@@ -16,10 +16,15 @@ the same ones):
     eszett_ss        only ß as ss ("Strasse")
     repeated_letter  one word's last letter typed three times ("Hunddd")
 The short-input test (SHORT_INPUTS below): one to three words in, a short output holding the right
-words out.
+words out (by the run's phrase table, search.short_phrases, where it knows them; `--no-phrases`: by
+the model).
 
     benchmarks/quality/robustness.py RUN_OR_EXPORT [--split test_2016_flickr] [--limit N] [--beam 5]
-        [--as-typed] [--json report.json]
+        [--as-typed] [--no-phrases] [--short-only] [--pieces 500] [--json report.json]
+
+Beside the hand-written test, `--pieces N` cuts one short piece from each of the first held-out
+pairs (word links counted on the training pairs: data/fragments.py), translates it and scores it
+against the piece of the reference it was cut with (the same words, chrF, the length).
 """
 
 from __future__ import annotations
@@ -157,6 +162,30 @@ def short_input_passes(output: str, source: str, required: list[list[str]]) -> b
             and all(any(alt in found for alt in alternatives) for alternatives in required))
 
 
+def held_out_pieces(train: tuple[list[str], list[str]], test: tuple[list[str], list[str]], *, limit: int,
+                    seed: int = 62) -> list[tuple[str, str]]:
+    """Short (source, target) pieces of pairs no model trained on: one piece per `test` pair, chosen
+    by a seeded generator among those data/fragments.py cuts there with word links counted on the
+    `train` pairs (whitespace words), punctuation at the ends dropped; the first `limit`."""
+    from attnmt.data.fragments import Fragments, strip_ends
+
+    table = Fragments.from_pairs((s.split(), t.split()) for s, t in zip(*train))
+    rng = random.Random(seed)
+    found = []
+    for src, tgt in zip(*test):
+        src, tgt = src.split(), tgt.split()
+        pieces = table.pieces(src, tgt)
+        if not pieces:
+            continue
+        (a, b), (c, d) = pieces[rng.randrange(len(pieces))]
+        source, target = strip_ends(src[a:b]), strip_ends(tgt[c:d])
+        if source and target and all(re.fullmatch(r"[^\W_]+(?:-[^\W_]+)*", w) for w in source):
+            found.append((" ".join(source), " ".join(target)))
+        if len(found) == limit:
+            break
+    return found
+
+
 def run(args) -> dict:
     import sacrebleu
 
@@ -166,17 +195,20 @@ def run(args) -> dict:
 
     engine = args.engine or RunDir(args.run).engine
     translator = Translator.load(args.run, engine=engine)
-    if args.as_typed:  # the model alone: no case restored, no slip mended, no final mark written (search.restore_case,
-        # correct_spelling, complete_final_mark)
+    off = {}
+    if args.as_typed:  # the model alone: no case restored, no slip mended, no final mark written, no phrase table
+        off = dict(restore_case=False, correct_spelling=False, complete_final_mark=False, short_phrases=False)
+    if args.no_phrases:  # short inputs translated by the model (search.short_phrases)
+        off["short_phrases"] = False
+    if off:
         import dataclasses
 
-        translator.cfg = dataclasses.replace(translator.cfg, search=dataclasses.replace(
-            translator.cfg.search, restore_case=False, correct_spelling=False, complete_final_mark=False))
+        translator.cfg = dataclasses.replace(translator.cfg, search=dataclasses.replace(translator.cfg.search, **off))
     corpus = load_corpus(corpus_spec(translator.cfg.data), args.split)
     sources, refs = corpus.src[:args.limit], corpus.tgt[:args.limit]
     results, clean = [], {}
     translator.translate(sources[:8], beam_size=args.beam)  # warm up
-    for name, texts in variants(sources).items():
+    for name, texts in ({} if args.short_only else variants(sources)).items():
         start = time.perf_counter()
         outputs = [r.text for r in translator.translate(texts, beam_size=args.beam, batch_size=args.batch_size)]
         seconds = time.perf_counter() - start
@@ -203,18 +235,43 @@ def run(args) -> dict:
                                                            f"{'met' if row['met'] else 'NOT met'}" if name in TARGETS else ""),
               flush=True)
     inputs = [text for text, _ in SHORT_INPUTS]
-    outputs = [r.text for r in translator.translate(inputs, beam_size=args.beam)]
+    start = time.perf_counter()
+    found = translator.translate(inputs, beam_size=args.beam)
+    seconds = time.perf_counter() - start
+    outputs = [r.text for r in found]
     passed = [short_input_passes(o, s, req) for o, (s, req) in zip(outputs, SHORT_INPUTS)]
     share = sum(passed) / len(passed)
+    phrased = sum(r.from_phrases for r in found)
     results.append({"kind": "short_inputs", "inputs": len(inputs), "passed": sum(passed), "share": round(share, 3),
-                    "target": 0.8, "met": share >= 0.8,
+                    "target": 0.8, "met": share >= 0.8, "from_phrases": phrased, "seconds": round(seconds, 2),
                     "failed": [{"input": s, "output": o} for o, (s, _), ok in zip(outputs, SHORT_INPUTS, passed) if not ok]})
-    print(f"short inputs: {sum(passed)} of {len(passed)} ({share:.0%}; target 80%)")
+    print(f"short inputs: {sum(passed)} of {len(passed)} ({share:.0%}; target 80%), {phrased} by the phrase table, "
+          f"{seconds:.2f} s")
     for failure in results[-1]["failed"][:20]:
         print(f"   {failure['input']!r} -> {failure['output']!r}")
+    if args.pieces:  # short pieces of the held-out pairs, against their own reference pieces
+        train = load_corpus(corpus_spec(translator.cfg.data), "train")
+        pieces = held_out_pieces((train.src, train.tgt), (sources, refs), limit=args.pieces)
+        start = time.perf_counter()
+        found = translator.translate([p for p, _ in pieces], beam_size=args.beam)
+        seconds = time.perf_counter() - start
+        outputs = [r.text for r in found]
+        same = sum(words_of(o) == words_of(t) for o, (_, t) in zip(outputs, pieces))
+        lengths = sum(len(words_of(o)) for o in outputs) / max(sum(len(words_of(t)) for _, t in pieces), 1)
+        chrf = sacrebleu.corpus_chrf(outputs, [[t for _, t in pieces]]).score
+        results.append({"kind": "held_out_pieces", "pieces": len(pieces), "same_words": same,
+                        "same_share": round(same / max(len(pieces), 1), 3), "chrf": round(chrf, 2),
+                        "length_ratio": round(lengths, 3), "from_phrases": sum(r.from_phrases for r in found),
+                        "seconds": round(seconds, 2),
+                        "examples": [{"input": p, "reference": t, "output": o}
+                                     for o, (p, t) in list(zip(outputs, pieces))[:12]]})
+        print(f"held-out pieces: {same} of {len(pieces)} with the reference's words ({same / max(len(pieces), 1):.0%}), "
+              f"chrF {chrf:.2f}, output/reference words {lengths:.2f}, "
+              f"{results[-1]['from_phrases']} by the phrase table, {seconds:.2f} s")
     return make_report("robustness", command=command(__file__, args.argv), environment=environment(),
                        settings={"run": args.run, "engine": engine, "split": args.split, "sentences": len(sources),
-                                 "beam": args.beam, "as_typed": args.as_typed}, results=results)
+                                 "beam": args.beam, "as_typed": args.as_typed, "search_off": sorted(off)},
+                       results=results)
 
 
 def main(argv=None) -> int:
@@ -227,7 +284,13 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--as-typed", action="store_true",
                         help="the model reads each text as typed (search.restore_case, correct_spelling and "
-                             "complete_final_mark off)")
+                             "complete_final_mark and short_phrases off)")
+    parser.add_argument("--no-phrases", action="store_true",
+                        help="short inputs translated by the model, not the phrase table (search.short_phrases off)")
+    parser.add_argument("--short-only", action="store_true", help="only the short inputs and pieces, not the variants")
+    parser.add_argument("--pieces", type=int, default=500,
+                        help="short pieces cut from the held-out pairs, translated and scored against their "
+                             "reference pieces (0: none)")
     parser.add_argument("--json", type=Path, default=None, help="write the report here")
     args = parser.parse_args(argv)
     args.argv = argv if argv is not None else sys.argv[1:]

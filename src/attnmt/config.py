@@ -212,6 +212,8 @@ class SearchConfig:
     correct_spelling: bool = True            # an unknown word one slip from a known one is read as that word
     complete_final_mark: bool = True         # a sentence of four words or more typed without its final mark is
                                              # read with the one the training data's sentences end with
+    short_phrases: bool = True               # an input of one to three words the training pairs' phrase table
+                                             # knows is translated by it (data/phrases.py), not by the model
 
 
 @dataclass(frozen=True)

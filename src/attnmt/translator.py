@@ -27,7 +27,7 @@ from torch import nn
 
 from attnmt.config import Config
 from attnmt.data.batching import make_batches
-from attnmt.data.fragments import MAX_WORDS
+from attnmt.data.phrases import MAX_WORDS
 from attnmt.data.lexicon import CASE_PATTERNS, Lexicon, Lexicons, Normalized, restore_case, with_final_marks
 from attnmt.data.pipeline import TextPipeline, pipeline_difference
 from attnmt.data.sentences import capitalize_spans, split_sentences as find_sentences
@@ -290,8 +290,8 @@ class Translator:
         if not options.split_sentences:
             seen, _ = self.with_final_marks(list(sentences), seen, [[(0, len(text))] for text in texts], lexicon)
             texts = [n.text for n in seen] if seen is not None else texts
-            return self._withheld(self._as_typed(self._translate(texts, options, target_prefix, constraints), seen),
-                                  list(sentences), options)
+            return self._withheld(self._as_typed(self._translate(texts, options, target_prefix, constraints,
+                                                                 lexicon=lexicon), seen), list(sentences), options)
         prefix_texts = check_prefixes(target_prefix, len(texts))
         per_text = check_constraints(constraints, len(texts))
         lang = self.source_language(options.source_lang, options.target_lang)
@@ -303,7 +303,8 @@ class Translator:
         texts = [n.text for n in seen] if seen is not None else texts
         units = paragraph_units(texts, spans, prefix_texts if target_prefix is not None else None,
                                 per_text if constraints is not None else None)
-        found_results = self._translate(units.texts, options, units.prefixes, units.constraints, split=True)
+        found_results = self._translate(units.texts, options, units.prefixes, units.constraints, split=True,
+                                        lexicon=lexicon)
         results = join_paragraphs(texts, spans, found_results, subword=self.subword)  # confidence: the least sure sentence's
         return self._withheld(self._as_typed(results, seen), list(sentences), options)
 
@@ -339,7 +340,7 @@ class Translator:
 
     def with_final_marks(self, typed: list[str], seen: list[Normalized] | None, spans: list[list[tuple[int, int]]],
                          lexicon: Lexicon | None) -> tuple[list[Normalized] | None, list[list[tuple[int, int]]]]:
-        """Each sentence (spans into each text as read) of more than fragments.MAX_WORDS words typed
+        """Each sentence (spans into each text as read) of more than phrases.MAX_WORDS words typed
         without a final mark, read with the mark its training data's sentences end with
         (search.complete_final_mark, lexicon.final_mark; data/lexicon.py with_final_marks): the
         model saw every caption end with one, and shorter pieces (`data.augment.fragments`) without.
@@ -368,24 +369,64 @@ class Translator:
         return results
 
     def _translate(self, sentences: list[str], options: DecodingOptions, target_prefix, constraints, *,
-                   split: bool = False) -> list[TranslationResult]:
-        """translate() of one sentence per text (`split`: each already one sentence of a paragraph)."""
+                   split: bool = False, lexicon: Lexicon | None = None) -> list[TranslationResult]:
+        """translate() of one sentence per text (`split`: each already one sentence of a paragraph);
+        a short one the `lexicon`'s phrase table knows by it (`_phrased`), the rest by the engine."""
         prefix_texts = check_prefixes(target_prefix, len(sentences))
+        per_sentence = check_constraints(constraints, len(sentences))
         language = self.target_language(options.source_lang, options.target_lang)
         applicable = None
-        if any(check_constraints(constraints, len(sentences))):
+        if any(per_sentence):
             if self.engine.name != "native":
                 raise ValueError(f"constraints: the {self.engine.name} engine has no lexically constrained search; "
                                  f"use the native engine (engine='native', CLI: --engine native) with the run "
                                  f"directory")
             applicable = applicable_constraints(self.pipeline, list(sentences), constraints, self.cfg.search)
-        results = self.engine.translate(list(sentences), options, target_prefix=target_prefix,
-                                        constraints=applicable, target_lang=language)
+        phrased = self._phrased(sentences, options, lexicon, prefix_texts, per_sentence, language)
+        rest = [i for i in range(len(sentences)) if i not in phrased]
+        results: list[TranslationResult | None] = [phrased.get(i) for i in range(len(sentences))]
+        if rest:
+            decoded = self.engine.translate(
+                [sentences[i] for i in rest], options,
+                target_prefix=None if target_prefix is None else [prefix_texts[i] for i in rest],
+                constraints=None if applicable is None else [applicable[i] for i in rest], target_lang=language)
+            for i, result in zip(rest, decoded):
+                results[i] = result
         prefixes, _ = encode_targets(self.pipeline, [p or "" for p in prefix_texts], self.cfg.search)
         for sentence, result, prefix in zip(sentences, results, prefixes):
             self._finish(result, prefix, replace_unk=options.replace_unk, alignments=options.alignments)
             self._measure(sentence, result, options, split=split)
             self._confide(result)
+        return results
+
+    def _phrased(self, sentences: list[str], options: DecodingOptions, lexicon: Lexicon | None,
+                 prefixes: list[str | None], constraints: list, language: str | None) -> dict[int, TranslationResult]:
+        """The sentences of one to three words that `lexicon`'s phrase table translates
+        (search.short_phrases; not with a target prefix, constraints or sampling), by index: the
+        table's translations (n_best of them as alternatives) with the model's forced-decoding
+        scores, and its attention where the engine gives one (the native engine's)."""
+        if lexicon is None or lexicon.phrases is None or not self.cfg.search.short_phrases \
+                or options.sampling_topk != 1:
+            return {}
+        found = {i: texts[:options.n_best] for i, text in enumerate(sentences)
+                 if not prefixes[i] and not constraints[i] and (texts := lexicon.short_translations(text))}
+        pairs = [(i, text) for i, texts in found.items() for text in texts]
+        scored = iter(self.engine.score([sentences[i] for i, _ in pairs], [text for _, text in pairs],
+                                        **({} if language is None else {"target_lang": language})))
+        results = {}
+        for i, texts in found.items():
+            hyps, first = [], None
+            for text, s in zip(texts, scored):
+                first = first or s
+                tokens = list(s.target_tokens)
+                attention = None if s.attention is None else s.attention[:len(tokens)]  # (len(tokens), src_len)
+                hyps.append(Alternative(text, tokens, s.log_prob / max(s.num_tokens, 1), attention,
+                                        token_log_probs=list(s.token_log_probs), log_prob=s.log_prob))
+            best = hyps[0]
+            results[i] = TranslationResult(best.text, best.tokens, list(first.source_tokens), best.attention,
+                                           best.score, alternatives=hyps, warnings=list(first.warnings),
+                                           token_log_probs=best.token_log_probs, log_prob=best.log_prob,
+                                           from_phrases=True)
         return results
 
     def _source_words(self, source_tokens: Sequence[str]) -> int:

@@ -5,6 +5,7 @@ Tasks (`write_corpus(folder, task)`; `write_config(path, task, arch, ...)` write
 config over it):
     copy      word-for-word translation in the same order, capitalised and ending in " ."
               (train/valid/test: 600/40/40 pairs of 2-6 words)
+    captions  copy of 4-6 words: no short sentence (as Multi30k's captions)
     reversal  word-for-word translation in reverse order, lower case, no punctuation
               (train/valid/test: 1200/100/100 pairs of 2-7 words)
 
@@ -32,12 +33,13 @@ def sets(items: list[str]) -> list[str]:
     return [arg for item in items for arg in ("--set", item)]
 
 
-def copy_pairs(n: int, seed: int) -> list[tuple[str, str]]:
-    """Word-for-word 'translations' of random sentences, e.g. ("Hund rot .", "Dog red .")."""
+def copy_pairs(n: int, seed: int, *, lengths: tuple[int, int] = (2, 6)) -> list[tuple[str, str]]:
+    """Word-for-word 'translations' of random sentences of `lengths` words (inclusive), e.g.
+    ("Hund rot .", "Dog red .")."""
     rng = random.Random(seed)
     pairs = []
     for _ in range(n):
-        idx = [rng.randrange(len(SRC_WORDS)) for _ in range(rng.randint(2, 6))]
+        idx = [rng.randrange(len(SRC_WORDS)) for _ in range(rng.randint(*lengths))]
         src = " ".join(SRC_WORDS[i] for i in idx).capitalize() + " ."
         tgt = " ".join(TGT_WORDS[i] for i in idx).capitalize() + " ."
         pairs.append((src, tgt))
@@ -59,6 +61,9 @@ def reversal_pairs(n: int, seed: int) -> list[tuple[str, str]]:
 TASKS = {
     "copy": (copy_pairs, (("train", 600, 1), ("valid", 40, 2), ("test", 40, 3))),
     "reversal": (reversal_pairs, (("train", 1200, 11), ("valid", 100, 12), ("test", 100, 13))),
+    # copy of 4-6 words: a corpus without short sentences, as captions are (its phrase table is used)
+    "captions": (lambda n, seed: copy_pairs(n, seed, lengths=(4, 6)), (("train", 600, 4), ("valid", 40, 5),
+                                                                         ("test", 40, 6))),
 }
 
 

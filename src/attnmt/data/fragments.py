@@ -3,6 +3,7 @@
     fragments = Fragments.from_pairs(word_pairs)           # a sample of the training pairs, as words
     fragments.pieces(src_words, tgt_words)                 # every (source span, target span) it may cut
     fragments(index, src_ids, tgt_ids, rng)                # one piece of an example, as ids (Augmenter)
+    fragments.phrases(word_pairs)                          # the pieces counted: a phrase table (data/phrases.py)
 
 A model trained on captions answers one word with a caption ("dog dog dog ...": docs/results.md,
 "What people type"); short pairs cut out of its own training data teach it that a short input
@@ -21,34 +22,18 @@ Shapes: none (words and id arrays of one example).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import islice
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from attnmt.data.cooccurrence import count_cooccurrence
+from attnmt.data.phrases import MAX_WORDS, Phrases, strip_ends  # MAX_WORDS: the longest source piece
 
-MAX_WORDS = 3        # the longest source piece (a noun phrase: "zwei kleine Hunde")
 MIN_DICE = 0.1       # a link needs at least this much co-occurrence,
 MIN_TOGETHER = 2     # in at least this many pairs,
 TOP = 3              # and the target word among the source word's TOP best by Dice over the whole sample
 SAMPLE = 200_000     # pairs the lexical table is counted on (the first ones; Multi30k has 29,000)
-
-
-def _is_word(token: str) -> bool:
-    return any(c.isalnum() for c in token)
-
-
-def _strip(words: Sequence[str]) -> list[str]:
-    """Words with the punctuation at the piece's two ends taken off ("Straße." -> "Straße")."""
-    words = list(words)
-    while words and not _is_word(words[-1]):
-        words.pop()
-    while words and not _is_word(words[0]):
-        words.pop(0)
-    if words:
-        words[-1] = words[-1].rstrip(".,;:!?\"')]»“”")
-        words[0] = words[0].lstrip("\"'([«„“")
-    return [w for w in words if w]
 
 
 @dataclass
@@ -141,6 +126,17 @@ class Fragments:
                 found.append(((a, b), (c, d)))
         return found
 
+    def phrases(self, pairs: Iterable[tuple[Sequence[str], Sequence[str]]]) -> Phrases:
+        """The phrase table of `pairs` (each the source's and the target's words): their pieces counted."""
+        return Phrases.from_pieces((src, tgt, self.pieces(src, tgt)) for src, tgt in pairs)
+
+    def phrases_of(self, examples: Iterable[tuple[np.ndarray, np.ndarray]], *, limit: int = SAMPLE) -> Phrases:
+        """The phrase table of the first `limit` examples (id arrays of the prepared data), read as
+        words through this table's sides (`for_pipeline`)."""
+        source, target = self.sides
+        texts = ((source.text(src), target.text(tgt)) for src, tgt in islice(examples, limit))
+        return self.phrases((s.split(), t.split()) for s, t in texts if s is not None and t is not None)
+
     def __call__(self, index: int, src_ids: np.ndarray, tgt_ids: np.ndarray, rng: np.random.Generator
                  ) -> tuple[np.ndarray, np.ndarray] | None:
         """One piece of an example, chosen by `rng`, as ids; None when it has none."""
@@ -153,7 +149,7 @@ class Fragments:
         if not found:
             return None
         (a, b), (c, d) = found[int(rng.integers(len(found)))]
-        src_piece, tgt_piece = _strip(src[a:b]), _strip(tgt[c:d])
+        src_piece, tgt_piece = strip_ends(src[a:b]), strip_ends(tgt[c:d])
         if not src_piece or not tgt_piece:
             return None
         return source.ids(" ".join(src_piece), src_ids.dtype), target.ids(" ".join(tgt_piece), tgt_ids.dtype)

@@ -43,6 +43,7 @@ from functools import cached_property
 from typing import Iterable, Sequence
 
 from attnmt.data.boundaries import BoundaryCounter, BoundaryStats
+from attnmt.data.phrases import Phrases
 from attnmt.errors import DataError
 from attnmt.files import read_json, write_json
 
@@ -165,6 +166,8 @@ class Lexicon:
         boundaries: the sentences' boundary counts (boundaries.py); None in a lexicon saved before them.
         final_mark: the mark (of FINAL_MARKS) most of its sentences end with; None when most end
             without one, or in a lexicon saved before it was kept.
+        phrases: its short phrases' translations (data/phrases.py), counted over the training pairs
+            (train_data.source_lexicon); None for a multilingual run's or one saved before them.
     """
 
     forms: dict[str, tuple[str, int]]
@@ -172,6 +175,7 @@ class Lexicon:
     capital_starts: bool = True
     boundaries: BoundaryStats | None = None
     final_mark: str | None = None
+    phrases: Phrases | None = None
 
     @classmethod
     def from_sentences(cls, sentences: Iterable[Sequence[str]]) -> Lexicon:
@@ -312,6 +316,18 @@ class Lexicon:
         out.append(text[last:])
         return Normalized("".join(out), text, pattern, tuple(edits))
 
+    def short_translations(self, text: str) -> list[str]:
+        """The phrase table's translations of `text` (data/phrases.py), best first ([]: none, or no
+        short phrase); capitalized when its first word is, being a word this lexicon writes in
+        small letters ("Zwei Hunde" -> "Two dogs", "Hund" -> "dog"); [] too where the model saw
+        short sources often enough to translate them itself (Phrases.used)."""
+        if self.phrases is None or not self.phrases.used:
+            return []
+        first = _WORD.search(text)
+        start = first is not None and first.group(0)[0].isupper() \
+            and self.forms.get(first.group(0).lower(), (first.group(0), 0))[0][:1].islower()
+        return self.phrases.translations(text, sentence_start=start)
+
     # ---- a file of the run
 
     def to_dict(self) -> dict:
@@ -321,6 +337,8 @@ class Lexicon:
             saved["boundaries"] = self.boundaries.to_dict()
         if self.final_mark is not None:
             saved["final_mark"] = self.final_mark
+        if self.phrases is not None:
+            saved["phrases"] = self.phrases.to_dict()
         return saved
 
     def save(self, folder) -> None:
@@ -354,8 +372,9 @@ class Lexicon:
         if final_mark is not None and (not isinstance(final_mark, str) or final_mark not in tuple(FINAL_MARKS)):
             raise DataError(f"{where}: final_mark must be one of {' '.join(FINAL_MARKS)} (or absent), not "
                             f"{str(final_mark)[:40]!r}")
+        phrases = Phrases.from_dict(raw["phrases"], where) if "phrases" in raw else None
         return cls(forms, raw["alphabet"], raw.get("capital_starts", True),  # absent: written before the keys
-                   boundaries, final_mark)
+                   boundaries, final_mark, phrases)
 
 
 @dataclass

@@ -139,6 +139,8 @@ class TranslationResult:
                                    # where warnings are shown: the service's answers, translate --report)
     read_as: str | None = None     # the text the model read, when the typed one was mended (case, slips:
                                    # data/lexicon.py); `source_tokens` are its tokens, spans are the typed text's
+    from_phrases: bool = False     # a short input translated by the training data's phrase table (data/phrases.py,
+                                   # search.short_phrases), the model's scores and attention those of its forced decoding
 
     def summarize_coverage(self) -> None:
         """coverage, flagged and uncovered from `sentences`."""

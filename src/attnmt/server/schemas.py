@@ -303,6 +303,9 @@ class V1Translation(BaseModel):
                                                      "restored, slips of the finger corrected, a missing final mark "
                                                      "written (search.restore_case, search.correct_spelling, "
                                                      "search.complete_final_mark); null: read as typed")
+    from_phrases: bool = Field(False, description="an input of one to three words translated by the phrase table "
+                                                  "of the model's training pairs (search.short_phrases), not by "
+                                                  "the model's search; its scores are the model's for that text")
 
 
 class V1TranslateResponse(BaseModel):

@@ -70,15 +70,22 @@ def prepared_examples(prepared: PreparedData, *, block: int = 4096) -> Iterator[
         yield from zip(prepared.ids("src", index), prepared.ids("tgt", index))
 
 
-def source_lexicon(prepared: PreparedData, *, limit: int = LEXICON_SAMPLE) -> Lexicon | Lexicons:
-    """The source words of the first `limit` prepared pairs (data/lexicon.py); of a multilingual
-    run, per source language the first `limit` pairs of the first corpus that reads it (a
-    multiway corpus holds the same sentences in each of its directions: counted once)."""
+def source_lexicon(prepared: PreparedData, *, limit: int = LEXICON_SAMPLE, fragments: Fragments | None = None
+                   ) -> Lexicon | Lexicons:
+    """The source words of the first `limit` prepared pairs (data/lexicon.py) and, of a bilingual
+    run, its short phrases' translations (data/phrases.py: cut as `fragments` cuts, by default a
+    table of these pairs); of a multilingual run, per source language the first `limit` pairs of
+    the first corpus that reads it (a multiway corpus holds the same sentences in each of its
+    directions: counted once), without phrases (one table per target language is not kept yet)."""
     side = TextSide(prepared.pipeline, "src")
     inputs = prepared.manifest["inputs"]
     if prepared.pipeline.languages is None or not all("pair" in entry for entry in inputs):
         texts = (side.text(src) for src, _ in islice(prepared_examples(prepared), limit))
-        return Lexicon.from_sentences(text.split() for text in texts if text is not None)
+        lexicon = Lexicon.from_sentences(text.split() for text in texts if text is not None)
+        if prepared.pipeline.languages is None:
+            fragments = fragments or Fragments.for_pipeline(prepared_examples(prepared), prepared.pipeline)
+            lexicon.phrases = fragments.phrases_of(prepared_examples(prepared))
+        return lexicon
     first: dict[str, int] = {}
     for corpus, entry in enumerate(inputs):
         first.setdefault(Direction.parse(entry["pair"], "manifest: inputs", error=DataError).source, corpus)
@@ -99,9 +106,12 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
     if train_cfg.init_from:
         init_pipeline(cfg)  # the run it starts from: checked against its checksums before use
     prepared = _resumed_data(run, cfg, world) if resume else prepare(data_cfg, world=world, init_from=train_cfg.init_from)
+    fragments = None  # a bilingual run's word links: counted once, for its phrases and its augmentation
     if not resume and world.main:
         pipeline = prepared.pipeline.with_placement(data_cfg.lang_token)
-        pipeline = pipeline.with_lexicon(source_lexicon(prepared))  # for texts typed another way (lexicon.py)
+        if prepared.pipeline.languages is None:
+            fragments = Fragments.for_pipeline(prepared_examples(prepared), prepared.pipeline)
+        pipeline = pipeline.with_lexicon(source_lexicon(prepared, fragments=fragments))  # for texts typed another way
         pipeline.save(run.path)
         save_config(cfg, run.path / CONFIG)
         write_json(run.path / PREPARED, {"key": prepared.key, "folder": str(prepared.folder), "pairs": len(prepared)})
@@ -122,7 +132,10 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
     batching = Batching(train_cfg.batch_size, train_cfg.batch_by, window=train_cfg.length_window, seed=train_cfg.seed, world_size=world.size,
                         accum_steps=train_cfg.accum_steps, src_extra=len(extra[0]) + pipeline.source_eos,
                         tgt_extra=len(extra[1]), src_eos=pipeline.source_eos, **ids)
-    fragments = Fragments.for_pipeline(prepared_examples(prepared), pipeline) if data_cfg.augment.fragments > 0 else None
+    if data_cfg.augment.fragments <= 0:
+        fragments = None
+    elif fragments is None:
+        fragments = Fragments.for_pipeline(prepared_examples(prepared), pipeline)
     augment = Augmenter(data_cfg.augment, pipeline, seed=train_cfg.seed, max_len=data_cfg.max_len, fragments=fragments)
     data = TrainData(prepared, pipeline, corpus_weights(data_cfg, inputs), batching, _val_sets(cfg, pipeline, ids), prefixes,
                      augment if augment.active else None)

@@ -121,7 +121,8 @@ def _translation(result, with_attention: bool, budget: AttentionBudget) -> V1Tra
                                                length_ratio=s.length_ratio, uncovered=list(s.uncovered),
                                                flagged=s.flagged) for s in result.sentences],
                          confidence=result.confidence, confidence_calibrated=result.confidence_calibrated,
-                         withheld=result.withheld, read_as=result.read_as, **_token_probs(result))
+                         withheld=result.withheld, read_as=result.read_as, from_phrases=result.from_phrases,
+                         **_token_probs(result))
 
 
 def _route(models: ModelSet, source: Optional[str], target: Optional[str]) -> TranslationService:
