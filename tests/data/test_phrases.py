@@ -164,3 +164,20 @@ def test_a_trained_run_translates_short_inputs_by_its_table(toy_run, tmp_path):
     RunDir(off).record_checksums(["config.json"])
     model, = Translator.load(off, device="cpu").translate(["katze"], beam_size=2)
     assert not model.from_phrases
+
+
+def test_an_export_translates_short_inputs_by_its_table_with_ctranslate2(tmp_path):
+    """CTranslate2 scores without attention: the table's translation comes back with the same
+    log-probability as the native engine's forced decoding, and no attention or coverage."""
+    pytest.importorskip("ctranslate2")
+    from attnmt.cli import main
+    from attnmt.translator import Translator
+
+    config = toy.write_config(tmp_path / "toy.yaml", "captions", "transformer", epochs=2)
+    assert main(["train", str(config), "--run-dir", str(tmp_path / "run")]) == 0
+    assert main(["export", str(tmp_path / "run"), "-o", str(tmp_path / "export")]) == 0
+    native, = Translator.load(tmp_path / "run", device="cpu").translate(["Katze rot"], beam_size=2)
+    exported, = Translator.load(tmp_path / "export", engine="ctranslate2").translate(["Katze rot"], beam_size=2)
+    assert native.from_phrases and exported.from_phrases and exported.text == native.text == "Cat red"
+    assert exported.log_prob == pytest.approx(native.log_prob, abs=1e-3)
+    assert exported.attention is None and exported.coverage is None and 0 <= exported.confidence <= 1
