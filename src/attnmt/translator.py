@@ -404,29 +404,32 @@ class Translator:
         """The sentences of one to three words that `lexicon`'s phrase table translates
         (search.short_phrases; not with a target prefix, constraints or sampling), by index: the
         table's translations (n_best of them as alternatives) with the model's forced-decoding
-        scores, and its attention where the engine gives one (the native engine's)."""
+        scores, and its attention where the engine gives one (the native engine's). Its confidence
+        is the table's: the share of the phrase's training pieces translated so (uncalibrated: a
+        model that never saw a short output finds "dog" improbable, which says nothing of "dog")."""
         if lexicon is None or lexicon.phrases is None or not self.cfg.search.short_phrases \
                 or options.sampling_topk != 1:
             return {}
         found = {i: texts[:options.n_best] for i, text in enumerate(sentences)
                  if not prefixes[i] and not constraints[i] and (texts := lexicon.short_translations(text))}
-        pairs = [(i, text) for i, texts in found.items() for text in texts]
+        pairs = [(i, text) for i, texts in found.items() for text, _ in texts]
         scored = iter(self.engine.score([sentences[i] for i, _ in pairs], [text for _, text in pairs],
                                         **({} if language is None else {"target_lang": language})))
         results = {}
         for i, texts in found.items():
             hyps, first = [], None
-            for text, s in zip(texts, scored):
+            for (text, share), s in zip(texts, scored):
                 first = first or s
                 tokens = list(s.target_tokens)
                 attention = None if s.attention is None else s.attention[:len(tokens)]  # (len(tokens), src_len)
                 hyps.append(Alternative(text, tokens, s.log_prob / max(s.num_tokens, 1), attention,
-                                        token_log_probs=list(s.token_log_probs), log_prob=s.log_prob))
+                                        token_log_probs=list(s.token_log_probs), log_prob=s.log_prob,
+                                        confidence=share))
             best = hyps[0]
             results[i] = TranslationResult(best.text, best.tokens, list(first.source_tokens), best.attention,
                                            best.score, alternatives=hyps, warnings=list(first.warnings),
                                            token_log_probs=best.token_log_probs, log_prob=best.log_prob,
-                                           from_phrases=True)
+                                           confidence=best.confidence, from_phrases=True)
         return results
 
     def _source_words(self, source_tokens: Sequence[str]) -> int:
@@ -467,6 +470,9 @@ class Translator:
                 return self.calibration.confidence(features)
             return uncalibrated_confidence(features)
 
+        if result.from_phrases:  # the phrase table's share, set by _phrased
+            result.confidence_calibrated = False
+            return
         result.confidence = confidence(self.confidence_features(result))
         result.confidence_calibrated = self.calibration is not None
         for rank, hyp in enumerate(result.alternatives):  # the first is the translation itself

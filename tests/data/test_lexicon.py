@@ -337,3 +337,11 @@ def test_a_paragraph_without_marks_is_read_with_one_after_each_sentence(lexicon_
     assert joined.text == restore_case(" ".join(r.text for r in alone), "lower")  # written as typed
     assert [paragraph[a:b] for a, b in (s.source for s in joined.sentences)] == sentences
     assert joined.read_as == "Hund rot haus ball. Mann groß kind rot. Katze blau baum ball."
+
+
+def test_title_case_is_told_by_a_word_the_training_data_writes_in_small_letters():
+    """German writes its nouns with a capital: "Zwei Hunde" is as typed, "Zwei Hunde Laufen" is not."""
+    lexicon = Lexicon.from_sentences(s.split() for s in ["Zwei Hunde laufen .", "Die Hunde spielen ."] * 2)
+    assert lexicon.normalize("Zwei Hunde").pattern == "as typed"
+    assert lexicon.normalize("Die Hunde Laufen").pattern == "title"
+    assert lexicon.normalize("Die Hunde Laufen").text == "Die Hunde laufen"

@@ -63,6 +63,12 @@ def test_marks_length_and_unknown_words(phrases):
     assert phrases.translations("hund", sentence_start=True) == ["Dog"]
 
 
+def test_each_translation_has_its_share_of_the_phrase_and_a_sequence_the_product():
+    table = Phrases({"hund": [("dog", 6), ("hound", 2)], "rot": [("red", 3), ("ruddy", 1)]})
+    assert table.scored("hund") == [("dog", 0.75), ("hound", 0.25)]
+    assert table.scored("hund rot") == [("dog red", 0.75 * 0.75)]
+
+
 def test_rare_pieces_are_not_kept():
     pairs = PAIRS + [(["Zebra", "."], ["Horse", "."])]  # one pair: no phrase
     table = Fragments.from_pairs(pairs).phrases(pairs)
@@ -74,8 +80,9 @@ def test_the_lexicon_capitalizes_where_a_sentence_begins(phrases):
     lexicon = Lexicon.from_sentences(s for s, _ in PAIRS)
     lexicon.phrases = phrases
     assert lexicon.forms["hund"][0] == "hund" and phrases.short_sources == 0 and phrases.used
-    assert lexicon.short_translations("Hund rot") == ["Dog red"]   # typed as a sentence's start
-    assert lexicon.short_translations("hund rot") == ["dog red"]
+    assert [t for t, _ in lexicon.short_translations("Hund rot")] == ["Dog red"]  # typed as a sentence's start
+    (text, share), = lexicon.short_translations("hund rot")
+    assert text == "dog red" and share == 1.0  # one translation kept
     assert Lexicon.from_sentences(s for s, _ in PAIRS).short_translations("hund") == []  # no table kept
 
 
@@ -143,11 +150,14 @@ def test_a_trained_run_translates_short_inputs_by_its_table(toy_run, tmp_path):
     assert short.from_phrases and short.text == "cat" and two.text == "Dog red"
     assert not long.from_phrases
     assert short.read_as == "Katze" and short.source_tokens == ["Katze"] and short.tokens == ["Cat"]  # read as trained
-    assert short.attention.shape == (1, 1) and short.log_prob < 0 and 0 <= short.confidence <= 1
+    assert short.attention.shape == (1, 1) and short.log_prob < 0
+    assert 0.5 < short.confidence <= 1 and not short.confidence_calibrated  # the table's share of "katze"
     assert short.alternatives[0].text == "cat" and len(short.alternatives) <= 2
     assert short.coverage is not None and not short.flagged
     scored, = translator.score(["Katze"], ["Cat"])
     assert short.log_prob == pytest.approx(scored.log_prob)
+    titled, = translator.translate(["Hund Rot"], beam_size=2)
+    assert titled.text == "Dog Red"  # "rot" is written in small letters: the text is in title case
     typed, = translator.translate(["KATZE"], beam_size=2)
     assert typed.from_phrases and typed.text == "CAT"
     forced, = translator.translate(["katze"], beam_size=2, target_prefix=["cat"])

@@ -284,8 +284,13 @@ class Lexicon:
     def normalize(self, text: str, *, case: bool = True, spelling: bool = True) -> Normalized:
         """`text` as the model is to read it, and its case pattern (case_pattern's; "as typed" when
         `case` is off): in a lower / upper / title pattern each known word in its training form,
-        each sentence's first word upper case (where the training data's sentences begin so); each unknown word one slip from a known one mended."""
+        each sentence's first word upper case (where the training data's sentences begin so); each unknown word one slip from a known one mended.
+        Title case is told only by a word after the first that the training data writes in small
+        letters: "Zwei Hunde" (nouns are capitals) reads as typed, "Zwei Hunde Laufen" as title case."""
         pattern = case_pattern(text) if case else "as typed"
+        if pattern == "title" and not any(self.forms.get(w.lower(), (w, 0))[0][:1].islower()
+                                          for w in _WORD.findall(text)[1:]):
+            pattern = "as typed"  # every capital where the training data writes one: "Zwei Hunde" is German
         restore = pattern in CASE_PATTERNS
         out, last, start_of_sentence = [], 0, True
         edits, length = [], 0  # length: of the new text so far
@@ -316,9 +321,9 @@ class Lexicon:
         out.append(text[last:])
         return Normalized("".join(out), text, pattern, tuple(edits))
 
-    def short_translations(self, text: str) -> list[str]:
-        """The phrase table's translations of `text` (data/phrases.py), best first ([]: none, or no
-        short phrase); capitalized when its first word is, being a word this lexicon writes in
+    def short_translations(self, text: str) -> list[tuple[str, float]]:
+        """The phrase table's translations of `text` (data/phrases.py), best first, each with its
+        share of the times its phrase was cut ([]: none, or no short phrase); capitalized when its first word is, being a word this lexicon writes in
         small letters ("Zwei Hunde" -> "Two dogs", "Hund" -> "dog"); [] too where the model saw
         short sources often enough to translate them itself (Phrases.used)."""
         if self.phrases is None or not self.phrases.used:
@@ -326,7 +331,7 @@ class Lexicon:
         first = _WORD.search(text)
         start = first is not None and first.group(0)[0].isupper() \
             and self.forms.get(first.group(0).lower(), (first.group(0), 0))[0][:1].islower()
-        return self.phrases.translations(text, sentence_start=start)
+        return self.phrases.scored(text, sentence_start=start)
 
     # ---- a file of the run
 

@@ -57,6 +57,12 @@ def strip_ends(words: Sequence[str]) -> list[str]:
     return [w for w in words if w]
 
 
+def _shares(found: list[tuple[str, int]]) -> list[tuple[str, float]]:
+    """Each translation with its count's share of the kept ones'."""
+    total = sum(n for _, n in found)
+    return [(text, n / total) for text, n in found]
+
+
 @dataclass
 class Phrases:
     """Source phrases (lower-cased words joined by one space) -> their translations, best first, each
@@ -118,6 +124,11 @@ class Phrases:
         (fewest pieces, then the most seen) that makes it up; [] when a word is unknown or the
         text is no short phrase. `sentence_start`: the text begins a sentence (its first word is
         capitalized only there): the translation begins with a capital too."""
+        return [t for t, _ in self.scored(text, sentence_start=sentence_start)]
+
+    def scored(self, text: str, *, sentence_start: bool = False) -> list[tuple[str, float]]:
+        """`translations`, each with its share of the times its phrase was cut (of a sequence of
+        phrases, the product of theirs): how often the training pairs translate it so."""
         body = text.strip()
         mark = ""
         while body and body[-1] in FINAL:
@@ -126,27 +137,33 @@ class Phrases:
         if not 1 <= len(words) <= MAX_WORDS or not all(_PLAIN.fullmatch(w) for w in words):
             return []
         key = " ".join(words).lower()
-        found = [t for t, _ in self.entries.get(key, [])]
+        found = _shares(self.entries.get(key, []))
         if not found:
             composed = self._composed(key.split())
             found = [composed] if composed else []
         if sentence_start:
-            found = [t[:1].upper() + t[1:] for t in found]
-        return [t + mark for t in found]
+            found = [(t[:1].upper() + t[1:], share) for t, share in found]
+        return [(t + mark, share) for t, share in found]
 
-    def _composed(self, words: list[str]) -> str | None:
-        """The best split of `words` into known phrases, in order, joined (None: none)."""
-        best: dict[int, tuple[int, int, list[str]]] = {0: (0, 0, [])}  # end -> (pieces, -seen, translations)
+    def _composed(self, words: list[str]) -> tuple[str, float] | None:
+        """The best split of `words` into known phrases, in order, joined, with the product of their
+        shares (None: none)."""
+        # end -> (pieces, -seen, their texts, the product of their shares)
+        best: dict[int, tuple[int, int, list[str], float]] = {0: (0, 0, [], 1.0)}
         for end in range(1, len(words) + 1):
             options = []
             for start in range(max(0, end - MAX_WORDS), end):
                 entry = self.entries.get(" ".join(words[start:end]))
                 if start in best and entry:
-                    pieces, seen, parts = best[start]
-                    options.append((pieces + 1, seen - entry[0][1], parts + [entry[0][0]]))
+                    pieces, seen, parts, share = best[start]
+                    text, first = _shares(entry)[0]
+                    options.append((pieces + 1, seen - entry[0][1], parts + [text], share * first))
             if options:
                 best[end] = min(options, key=lambda option: option[:2])
-        return " ".join(best[len(words)][2]) if len(words) in best else None
+        if len(words) not in best:
+            return None
+        _, _, parts, share = best[len(words)]
+        return " ".join(parts), share
 
     # ---- a part of the run's lexicon.json
 
