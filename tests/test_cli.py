@@ -465,17 +465,9 @@ def test_every_verb_decodes_at_the_models_own_beam_unless_told(toy_run, tmp_path
     """One default rule (DecodingOptions.with_defaults): a run whose config says search.beam_size: 1
     (a student that decodes greedily) is decoded greedily by translate, evaluate, the document path
     and the library alike; --beam overrides it."""
-    import shutil
-
-    from attnmt.run_dir import RunDir
     from attnmt.translator import Translator
 
-    greedy = tmp_path / "greedy-run"
-    shutil.copytree(toy_run, greedy)
-    config = json.loads((greedy / "config.json").read_text())
-    config["search"]["beam_size"] = 1
-    (greedy / "config.json").write_text(json.dumps(config))
-    RunDir(greedy).record_checksums(["config.json"])
+    greedy = toy.edited_copy(toy_run, tmp_path / "greedy-run", search={"beam_size": 1})
     translator = Translator.load(greedy, device="cpu")
     sources = ["Hund katze rot .", "Mann frau kind ball wasser blau ."]
     assert translator.decoding_options().beam_size == 1

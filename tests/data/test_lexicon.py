@@ -245,17 +245,9 @@ def test_capitals_translate_as_sentence_case_written_in_capitals(lexicon_run):
 
 
 def test_a_run_with_restore_case_off_reads_the_text_as_typed(lexicon_run, tmp_path):
-    import shutil
-
-    from attnmt.run_dir import RunDir
     from attnmt.translator import Translator
 
-    off = tmp_path / "off"
-    shutil.copytree(lexicon_run, off)
-    config = json.loads((off / "config.json").read_text())
-    config["search"].update(restore_case=False, correct_spelling=False)
-    (off / "config.json").write_text(json.dumps(config))
-    RunDir(off).record_checksums(["config.json"])
+    off = toy.edited_copy(lexicon_run, tmp_path / "off", search={"restore_case": False, "correct_spelling": False})
     result, = Translator.load(off, device="cpu").translate(["HUND KATZE ROT ."], beam_size=2)
     assert result.read_as is None and result.source_tokens[0] == "HUND"
 
@@ -291,9 +283,6 @@ def test_a_sentence_typed_without_its_final_mark_is_read_with_the_training_datas
     """The toy run's sentences end with "." (lexicon.final_mark): one of four words typed without
     it translates as typed with it, said in read_as; one of three (a fragment's length) and one
     with its mark stay as typed; with search.complete_final_mark off, as typed."""
-    import shutil
-
-    from attnmt.run_dir import RunDir
     from attnmt.translator import Translator
 
     translator = Translator.load(lexicon_run, device="cpu")
@@ -304,12 +293,7 @@ def test_a_sentence_typed_without_its_final_mark_is_read_with_the_training_datas
     assert bare.source_tokens == marked.source_tokens and bare.text == marked.text
     assert short.source_tokens == ["Hund", "katze", "rot"]
 
-    off = tmp_path / "off"
-    shutil.copytree(lexicon_run, off)
-    config = json.loads((off / "config.json").read_text())
-    config["search"].update(complete_final_mark=False)
-    (off / "config.json").write_text(json.dumps(config))
-    RunDir(off).record_checksums(["config.json"])
+    off = toy.edited_copy(lexicon_run, tmp_path / "off", search={"complete_final_mark": False})
     as_typed, = Translator.load(off, device="cpu").translate(["Mann frau kind ball"], beam_size=2)
     assert as_typed.read_as is None and as_typed.source_tokens == ["Mann", "frau", "kind", "ball"]
 

@@ -139,9 +139,6 @@ def toy_run(tmp_path_factory):
 
 
 def test_a_trained_run_translates_short_inputs_by_its_table(toy_run, tmp_path):
-    import shutil
-
-    from attnmt.run_dir import RunDir
     from attnmt.translator import Translator
 
     translator = Translator.load(toy_run, device="cpu")
@@ -166,12 +163,7 @@ def test_a_trained_run_translates_short_inputs_by_its_table(toy_run, tmp_path):
     para, = translator.translate(["Katze . Hund rot haus ball ."], beam_size=2, split_sentences=True)
     assert para.text.startswith("Cat.")
 
-    off = tmp_path / "off"
-    shutil.copytree(toy_run, off)
-    config = json.loads((off / "config.json").read_text())
-    config["search"].update(short_phrases=False)
-    (off / "config.json").write_text(json.dumps(config))
-    RunDir(off).record_checksums(["config.json"])
+    off = toy.edited_copy(toy_run, tmp_path / "off", search={"short_phrases": False})
     model, = Translator.load(off, device="cpu").translate(["katze"], beam_size=2)
     assert not model.from_phrases
 

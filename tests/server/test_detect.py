@@ -5,14 +5,12 @@ style) are told apart by the language identifier, restricted to the server's sou
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
 
 import httpx
 import pytest
 
-from attnmt.run_dir import RunDir
+from support import toy
 
 GERMAN = "Zwei Hunde spielen im Schnee ."
 FRENCH = "Deux chiens jouent dans la neige ."
@@ -21,13 +19,8 @@ FRENCH = "Deux chiens jouent dans la neige ."
 @pytest.fixture(scope="module")
 def fr_en_run(en_de_run, tmp_path_factory):
     """The en -> de toy run relabeled as fr -> en (a model of another pair whose outputs differ)."""
-    dest = tmp_path_factory.mktemp("fr_en") / "fr_en"
-    shutil.copytree(en_de_run, dest)
-    config = json.loads((dest / "config.json").read_text())
-    config["data"].update(src_lang="fr", tgt_lang="en")
-    (dest / "config.json").write_text(json.dumps(config))
-    RunDir(dest).record_checksums(["config.json"])
-    return dest
+    return toy.edited_copy(en_de_run, tmp_path_factory.mktemp("fr_en") / "fr_en",
+                           data={"src_lang": "fr", "tgt_lang": "en"})
 
 
 @pytest.fixture(scope="module")

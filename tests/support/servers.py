@@ -5,9 +5,7 @@ pytest-xdist) and are reached over real HTTP."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -18,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from attnmt.run_dir import RunDir
+from support import toy
 
 STARTUP_SECONDS = 180  # a loaded 2-core machine can take a while to import torch
 
@@ -109,12 +107,7 @@ MAX_INPUT_TOKENS = 12  # the served toy runs cut inputs here, so over-long input
 
 def short_input_copy(run_dir: Path, dest: Path) -> Path:
     """A copy of a run whose search.max_input_tokens is MAX_INPUT_TOKENS."""
-    shutil.copytree(run_dir, dest)
-    config = json.loads((dest / "config.json").read_text())
-    config["search"]["max_input_tokens"] = MAX_INPUT_TOKENS
-    (dest / "config.json").write_text(json.dumps(config))
-    RunDir(dest).record_checksums(["config.json"])  # an edit made on purpose: its new sha256 is recorded
-    return dest
+    return toy.edited_copy(run_dir, dest, search={"max_input_tokens": MAX_INPUT_TOKENS})
 
 
 def libretranslate_fields(answer: dict) -> dict:

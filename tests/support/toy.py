@@ -67,6 +67,23 @@ TASKS = {
 }
 
 
+def edited_copy(run_dir: Path, dest: Path, **sections: dict) -> Path:
+    """A copy of a trained run at `dest` with sections of its config updated
+    (`search={"beam_size": 1}`), the new config's sha256 recorded (an edit made on purpose)."""
+    import json
+    import shutil
+
+    from attnmt.run_dir import RunDir
+
+    shutil.copytree(run_dir, dest)
+    config = json.loads((dest / "config.json").read_text())
+    for section, values in sections.items():
+        config[section].update(values)
+    (dest / "config.json").write_text(json.dumps(config))
+    RunDir(dest).record_checksums(["config.json"])
+    return dest
+
+
 def write_corpus(folder: Path, task: str = "copy") -> Path:
     """Write {train,valid,test}.{de,en} of `task` (see TASKS) into a new `folder`; returns it."""
     make_pairs, splits = TASKS[task]
