@@ -412,6 +412,8 @@ class Translator:
             return {}
         found = {i: texts[:options.n_best] for i, text in enumerate(sentences)
                  if not prefixes[i] and not constraints[i] and (texts := lexicon.short_translations(text))}
+        if not found:
+            return {}
         pairs = [(i, text) for i, texts in found.items() for text, _ in texts]
         scored = iter(self.engine.score([sentences[i] for i, _ in pairs], [text for _, text in pairs],
                                         **({} if language is None else {"target_lang": language})))

@@ -288,8 +288,7 @@ class Lexicon:
         Title case is told only by a word after the first that the training data writes in small
         letters: "Zwei Hunde" (nouns are capitals) reads as typed, "Zwei Hunde Laufen" as title case."""
         pattern = case_pattern(text) if case else "as typed"
-        if pattern == "title" and not any(self.forms.get(w.lower(), (w, 0))[0][:1].islower()
-                                          for w in _WORD.findall(text)[1:]):
+        if pattern == "title" and not any(self.writes_small(w) for w in _WORD.findall(text)[1:]):
             pattern = "as typed"  # every capital where the training data writes one: "Zwei Hunde" is German
         restore = pattern in CASE_PATTERNS
         out, last, start_of_sentence = [], 0, True
@@ -321,16 +320,20 @@ class Lexicon:
         out.append(text[last:])
         return Normalized("".join(out), text, pattern, tuple(edits))
 
+    def writes_small(self, word: str) -> bool:
+        """Whether the training data writes `word` with a small first letter (an unknown word: as typed)."""
+        return self.forms.get(word.lower(), (word, 0))[0][:1].islower()
+
     def short_translations(self, text: str) -> list[tuple[str, float]]:
         """The phrase table's translations of `text` (data/phrases.py), best first, each with its
-        share of the times its phrase was cut ([]: none, or no short phrase); capitalized when its first word is, being a word this lexicon writes in
-        small letters ("Zwei Hunde" -> "Two dogs", "Hund" -> "dog"); [] too where the model saw
-        short sources often enough to translate them itself (Phrases.used)."""
+        share of the times its phrase was cut ([]: none, or no short phrase); capitalized when its
+        first word is, being a word this lexicon writes in small letters ("Zwei Hunde" -> "Two
+        dogs", "Hund" -> "dog"); [] too where the model saw short sources often enough to
+        translate them itself (Phrases.used)."""
         if self.phrases is None or not self.phrases.used:
             return []
         first = _WORD.search(text)
-        start = first is not None and first.group(0)[0].isupper() \
-            and self.forms.get(first.group(0).lower(), (first.group(0), 0))[0][:1].islower()
+        start = first is not None and first.group(0)[0].isupper() and self.writes_small(first.group(0))
         return self.phrases.scored(text, sentence_start=start)
 
     # ---- a file of the run
