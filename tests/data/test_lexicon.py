@@ -78,6 +78,20 @@ def test_a_slip_is_mended_to_the_most_frequent_known_word(typed, read):
     assert LEXICON.normalize(typed, case=False).text == read
 
 
+def test_a_word_longer_than_any_known_one_is_mended_only_by_its_letter_runs(monkeypatch):
+    """A word two letters or more longer than every known word is one slip from none of them: its
+    letter runs are still undone, but its edits (some 100 per letter: 2.5 million for a 12,000-letter
+    word, 44 s of one request) are never listed, nor its parts longer than any known word."""
+    lexicon = Lexicon.from_sentences(s.split() for s in SENTENCES)
+    longest = max(map(len, lexicon.forms))
+    monkeypatch.setattr(Lexicon, "_neighbours", lambda self, word: pytest.fail(f"edits listed for {len(word)} letters"))
+    assert lexicon.normalize("Zwei Hunnnnnnnnnnnnnnnnnnnnde spielen.", case=False).text == "Zwei Hunde spielen."
+    assert lexicon.correction("x" * (longest + 2)) is None
+    assert lexicon.normalize("Hund" * 3000).text == "Hund" * 3000  # title case? no: as typed, nothing known in it
+    assert lexicon.unknown_form("zwei" + "x" * 20000 + "schnee") == "Zwei" + "x" * 20000 + "schnee"  # ends with Schnee
+    assert lexicon.unknown_form("fahrrad" + "x" * 20000) == "Fahrrad" + "x" * 20000                 # begins with Fahrrad
+
+
 def test_settings_switch_each_part_off():
     assert LEXICON.normalize("EIN MANN FÄHRT FAHRAD", case=False, spelling=False).text == "EIN MANN FÄHRT FAHRAD"
     assert LEXICON.normalize("EIN MANN FÄHRT FAHRAD", case=False).text == "EIN MANN FÄHRT FAHRRAD"  # in capitals
