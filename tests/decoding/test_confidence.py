@@ -16,7 +16,8 @@ from support import toy
 
 from attnmt.calibration import quality_of
 from attnmt.cli import main
-from attnmt.decoding.confidence import CALIBRATION_FILE, FEATURES, Calibration, _isotonic
+from attnmt.data.phrases import Phrases
+from attnmt.decoding.confidence import CALIBRATION_FILE, FEATURES, Calibration, _isotonic, adequacy
 from attnmt.errors import AttnmtError, DataError
 
 
@@ -25,6 +26,20 @@ def test_isotonic_pools_adjacent_violators():
     y = np.array([0.0, 1.0, 0.0, 1.0, 1.0])  # 1, 0 violate: pooled to 0.5, 0.5
     steps_x, steps_y = _isotonic(x, y)
     assert steps_x.tolist() == [1.0, 2.0, 4.0] and steps_y.tolist() == [0.0, 0.5, 1.0]
+
+
+def test_adequacy_is_the_share_of_table_words_whose_translation_the_output_holds():
+    table = Phrases({"hund": [("dog", 3), ("the dog", 2)], "katze": [("cat", 2)], "ein": [("a", 5)],
+                     "rote ball": [("red ball", 2)], "und": [(",", 2)]})
+    # with entries: ein (a: held), hund (dog: held), katze (cat: not held); "und"'s only translation
+    # holds no word, "eine" has none, "rote ball" is no one-word entry
+    source = ["\u2581Ein", "\u2581Hu", "nd", "\u2581und", "\u2581eine", "\u2581Kat", "ze", "\u2581rote", "."]
+    output = ["\u2581A", "\u2581do", "g", "\u2581and", "\u2581a", "\u2581mouse", "."]
+    assert adequacy(source, output, table) == pytest.approx(2 / 3)
+    assert adequacy("Ein Hund und eine Katze .".split(), "The dog and a cat .".split(), table) == 1.0  # word tokens
+    assert adequacy("Ein Hund .".split(), "Two cats .".split(), table) == 0.0
+    assert adequacy("Zwei Mäuse .".split(), "Two mice .".split(), table) == 1.0  # no word of the table: nothing to miss
+    assert adequacy(source, output, None) == 1.0
 
 
 def _rows(n: int, seed: int = 0):
@@ -74,11 +89,11 @@ def test_a_map_read_back_equals_the_one_written_and_a_damaged_one_is_refused_by_
     raw = json.loads((tmp_path / CALIBRATION_FILE).read_text())
     for damage, message in [(lambda r: r.update(format="x"), "not an attnmt calibration"),
                             (lambda r: r.update(features=["mean_logprob", "nonsense"]), "features must name"),
-                            (lambda r: r["weights"].pop(), "weights must be a list of 9"),
+                            (lambda r: r["weights"].pop(), f"weights must be a list of {len(FEATURES)}"),
                             (lambda r: r["mean"].__setitem__(0, "a"), "mean must be a list"),
                             (lambda r: r["steps_y"].__setitem__(0, 2.0), "non-decreasing probabilities"),
                             (lambda r: r.update(threshold=None), "threshold must be a finite number"),
-                            (lambda r: r["low"].pop(), "low must be a list of 9"),
+                            (lambda r: r["low"].pop(), f"low must be a list of {len(FEATURES)}"),
                             (lambda r: r.update(low=r["high"], high=r["low"]), "low must not exceed high")]:
         broken = json.loads(json.dumps(raw))
         damage(broken)

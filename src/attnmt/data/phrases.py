@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable, Sequence
 
 from attnmt.errors import DataError
@@ -37,7 +38,7 @@ MIN_COUNT = 2   # a phrase pair is kept when it was cut at least this often
 KEEP = 4        # translations kept per source phrase (n-best alternatives), best first
 RARE = 0.01     # the table is used when fewer than this share of the training sources are that short
 FINAL = ".!?\u2026"
-_PLAIN = re.compile(r"[^\W_]+(?:[-'\u2019][^\W_]+)*")  # a word without punctuation (hyphens, apostrophes inside)
+PLAIN = re.compile(r"[^\W_]+(?:[-'\u2019][^\W_]+)*")  # a word without punctuation (hyphens, apostrophes inside)
 
 
 def _is_word(token: str) -> bool:
@@ -99,7 +100,7 @@ class Phrases:
             inner.update(tgt[1:])
             for (a, b), (c, d) in pieces:
                 source, target = strip_ends(src[a:b]), strip_ends(tgt[c:d])
-                if source and target and all(_PLAIN.fullmatch(w) for w in source):
+                if source and target and all(PLAIN.fullmatch(w) for w in source):
                     key, text = " ".join(source).lower(), " ".join(target)
                     if c == 0:
                         openings.append((key, text))
@@ -134,7 +135,7 @@ class Phrases:
         while body and body[-1] in FINAL:
             body, mark = body[:-1].rstrip(), body[-1] + mark
         words = body.split()
-        if not 1 <= len(words) <= MAX_WORDS or not all(_PLAIN.fullmatch(w) for w in words):
+        if not 1 <= len(words) <= MAX_WORDS or not all(PLAIN.fullmatch(w) for w in words):
             return []
         key = " ".join(words).lower()
         found = _shares(self.entries.get(key, []))
@@ -164,6 +165,17 @@ class Phrases:
             return None
         _, _, parts, share = best[len(words)]
         return " ".join(parts), share
+
+    @cached_property
+    def word_translations(self) -> dict[str, list[frozenset[str]]]:
+        """Each one-word source phrase -> the lower-cased words of each of its translations
+        ("hund" -> [{"dog"}, {"the", "dog"}, ...]): what decoding/confidence.py's adequacy looks for."""
+        table = {}
+        for key, found in self.entries.items():
+            words = [frozenset(w.lower() for w in PLAIN.findall(text)) for text, _ in found] if " " not in key else []
+            if any(words):
+                table[key] = [w for w in words if w]  # a translation of marks alone holds no word to look for
+        return table
 
     # ---- a part of the run's lexicon.json
 

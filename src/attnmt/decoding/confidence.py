@@ -16,8 +16,12 @@ QE, mozilla/translations inference/src/translator/quality_estimator.cpp):
     length_ratio      output tokens / source tokens, as log
     attention_entropy the mean entropy of the output tokens' attention, over log(source tokens)
     coverage          decoding/coverage.py's figure (1 without attention)
-    unknown_source    the share of the source's words its training data never had (the lexicon),
-                      or of <unk> tokens: a text in another language, a name, noise
+    unknown_source    the share of the source's tokens that are no word of its training data (the
+                      lexicon; a subword model's pieces count each: a rare word in pieces is unknown
+                      there), or of <unk> tokens: a text in another language, a name, noise
+    adequacy          the share of the source's words with a one-word entry in the phrase table
+                      (data/phrases.py) of which the output holds a translation (every word of one of
+                      that entry's); 1 without a table or such a word: a word left out or mistranslated
     cut               the input or the output was cut at a bound
 
 "Good" is a sentence chrF at or above `threshold`: the median of the model's own validation
@@ -41,11 +45,12 @@ from typing import Sequence
 
 import numpy as np
 
+from attnmt.data.phrases import PLAIN
 from attnmt.errors import DataError
 from attnmt.files import read_json, write_json
 
 FEATURES = ("mean_logprob", "min_logprob", "beam_margin", "beam_agreement", "length_ratio", "attention_entropy",
-            "coverage", "unknown_source", "cut")
+            "coverage", "unknown_source", "cut", "adequacy")
 CALIBRATION_FILE = "calibration.json"
 FORMAT = "attnmt-calibration/1"
 RIDGE = 1.0  # the regression's L2 penalty on standardized features
@@ -54,6 +59,27 @@ RIDGE = 1.0  # the regression's L2 penalty on standardized features
 def _words(tokens: Sequence[str]) -> list[str]:
     text = " ".join(tokens).replace(" \u2581", " ").replace("\u2581", " ")
     return [w.lower() for w in text.split() if any(c.isalnum() for c in w)]
+
+
+def _plain_words(tokens: Sequence[str]) -> list[str]:
+    """The lower-cased plain words (phrases.PLAIN) of tokens: a subword model's pieces ("\u2581" opens
+    a word) joined into their words, a word model's tokens as they are."""
+    if any("\u2581" in t for t in tokens):
+        text = "".join(tokens).replace("\u2581", " ")
+    else:
+        text = " ".join(tokens)
+    return [w.lower() for w in PLAIN.findall(text)]
+
+
+def adequacy(source: Sequence[str], tokens: Sequence[str], phrases) -> float:
+    """The `adequacy` feature (the module docstring) of output `tokens` for `source` tokens, by
+    `phrases` (a Phrases table; None: 1)."""
+    table = phrases.word_translations if phrases is not None else {}
+    entries = [table[w] for w in _plain_words(source) if w in table]
+    if not entries:
+        return 1.0
+    output = set(_plain_words(tokens))
+    return sum(any(words <= output for words in translations) for translations in entries) / len(entries)
 
 
 def result_features(result, lexicon=None, *, rank: int = 0, coverage: float | None = None) -> dict[str, float]:
@@ -109,10 +135,11 @@ def features_of(tokens: Sequence[str], log_prob: float, token_log_probs: Sequenc
         unknown = sum(not lexicon.known(w) for w in words) / len(words)
     else:
         unknown = sum(t == "<unk>" for t in source) / max(len(source), 1)
+    found = adequacy(source, tokens, getattr(lexicon, "phrases", None))
     return {"mean_logprob": float(mean), "min_logprob": float(minimum), "beam_margin": float(margin),
             "beam_agreement": agreement, "length_ratio": ratio, "attention_entropy": entropy,
             "coverage": 1.0 if coverage is None else float(coverage),
-            "unknown_source": float(unknown), "cut": float(cut)}
+            "unknown_source": float(unknown), "cut": float(cut), "adequacy": found}
 
 
 def uncalibrated_confidence(features: dict[str, float]) -> float:
