@@ -46,6 +46,7 @@ from typing import Sequence
 import numpy as np
 
 from attnmt.data.phrases import PLAIN
+from attnmt.decoding.alignment import SPM_WORD_START, token_texts
 from attnmt.errors import DataError
 from attnmt.files import read_json, write_json
 
@@ -62,13 +63,11 @@ def _words(tokens: Sequence[str]) -> list[str]:
 
 
 def _plain_words(tokens: Sequence[str]) -> list[str]:
-    """The lower-cased plain words (phrases.PLAIN) of tokens: a subword model's pieces ("\u2581" opens
-    a word) joined into their words, a word model's tokens as they are."""
-    if any("\u2581" in t for t in tokens):
-        text = "".join(tokens).replace("\u2581", " ")
-    else:
-        text = " ".join(tokens)
-    return [w.lower() for w in PLAIN.findall(text)]
+    """The lower-cased plain words (phrases.PLAIN) of tokens: a subword model's pieces (a piece with
+    the word mark opens a word) joined into their words (alignment.token_texts), a word model's
+    tokens as they are."""
+    subword = any(SPM_WORD_START in t for t in tokens)
+    return [w.lower() for text in token_texts(tokens, subword) for w in PLAIN.findall(text)]
 
 
 def adequacy(source: Sequence[str], tokens: Sequence[str], phrases) -> float:
