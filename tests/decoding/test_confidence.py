@@ -38,6 +38,7 @@ def test_adequacy_is_the_share_of_table_words_whose_translation_the_output_holds
     assert adequacy(source, output, table) == pytest.approx(2 / 3)
     assert adequacy("Ein Hund und eine Katze .".split(), "The dog and a cat .".split(), table) == 1.0  # word tokens
     assert adequacy("Ein Hund .".split(), "Two cats .".split(), table) == 0.0
+    assert adequacy("Ein Hund .".split(), "The cat .".split(), table) == 0.0  # "the" of "the dog" alone: no translation
     assert adequacy("Zwei Mäuse .".split(), "Two mice .".split(), table) == 1.0  # no word of the table: nothing to miss
     assert adequacy(source, output, None) == 1.0
 
