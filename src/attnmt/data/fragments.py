@@ -12,7 +12,11 @@ table from sentence co-occurrence (the Dice coefficient, as engines/vocab_map.py
 shortlist; data/cooccurrence.py counts it) links a source word and a target word of a pair when
 each is the other's best match there (the intersection of both directions, the precise half of
 Och & Ney's symmetrization), they met in MIN_TOGETHER pairs or more, and the target word is one
-of the source word's TOP best overall (so "und" is not linked to "the" in a pair that lacks "and"). A piece is a span of 1 to MAX_WORDS source words whose linked target
+of the source word's TOP best overall (so "und" is not linked to "the" in a pair that lacks "and").
+A source word that leaves none of its targets over MIN_DICE, a rare form of a frequent
+translation's ("blaues", "grüne": Dice 0.04-0.1 with "blue", "green"), may still link to its one
+best target by the log-likelihood ratio when that is significant (MIN_LLR); without it 'blaues
+Hemd' found no phrase. A piece is a span of 1 to MAX_WORDS source words whose linked target
 words make a span that no source word outside it links into (a consistent phrase pair, Koehn et
 al. 2003), at most 2 x + 1 target words long, without punctuation at either end.
 
@@ -33,7 +37,16 @@ from attnmt.data.phrases import MAX_WORDS, Phrases, strip_ends  # MAX_WORDS: the
 MIN_DICE = 0.1       # a link needs at least this much co-occurrence,
 MIN_TOGETHER = 2     # in at least this many pairs,
 TOP = 3              # and the target word among the source word's TOP best by Dice over the whole sample
+MIN_LLR = 10.83      # a word Dice links to nothing: its best target by G^2, if G^2 >= this (p < 0.001)
 SAMPLE = 200_000     # pairs the lexical table is counted on (the first ones; Multi30k has 29,000)
+
+
+def _rank(score: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """(pairs,) each pair's place among its source word's pairs by `score`, best first (0: the best)."""
+    order = np.lexsort((-score, src))
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order)) - np.searchsorted(src[order], src[order])  # minus the word's first row
+    return rank
 
 
 @dataclass
@@ -64,13 +77,13 @@ class Fragments:
             encoded.append((np.array([src_ids.setdefault(w.lower(), len(src_ids)) for w in src], np.int64),
                             np.array([tgt_ids.setdefault(w.lower(), len(tgt_ids)) for w in tgt], np.int64)))
         counts = count_cooccurrence(encoded, max(len(src_ids), 1), max(len(tgt_ids), 1))
-        dice = 2.0 * counts.both / np.maximum(counts.src_sentences[counts.src] + counts.tgt_sentences[counts.tgt], 1)
+        dice, g2 = counts.dice(), counts.log_likelihood_ratio()
         keys = counts.src * max(len(tgt_ids), 1) + counts.tgt  # sorted: count_cooccurrence's keys are np.unique's
-        order = np.lexsort((-dice, counts.src))  # by source word, best first
-        rank = np.empty(len(order), np.int64)
-        firsts = np.searchsorted(counts.src[order], counts.src[order])  # each row's source word's first row
-        rank[order] = np.arange(len(order)) - firsts
-        usable = (counts.both >= MIN_TOGETHER) & (rank < TOP) & (dice >= MIN_DICE)
+        often = counts.both >= MIN_TOGETHER
+        usable = often & (_rank(dice, counts.src) < TOP) & (dice >= MIN_DICE)
+        linked = np.zeros(max(len(src_ids), 1), bool)
+        linked[counts.src[usable]] = True
+        usable |= often & ~linked[counts.src] & (_rank(g2, counts.src) == 0) & (g2 >= MIN_LLR)
         return cls(src_ids, tgt_ids, keys, np.where(usable, dice, 0.0))
 
     @classmethod

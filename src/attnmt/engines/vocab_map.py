@@ -76,7 +76,7 @@ def vocab_map_lines(counts: Cooccurrence, src_vocab: Vocab, tgt_vocab: Vocab, se
     usable_tgt[tgt_words] = True
     keep = usable_tgt[counts.tgt]
     src, tgt, both = counts.src[keep], counts.tgt[keep], counts.both[keep]
-    dice = 2.0 * both / (counts.src_sentences[src] + counts.tgt_sentences[tgt])
+    dice = counts.dice()[keep]
     order = np.lexsort((tgt, -both, -dice, src))  # by source, then best first
     src, tgt = src[order], tgt[order]
     starts = np.flatnonzero(np.r_[True, src[1:] != src[:-1]]) if len(src) else np.zeros(0, np.int64)
