@@ -407,11 +407,11 @@ class Translator:
         scores, and its attention where the engine gives one (the native engine's). Its confidence
         is the table's: the share of the phrase's training pieces translated so (uncalibrated: a
         model that never saw a short output finds "dog" improbable, which says nothing of "dog")."""
-        if lexicon is None or lexicon.phrases is None or not self.cfg.search.short_phrases \
+        if lexicon is None or lexicon.table(language) is None or not self.cfg.search.short_phrases \
                 or options.sampling_topk != 1:
             return {}
         found = {i: texts[:options.n_best] for i, text in enumerate(sentences)
-                 if not prefixes[i] and not constraints[i] and (texts := lexicon.short_translations(text))}
+                 if not prefixes[i] and not constraints[i] and (texts := lexicon.short_translations(text, language))}
         if not found:
             return {}
         pairs = [(i, text) for i, texts in found.items() for text, _ in texts]

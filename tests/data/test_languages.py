@@ -6,12 +6,14 @@ three-language multiway toy corpus (tests/support/toy.py) once per session."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 
 import numpy as np
 import pytest
 
 from support import toy
+from support.once import once
 from attnmt.cli import main
 from attnmt.config import load_config
 from attnmt.data.epochs import Batching, Epoch, epoch_examples, epoch_rng
@@ -26,10 +28,12 @@ DIRECTIONS = ["de-en", "de-fr", "en-de", "en-fr", "fr-de", "fr-en"]
 
 
 def _train(tmp_path_factory, placement: str):
-    base = tmp_path_factory.mktemp(f"multilingual-{placement}")
-    config = toy.write_multilingual_config(base / "ml.yaml", lang_token=placement)
-    assert main(["train", str(config), "--run-dir", str(base / "run")]) == 0
-    return base / "run"
+    def build(base):
+        config = toy.write_multilingual_config(base / "ml.yaml", lang_token=placement)
+        assert main(["train", str(config), "--run-dir", str(base / "run")]) == 0
+        return base / "run"
+
+    return once(tmp_path_factory, f"multilingual-{placement}", build)
 
 
 @pytest.fixture(scope="session")
@@ -245,3 +249,34 @@ def test_each_source_language_is_read_with_its_own_lexicon(multilingual_run):
         assert shouted.read_as == text and shouted.text == restore_case(plain.text, "upper")
     unsaid, = t.translate(["HUND ROT KATZE"], target_lang="en", beam_size=1)  # de or fr: not said
     assert unsaid.read_as is None and unsaid.source_tokens[0].upper() == unsaid.source_tokens[0]
+
+
+def test_each_direction_keeps_its_own_phrase_table_and_short_inputs_are_read_by_it(multilingual_run, tmp_path):
+    """A multilingual run counts a phrase table per direction, on that direction's own pairs and word
+    links (Lexicon.phrases_to): each toy word has the word of its target language at its place in
+    toy.WORDS. The toy's sources are often short (2-6 words), so the run translates short inputs
+    itself (Phrases.used); a copy whose tables say its sources were rarely short answers one word
+    from the table of the direction asked for."""
+    from attnmt.run_dir import RunDir
+
+    lexicons = Translator.load(multilingual_run).pipeline.lexicon
+    for pair in DIRECTIONS:
+        source, target = pair.split("-")
+        table = lexicons.of(source).table(target)
+        assert sorted(lexicons.of(source).phrases_to) == [p.split("-")[1] for p in DIRECTIONS if p.startswith(source)]
+        for i, word in enumerate(toy.WORDS[source]):
+            assert table.translations(word)[:1] == [toy.WORDS[target][i]], (pair, word)
+    assert lexicons.of("de").table(None) is None  # a multilingual call that names no target: no table
+
+    rarely_short = tmp_path / "run"
+    shutil.copytree(multilingual_run, rarely_short)
+    raw = json.loads((rarely_short / "lexicon.json").read_text(encoding="utf-8"))
+    for lexicon in raw["languages"].values():
+        for table in lexicon["phrases_to"].values():
+            table["short_sources"] = 0.0
+    (rarely_short / "lexicon.json").write_text(json.dumps(raw), encoding="utf-8")
+    RunDir(rarely_short).record_checksums(["lexicon.json"])
+    t = Translator.load(rarely_short)
+    for target, expected in (("en", "dog"), ("fr", "chien")):
+        result, = t.translate(["hund"], source_lang="de", target_lang=target, beam_size=1)
+        assert result.from_phrases and result.text == expected, (target, result.text)

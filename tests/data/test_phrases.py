@@ -127,6 +127,26 @@ def test_the_table_round_trips_in_the_lexicon_file_and_damage_is_refused_by_name
             Lexicon.load(tmp_path / LEXICON_FILE)
 
 
+
+def test_a_multilingual_lexicons_tables_round_trip_by_target_and_damage_is_refused_by_name(tmp_path, phrases):
+    lexicon = Lexicon.from_sentences(s for s, _ in PAIRS)
+    french = Phrases({"hund": [("chien", 3)]})
+    lexicon.phrases_to = {"en": phrases, "fr": french}
+    lexicon.save(tmp_path)
+    loaded = Lexicon.load(tmp_path / LEXICON_FILE)
+    assert loaded == lexicon and loaded.table("fr") == french and loaded.table("en") == phrases
+    assert loaded.table("cs") is None and loaded.table() is None  # a target it has no table of, or none named
+    raw = json.loads((tmp_path / LEXICON_FILE).read_text())
+    for damage, message in [(lambda p: p.update(fr=[]), r"phrases_to\['fr'\]: phrases must hold"),
+                            (lambda p: p["fr"]["entries"].update(hund=[["chien", 0]]),
+                             r"phrases_to\['fr'\]: phrases.entries\['hund'\] must be a list"),
+                            (lambda p: p.update({"": p["fr"]}), "phrases_to must map each target language")]:
+        broken = json.loads(json.dumps(raw))
+        damage(broken["phrases_to"])
+        (tmp_path / LEXICON_FILE).write_text(json.dumps(broken))
+        with pytest.raises(DataError, match=message):
+            Lexicon.load(tmp_path / LEXICON_FILE)
+
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory):
     """A toy run trained now: its lexicon keeps the phrase table of its pairs."""

@@ -168,6 +168,8 @@ class Lexicon:
             without one, or in a lexicon saved before it was kept.
         phrases: its short phrases' translations (data/phrases.py), counted over the training pairs
             (train_data.source_lexicon); None for a multilingual run's or one saved before them.
+        phrases_to: a multilingual run's: per target language, the translations of its short phrases
+            into it, counted over that direction's pairs (empty: none, or a bilingual run's).
     """
 
     forms: dict[str, tuple[str, int]]
@@ -176,6 +178,7 @@ class Lexicon:
     boundaries: BoundaryStats | None = None
     final_mark: str | None = None
     phrases: Phrases | None = None
+    phrases_to: dict[str, Phrases] = field(default_factory=dict)
 
     @classmethod
     def from_sentences(cls, sentences: Iterable[Sequence[str]]) -> Lexicon:
@@ -334,17 +337,22 @@ class Lexicon:
         """Whether the training data writes `word` with a small first letter (an unknown word: as typed)."""
         return self.forms.get(word.lower(), (word, 0))[0][:1].islower()
 
-    def short_translations(self, text: str) -> list[tuple[str, float]]:
-        """The phrase table's translations of `text` (data/phrases.py), best first, each with its
-        share of the times its phrase was cut ([]: none, or no short phrase); capitalized when its
-        first word is, being a word this lexicon writes in small letters ("Zwei Hunde" -> "Two
-        dogs", "Hund" -> "dog"); [] too where the model saw short sources often enough to
-        translate them itself (Phrases.used)."""
-        if self.phrases is None or not self.phrases.used:
+    def table(self, target: str | None = None) -> Phrases | None:
+        """The phrase table into `target` (a multilingual run's, by its target language), else the run's."""
+        return self.phrases_to.get(target) if self.phrases_to else self.phrases
+
+    def short_translations(self, text: str, target: str | None = None) -> list[tuple[str, float]]:
+        """The phrase table's translations of `text` (data/phrases.py) into `target` (`table`), best
+        first, each with its share of the times its phrase was cut ([]: none, or no short phrase);
+        capitalized when its first word is, being a word this lexicon writes in small letters
+        ("Zwei Hunde" -> "Two dogs", "Hund" -> "dog"); [] too where the model saw short sources often
+        enough to translate them itself (Phrases.used)."""
+        phrases = self.table(target)
+        if phrases is None or not phrases.used:
             return []
         first = _WORD.search(text)
         start = first is not None and first.group(0)[0].isupper() and self.writes_small(first.group(0))
-        return self.phrases.scored(text, sentence_start=start)
+        return phrases.scored(text, sentence_start=start)
 
     # ---- a file of the run
 
@@ -357,6 +365,8 @@ class Lexicon:
             saved["final_mark"] = self.final_mark
         if self.phrases is not None:
             saved["phrases"] = self.phrases.to_dict()
+        if self.phrases_to:
+            saved["phrases_to"] = {lang: table.to_dict() for lang, table in sorted(self.phrases_to.items())}
         return saved
 
     def save(self, folder) -> None:
@@ -391,8 +401,13 @@ class Lexicon:
             raise DataError(f"{where}: final_mark must be one of {' '.join(FINAL_MARKS)} (or absent), not "
                             f"{str(final_mark)[:40]!r}")
         phrases = Phrases.from_dict(raw["phrases"], where) if "phrases" in raw else None
+        phrases_to = raw.get("phrases_to", {})  # absent: a bilingual run's, or written before them
+        if not isinstance(phrases_to, dict) or not all(isinstance(lang, str) and lang for lang in phrases_to):
+            raise DataError(f"{where}: phrases_to must map each target language to its phrase table")
+        phrases_to = {lang: Phrases.from_dict(table, f"{where}: phrases_to[{lang[:20]!r}]")
+                      for lang, table in phrases_to.items()}
         return cls(forms, raw["alphabet"], raw.get("capital_starts", True),  # absent: written before the keys
-                   boundaries, final_mark, phrases)
+                   boundaries, final_mark, phrases, phrases_to)
 
 
 @dataclass

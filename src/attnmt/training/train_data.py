@@ -70,13 +70,22 @@ def prepared_examples(prepared: PreparedData, *, block: int = 4096) -> Iterator[
         yield from zip(prepared.ids("src", index), prepared.ids("tgt", index))
 
 
+def corpus_examples(prepared: PreparedData, corpus: int, limit: int, *, block: int = 4096
+                    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The first `limit` prepared pairs' ids of corpus number `corpus` (its manifest input), in order."""
+    index = np.flatnonzero(prepared.corpus_of == corpus)[:limit]
+    for start in range(0, len(index), block):
+        yield from zip(prepared.ids("src", index[start:start + block]), prepared.ids("tgt", index[start:start + block]))
+
+
 def source_lexicon(prepared: PreparedData, *, limit: int = LEXICON_SAMPLE, fragments: Fragments | None = None
                    ) -> Lexicon | Lexicons:
     """The source words of the first `limit` prepared pairs (data/lexicon.py) and, of a bilingual
     run, its short phrases' translations (data/phrases.py: cut as `fragments` cuts, by default a
     table of these pairs); of a multilingual run, per source language the first `limit` pairs of
     the first corpus that reads it (a multiway corpus holds the same sentences in each of its
-    directions: counted once), without phrases (one table per target language is not kept yet)."""
+    directions: counted once), and per direction the phrases of the first corpus of it, each
+    counted with word links of its own pairs (Lexicon.phrases_to)."""
     side = TextSide(prepared.pipeline, "src")
     inputs = prepared.manifest["inputs"]
     if prepared.pipeline.languages is None or not all("pair" in entry for entry in inputs):
@@ -86,15 +95,17 @@ def source_lexicon(prepared: PreparedData, *, limit: int = LEXICON_SAMPLE, fragm
             fragments = fragments or Fragments.for_pipeline(prepared_examples(prepared), prepared.pipeline)
             lexicon.phrases = fragments.phrases_of(prepared_examples(prepared))
         return lexicon
-    first: dict[str, int] = {}
+    directions = {}  # direction -> its first corpus
     for corpus, entry in enumerate(inputs):
-        first.setdefault(Direction.parse(entry["pair"], "manifest: inputs", error=DataError).source, corpus)
-    lexicons = {}
-    for lang, corpus in first.items():
-        index = np.flatnonzero(prepared.corpus_of == corpus)[:limit]
-        texts = (side.text(src) for block in range(0, len(index), 4096)
-                 for src in prepared.ids("src", index[block:block + 4096]))
-        lexicons[lang] = Lexicon.from_sentences(text.split() for text in texts if text is not None)
+        directions.setdefault(Direction.parse(entry["pair"], "manifest: inputs", error=DataError), corpus)
+    lexicons: dict[str, Lexicon] = {}
+    for direction, corpus in directions.items():
+        if direction.source not in lexicons:
+            texts = (side.text(src) for src, _ in corpus_examples(prepared, corpus, limit))
+            lexicons[direction.source] = Lexicon.from_sentences(text.split() for text in texts if text is not None)
+        links = Fragments.for_pipeline(corpus_examples(prepared, corpus, limit), prepared.pipeline)
+        lexicons[direction.source].phrases_to[direction.target] = links.phrases_of(
+            corpus_examples(prepared, corpus, limit))
     return Lexicons(lexicons)
 
 
