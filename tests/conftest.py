@@ -14,8 +14,12 @@ if str(TESTS) not in sys.path:  # `import toy` from every test folder, whatever 
     sys.path.insert(0, str(TESTS))
 
 from support import parts, toy  # noqa: E402
+from support.once import once  # noqa: E402
 
 torch.set_num_threads(1)  # tiny models gain nothing from more, and lose much when cores are shared
+# ... and so do the commands the tests start (attnmt serve, translate, train in a process of its own): one
+# thread each unless the caller says otherwise, or each would take every core beside the other workers
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # One cache for the session (prepared data, sentencepiece models): shared by the tests and the
 # commands they start, never the user's own; tests that need a cache of their own set one.
@@ -96,11 +100,12 @@ def toy_run(tmp_path_factory):
     """A tiny RNN trained once per test session on the toy corpus; returns its run directory."""
     from attnmt.cli import main
 
-    base = tmp_path_factory.mktemp("toy_run")
-    config = toy.write_config(base / "toy.yaml")
-    run_dir = base / "run"
-    assert main(["train", str(config), "--run-dir", str(run_dir), "--set", "train.epochs=5"]) == 0
-    return run_dir
+    def build(base):
+        config = toy.write_config(base / "toy.yaml")
+        assert main(["train", str(config), "--run-dir", str(base / "run"), "--set", "train.epochs=5"]) == 0
+        return base / "run"
+
+    return once(tmp_path_factory, "toy_run", build)
 
 
 @pytest.fixture(scope="session")
@@ -109,7 +114,10 @@ def toy_seed_runs(tmp_path_factory):
     epochs: good, not perfect); returns their run directories."""
     from attnmt.cli import main
 
-    base = tmp_path_factory.mktemp("toy_seeds")
-    config = toy.write_config(base / "toy.yaml")
-    assert main(["train", str(config), "--run-dir", str(base / "run"), "--seeds", "1,2", "--set", "train.epochs=2"]) == 0
-    return [base / "run-seed1", base / "run-seed2"]
+    def build(base):
+        config = toy.write_config(base / "toy.yaml")
+        argv = ["train", str(config), "--run-dir", str(base / "run"), "--seeds", "1,2", "--set", "train.epochs=2"]
+        assert main(argv) == 0
+        return [base / "run-seed1", base / "run-seed2"]
+
+    return once(tmp_path_factory, "toy_seed_runs", build)

@@ -4,6 +4,7 @@ untrained ones with random weights (every mapping difference shows up in their s
 import pytest
 
 from support import toy
+from support.once import once
 from support.toy import make_random_run
 
 
@@ -22,13 +23,14 @@ def train_transformer(base, *, pre_norm: bool, tie: bool, epochs: int = 10):
 @pytest.fixture(scope="session")
 def prenorm_run(tmp_path_factory):
     """Pre-norm, tied output layer: trained once per session."""
-    return train_transformer(tmp_path_factory.mktemp("prenorm"), pre_norm=True, tie=True)
+    return once(tmp_path_factory, "prenorm_run", lambda base: train_transformer(base, pre_norm=True, tie=True))
 
 
 @pytest.fixture(scope="session")
 def postnorm_run(tmp_path_factory):
     """Post-norm, untied output layer: trained once per session."""
-    return train_transformer(tmp_path_factory.mktemp("postnorm"), pre_norm=False, tie=False, epochs=6)
+    return once(tmp_path_factory, "postnorm_run",
+                lambda base: train_transformer(base, pre_norm=False, tie=False, epochs=6))
 
 
 @pytest.fixture

@@ -8,14 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from support.once import once
+
 
 @pytest.fixture(scope="session")
 def marian_folder(tmp_path_factory) -> Path:
     """A tiny Marian model trained for a few seconds on the toy copy task (it translates)."""
     from support import marian_toy
 
-    return marian_toy.write_marian(tmp_path_factory.mktemp("marian") / "opus-mt-toy", d_model=32, ff_dim=64,
-                                   std=0.1, train_steps=120)
+    return once(tmp_path_factory, "marian_folder", lambda base: marian_toy.write_marian(
+        base / "opus-mt-toy", d_model=32, ff_dim=64, std=0.1, train_steps=120))
 
 
 @pytest.fixture(scope="session")
@@ -32,7 +34,7 @@ def argos_run(tmp_path_factory) -> Path:
     """A tiny sentencepiece Transformer trained on the toy copy task (seconds)."""
     from support import argos
 
-    return argos.toy_run(tmp_path_factory.mktemp("argos"))
+    return once(tmp_path_factory, "argos_run", argos.toy_run)
 
 
 @pytest.fixture(scope="session")

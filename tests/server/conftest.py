@@ -10,6 +10,7 @@ from urllib.parse import urlparse
 import pytest
 
 from support import toy
+from support.once import once
 from support.servers import ServeProcess, ThreadServer, short_input_copy
 
 
@@ -19,13 +20,14 @@ def toy_transformer_run(tmp_path_factory):
     corpus); its run directory."""
     from attnmt.cli import main
 
-    base = tmp_path_factory.mktemp("toy_transformer")
-    config = toy.write_config(base / "toy.yaml", "copy", "transformer", epochs=2, batch_size=32, beam_size=2,
-                              model=dict(d_model=16, heads=2, ff_dim=32),
-                              train=dict(schedule="constant", log_every=50))
-    run_dir = base / "run"
-    assert main(["train", str(config), "--run-dir", str(run_dir)]) == 0
-    return short_input_copy(run_dir, base / "served")
+    def build(base):
+        config = toy.write_config(base / "toy.yaml", "copy", "transformer", epochs=2, batch_size=32, beam_size=2,
+                                  model=dict(d_model=16, heads=2, ff_dim=32),
+                                  train=dict(schedule="constant", log_every=50))
+        assert main(["train", str(config), "--run-dir", str(base / "run")]) == 0
+        return short_input_copy(base / "run", base / "served")
+
+    return once(tmp_path_factory, "server_toy_transformer_run", build)
 
 
 @pytest.fixture(scope="session")
@@ -92,11 +94,13 @@ def en_de_run(toy_run, tmp_path_factory):
     at MAX_INPUT_TOKENS tokens: with serve_run, two models of different pairs."""
     from attnmt.cli import main
 
-    base = tmp_path_factory.mktemp("en_de")
-    argv = ["train", str(toy_run.parent / "toy.yaml"), "--run-dir", str(base / "run"), "--set", "train.epochs=5",
-            "--set", "data.src_lang=en", "--set", "data.tgt_lang=de"]
-    assert main(argv) == 0
-    return short_input_copy(base / "run", base / "en_de")
+    def build(base):
+        argv = ["train", str(toy_run.parent / "toy.yaml"), "--run-dir", str(base / "run"), "--set", "train.epochs=5",
+                "--set", "data.src_lang=en", "--set", "data.tgt_lang=de"]
+        assert main(argv) == 0
+        return short_input_copy(base / "run", base / "en_de")
+
+    return once(tmp_path_factory, "en_de_run", build)
 
 
 @pytest.fixture(scope="session")
@@ -105,10 +109,12 @@ def multilingual_pairs_run(tmp_path_factory):
     reachable through English, de -> fr is not (no en -> fr)."""
     from attnmt.cli import main
 
-    base = tmp_path_factory.mktemp("multilingual")
-    config = toy.write_multilingual_config(base / "ml.yaml", pairs=["de-en", "en-de", "fr-en"])
-    assert main(["train", str(config), "--run-dir", str(base / "run")]) == 0
-    return base / "run"
+    def build(base):
+        config = toy.write_multilingual_config(base / "ml.yaml", pairs=["de-en", "en-de", "fr-en"])
+        assert main(["train", str(config), "--run-dir", str(base / "run")]) == 0
+        return base / "run"
+
+    return once(tmp_path_factory, "multilingual_pairs_run", build)
 
 
 @pytest.fixture(scope="session")
