@@ -127,7 +127,6 @@ def test_the_table_round_trips_in_the_lexicon_file_and_damage_is_refused_by_name
             Lexicon.load(tmp_path / LEXICON_FILE)
 
 
-
 def test_a_multilingual_lexicons_tables_round_trip_by_target_and_damage_is_refused_by_name(tmp_path, phrases):
     lexicon = Lexicon.from_sentences(s for s, _ in PAIRS)
     french = Phrases({"hund": [("chien", 3)]})
@@ -146,6 +145,7 @@ def test_a_multilingual_lexicons_tables_round_trip_by_target_and_damage_is_refus
         (tmp_path / LEXICON_FILE).write_text(json.dumps(broken))
         with pytest.raises(DataError, match=message):
             Lexicon.load(tmp_path / LEXICON_FILE)
+
 
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory):
