@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from itertools import islice
 from typing import Iterator
 
 import numpy as np
@@ -63,19 +62,18 @@ class TrainData:
 LEXICON_SAMPLE = 500_000  # source sentences the lexicon is counted on
 
 
-def prepared_examples(prepared: PreparedData, *, block: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """The prepared pairs' ids in order, read a block at a time."""
-    for start in range(0, len(prepared), block):
-        index = np.arange(start, min(start + block, len(prepared)))
-        yield from zip(prepared.ids("src", index), prepared.ids("tgt", index))
-
-
-def corpus_examples(prepared: PreparedData, corpus: int, limit: int, *, block: int = 4096
-                    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """The first `limit` prepared pairs' ids of corpus number `corpus` (its manifest input), in order."""
-    index = np.flatnonzero(prepared.corpus_of == corpus)[:limit]
-    for start in range(0, len(index), block):
-        yield from zip(prepared.ids("src", index[start:start + block]), prepared.ids("tgt", index[start:start + block]))
+def prepared_examples(prepared: PreparedData, *, corpus: int | None = None, limit: int | None = None,
+                      block: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The prepared pairs' ids in order, read a block at a time: every pair, or those of corpus
+    number `corpus` (its manifest input); the first `limit` of them (None: all)."""
+    if corpus is None:
+        end = len(prepared) if limit is None else min(limit, len(prepared))
+        chunks = (np.arange(start, min(start + block, end)) for start in range(0, end, block))
+    else:
+        index = np.flatnonzero(prepared.corpus_of == corpus)[:limit]
+        chunks = (index[start:start + block] for start in range(0, len(index), block))
+    for chunk in chunks:
+        yield from zip(prepared.ids("src", chunk), prepared.ids("tgt", chunk))
 
 
 def source_lexicon(prepared: PreparedData, *, limit: int = LEXICON_SAMPLE, fragments: Fragments | None = None
@@ -89,7 +87,7 @@ def source_lexicon(prepared: PreparedData, *, limit: int = LEXICON_SAMPLE, fragm
     side = TextSide(prepared.pipeline, "src")
     inputs = prepared.manifest["inputs"]
     if prepared.pipeline.languages is None or not all("pair" in entry for entry in inputs):
-        texts = (side.text(src) for src, _ in islice(prepared_examples(prepared), limit))
+        texts = (side.text(src) for src, _ in prepared_examples(prepared, limit=limit))
         lexicon = Lexicon.from_sentences(text.split() for text in texts if text is not None)
         if prepared.pipeline.languages is None:
             fragments = fragments or Fragments.for_pipeline(prepared_examples(prepared), prepared.pipeline)
@@ -101,11 +99,11 @@ def source_lexicon(prepared: PreparedData, *, limit: int = LEXICON_SAMPLE, fragm
     lexicons: dict[str, Lexicon] = {}
     for direction, corpus in directions.items():
         if direction.source not in lexicons:
-            texts = (side.text(src) for src, _ in corpus_examples(prepared, corpus, limit))
+            texts = (side.text(src) for src, _ in prepared_examples(prepared, corpus=corpus, limit=limit))
             lexicons[direction.source] = Lexicon.from_sentences(text.split() for text in texts if text is not None)
-        links = Fragments.for_pipeline(corpus_examples(prepared, corpus, limit), prepared.pipeline)
+        links = Fragments.for_pipeline(prepared_examples(prepared, corpus=corpus, limit=limit), prepared.pipeline)
         lexicons[direction.source].phrases_to[direction.target] = links.phrases_of(
-            corpus_examples(prepared, corpus, limit))
+            prepared_examples(prepared, corpus=corpus, limit=limit))
     return Lexicons(lexicons)
 
 
