@@ -67,20 +67,28 @@ TASKS = {
 }
 
 
-def edited_copy(run_dir: Path, dest: Path, **sections: dict) -> Path:
+def edited_copy(run_dir: Path, dest: Path, *, edits: dict | None = None, **sections: dict) -> Path:
     """A copy of a trained run at `dest` with sections of its config updated
-    (`search={"beam_size": 1}`), the new config's sha256 recorded (an edit made on purpose)."""
+    (`search={"beam_size": 1}`) and each JSON file of `edits` changed in place by its function
+    (`edits={"lexicon.json": fn}`, fn(raw) edits the parsed file), the new files' sha256 recorded (an
+    edit made on purpose)."""
     import json
     import shutil
 
     from attnmt.run_dir import RunDir
 
     shutil.copytree(run_dir, dest)
-    config = json.loads((dest / "config.json").read_text())
-    for section, values in sections.items():
-        config[section].update(values)
-    (dest / "config.json").write_text(json.dumps(config))
-    RunDir(dest).record_checksums(["config.json"])
+    edits = dict(edits or {})
+    if sections:
+        def update(config: dict) -> None:
+            for section, values in sections.items():
+                config[section].update(values)
+        edits = {"config.json": update, **edits}
+    for name, edit in edits.items():
+        raw = json.loads((dest / name).read_text(encoding="utf-8"))
+        edit(raw)
+        (dest / name).write_text(json.dumps(raw), encoding="utf-8")
+    RunDir(dest).record_checksums(list(edits))
     return dest
 
 
