@@ -7,12 +7,18 @@ confident tenth in the worst quarter, and what the features cost beside decoding
 
     benchmarks/quality/confidence.py RUN_OR_EXPORT [--beam 5] [--limit N] [--json report.json]
     benchmarks/quality/confidence.py RUN_OR_EXPORT --rerank [--splits val test_2016_flickr]
+    benchmarks/quality/confidence.py RUN_OR_EXPORT --reverse REVERSE_RUN_OR_EXPORT
 
 --rerank asks whether the confidence picks better translations than the beam does: each sentence's
 n-best list (n = the beam) ranked by the chrF the map predicts for each hypothesis instead of by its
 length-normalized score, BLEU and chrF of both with sacreBLEU's paired tests (significance.py), and
 the oracle (the hypothesis closest to the reference) as the ceiling. The map is fitted on val, so
 val's figures are in-sample; test_2016_flickr's are not.
+
+--reverse asks what a model of the other direction adds (dual conditional cross-entropy,
+Junczys-Dowmunt 2018): each translation scored back into its source by REVERSE (forced decoding,
+the source's log-probability per token given the translation), the map fitted on val with and
+without that feature, both measured on --split, and the reverse scoring's time beside decoding.
 """
 
 from __future__ import annotations
@@ -130,6 +136,60 @@ def rerank(args) -> dict:
                        results=out)
 
 
+def reverse_scores(back, translations, sources) -> list[float]:
+    """Each source's log-probability per token (<eos> included) given its translation, by `back`
+    (a Translator of the other direction); an empty translation or source: the least of the others."""
+    scored = back.score(translations, sources)
+    values = [s.normalized if s.num_tokens > 0 and s.log_prob == s.log_prob else None for s in scored]
+    floor = min((v for v in values if v is not None), default=0.0)
+    return [floor if v is None else v for v in values]
+
+
+def with_reverse(args) -> dict:
+    from attnmt.calibration import quality_of, sentence_chrfs, translate_with_features
+    from attnmt.data.corpus import corpus_spec, load_corpus
+    from attnmt.decoding.confidence import FEATURES, Calibration
+    from attnmt.decoding.options import DecodingOptions
+    from attnmt.run_dir import RunDir
+    from attnmt.translator import Translator
+
+    engine = args.engine or RunDir(args.run).engine
+    translator = Translator.load(args.run, engine=engine)
+    back = Translator.load(args.reverse, engine=RunDir(args.reverse).engine)
+    options = DecodingOptions(beam_size=args.beam)
+    found = {}
+    for split in ("val", args.split):
+        data = load_corpus(corpus_spec(translator.cfg.data), split)
+        sources, refs = data.src[:args.limit], data.tgt[:args.limit]
+        start = time.perf_counter()
+        texts, rows = translate_with_features(translator, sources, options)
+        decoding = time.perf_counter() - start
+        start = time.perf_counter()
+        for row, value in zip(rows, reverse_scores(back, texts, sources)):
+            row["reverse_logprob"] = value
+        found[split] = (rows, sentence_chrfs(texts, refs), decoding, time.perf_counter() - start)
+    (val_rows, val_chrfs, _, _), (rows, chrfs, decoding, scoring) = found["val"], found[args.split]
+    print(f"{args.split}: {len(rows)} sentences, beam {args.beam}, engine {engine}; reverse {args.reverse}: "
+          f"{scoring:.1f} s beside {decoding:.1f} s of decoding ({scoring / decoding:.1%})")
+    out = []
+    for name, features in (("without", FEATURES), ("with reverse_logprob", FEATURES + ("reverse_logprob",))):
+        calibration = Calibration.fit(val_rows, val_chrfs, features=features)
+        quality = quality_of([calibration.confidence(r) for r in rows], chrfs, calibration.threshold)
+        ranked = quality_of([calibration.predicted_chrf(r) for r in rows], chrfs, calibration.threshold)
+        out.append({"kind": "map", "map": name, **quality, "predicted_chrf_pearson": ranked["pearson"],
+                    "predicted_chrf_least_tenth": ranked["least_tenth_in_worst_quarter"],
+                    "weights": dict(zip(features, calibration.weights.round(4).tolist()))})
+        print(f"  {name:<22} Pearson {quality['pearson']:.3f} (its predicted chrF {ranked['pearson']:.3f}), "
+              f"ECE {quality['ece']:.3f}, least tenth in the worst quarter {quality['least_tenth_in_worst_quarter']:.1%}")
+    alone = quality_of([r["reverse_logprob"] for r in rows], chrfs, 0.0)
+    print(f"  reverse_logprob alone: Pearson {alone['pearson']:+.3f}, Spearman {alone['spearman']:+.3f}")
+    out.append({"kind": "feature", "feature": "reverse_logprob", "pearson": alone["pearson"],
+                "spearman": alone["spearman"], "decode_seconds": round(decoding, 2), "reverse_seconds": round(scoring, 2)})
+    return make_report("confidence_reverse", command=command(__file__, args.argv), environment=environment(),
+                       settings={"run": args.run, "reverse": args.reverse, "engine": engine, "beam": args.beam,
+                                 "split": args.split}, results=out)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", help="a run or an export")
@@ -140,9 +200,11 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--rerank", action="store_true", help="n-best reranked by confidence against the beam")
     parser.add_argument("--splits", nargs="+", default=["val", "test_2016_flickr"], help="with --rerank")
+    parser.add_argument("--reverse", default=None, metavar="RUN_OR_EXPORT",
+                        help="a model of the other direction: what its score of the source adds to the map")
     args = parser.parse_args(argv)
     args.argv = argv if argv is not None else sys.argv[1:]
-    report = rerank(args) if args.rerank else run(args)
+    report = rerank(args) if args.rerank else with_reverse(args) if args.reverse else run(args)
     if args.json:
         write_report(args.json, report)
     return 0

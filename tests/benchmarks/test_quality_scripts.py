@@ -232,3 +232,38 @@ def test_truecasing_compares_both_readers_on_multi30k(multi30k_dir, tmp_path, mo
                          for r in ("Moses truecaser (sacremoses)", "attnmt lexicon")}
     assert all(0.9 < r["words_right"] <= 1 for r in rows.values())  # both read most words back as written
     assert rows["lowercase", "attnmt lexicon"]["words_right"] >= 0.975  # 98.1% on 2026-12-02 (counts, no model)
+
+
+def test_reverse_scores_read_the_source_given_its_translation(toy_run):
+    """benchmarks/quality/confidence.py --reverse: the toy run (de->en) is here the reverse model of
+    an en->de one, so it scores each English 'source' given its German 'translation': the right
+    source scores far higher than another sentence's; a pair it cannot score gets the least of the
+    others."""
+    from attnmt.decoding.results import ScoreResult
+    from attnmt.translator import Translator
+    from benchmarks.quality.confidence import reverse_scores
+
+    back = Translator.load(toy_run)
+    german, english = ["Hund rot haus .", "Katze blau ."], ["Dog red house .", "Cat blue ."]
+    right, wrong = reverse_scores(back, german, english), reverse_scores(back, german, english[::-1])
+    assert all(r > w + 1.0 for r, w in zip(right, wrong)), (right, wrong)
+
+    class Unscored:  # a pair the model could not score (no tokens) beside two it could
+        def score(self, sources, targets):
+            return [ScoreResult([], [], -2.0, 2), ScoreResult([], [], 0.0, 0), ScoreResult([], [], -9.0, 3)]
+
+    assert reverse_scores(Unscored(), ["a", "", "c"], ["x", "y", "z"]) == [-1.0, -3.0, -3.0]
+
+
+def test_confidence_with_a_reverse_model_reports_both_maps(toy_run, tmp_path, capsys):
+    from benchmarks.quality import confidence
+
+    out = tmp_path / "c.json"
+    assert confidence.main([str(toy_run), "--reverse", str(toy_run), "--split", "test", "--beam", "2",
+                            "--json", str(out)]) == 0
+    results = json.loads(out.read_text())["results"]
+    maps = {r["map"]: r for r in results if r["kind"] == "map"}
+    assert set(maps) == {"without", "with reverse_logprob"}
+    assert "reverse_logprob" in maps["with reverse_logprob"]["weights"] and "reverse_logprob" not in maps["without"]["weights"]
+    feature, = [r for r in results if r["kind"] == "feature"]
+    assert feature["reverse_seconds"] > 0 and "reverse" in capsys.readouterr().out
