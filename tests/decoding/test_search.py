@@ -140,6 +140,30 @@ def test_length_budget_and_attention_layout():
         assert [a.shape for a in result.attention] == [(3, 1), (6, 3)]
 
 
+def test_budget_lengths_not_the_source_lengths_set_the_budgets():
+    """`budget_lengths` (what inputs.budget_lengths counts: the source in lower case where it has
+    fewer tokens) replace the source lengths in floor(ratio * length + offset), in every search;
+    the source itself is still read whole (one attention column per token)."""
+    from attnmt.decoding.constraints import constrained_beam_search, constraint_batch
+    from attnmt.decoding.search import sample_search
+
+    log_probs = torch.full((6, 6), -20.0, dtype=torch.float64)
+    log_probs[:, 4] = 0.0  # token 4 always: never eos
+    model = BigramModel(log_probs)
+    src_ids, src_mask, lengths = source([4, 3])
+    budget = {"max_len_ratio": 1.5, "max_len_offset": 2, "budget_lengths": torch.tensor([2, 0])}
+    for result in (greedy_search(model, src_ids, src_mask, lengths, **budget),
+                   beam_search(model, src_ids, src_mask, lengths, beam_size=2, **budget),
+                   sample_search(model, src_ids, src_mask, lengths, generator=torch.Generator().manual_seed(0),
+                                 **budget),
+                   constrained_beam_search(model, src_ids, src_mask, lengths, constraint_batch([[[4]], [[4]]]),
+                                           beam_size=2, **budget)):
+        assert [len(t) for t in result.tokens] == [5, 2]  # floor(1.5 * 2 + 2), floor(1.5 * 0 + 2): no eos
+        assert [a.shape for a in result.attention] == [(5, 4), (2, 3)]
+    with pytest.raises(ValueError, match="budget_lengths"):
+        greedy_search(model, src_ids, src_mask, lengths, budget_lengths=torch.tensor([1, 2, 3]))
+
+
 def test_misuse_raises_value_error():
     model = random_bigram(0)
     src_ids, src_mask, lengths = source([2, 1])

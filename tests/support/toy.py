@@ -206,9 +206,11 @@ def write_multilingual_config(path: Path, *, lang_token: str = "target", epochs:
 
 # ----------------------------------------------------------------------------- runs with random weights
 
-def make_random_run(run_dir, *, pre_norm=True, share=False, tie=False, positions="sinusoidal", seed=0):
-    """A Transformer run directory with random weights (no training), moses words, and one
-    vocabulary for both sides (so that source and target embeddings can be shared)."""
+def make_random_run(run_dir, *, pre_norm=True, share=False, tie=False, positions="sinusoidal", seed=0,
+                    tokenizer=None):
+    """A Transformer run directory with random weights (no training), moses words (or `tokenizer`
+    on both sides), and one vocabulary for both sides (so that source and target embeddings can be
+    shared)."""
     from attnmt.checkpoint import save_weights, write_json
     from attnmt.config import config_from_dict
     from attnmt.data.pipeline import TextPipeline
@@ -222,7 +224,8 @@ def make_random_run(run_dir, *, pre_norm=True, share=False, tie=False, positions
                                           dec_layers=3, pre_norm=pre_norm, share_embeddings=share,
                                           tie_embeddings=tie, positions=positions, dropout=0.0)})
     write_json(run_dir / "config.json", cfg.to_dict())
-    TextPipeline(MosesTokenizer("de"), MosesTokenizer("en"), vocab, vocab).save(run_dir)
+    tokenizers = (tokenizer, tokenizer) if tokenizer is not None else (MosesTokenizer("de"), MosesTokenizer("en"))
+    TextPipeline(*tokenizers, vocab, vocab).save(run_dir)
     torch.manual_seed(seed)
     model = build_model(cfg.model, len(vocab), len(vocab))
     with torch.no_grad():  # perturb everything (LayerNorms, biases) so that no mapping hides behind 0 or 1

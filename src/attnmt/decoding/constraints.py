@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from attnmt.decoding.hypotheses import BeamTrail, SearchResult
 from attnmt.decoding.search import (beam_search, check_search_args, force_prefix, gnmt_penalty, log_softmax,
-                                    output_budget, prefix_budget, tile_index)
+                                    sentence_budgets, tile_index)
 from attnmt.models import eval_mode
 
 __all__ = ["GREEDY_BEAM", "ConstraintBatch", "constraint_batch", "constrained_beam_search", "count_occurrences"]
@@ -153,7 +153,8 @@ def _rewarded_lengths(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_l
 def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor,
                             constraints: ConstraintBatch, *, beam_size: int = 5, length_penalty: float = 1.0,
                             max_len_ratio: float = 2.0, max_len_offset: int = 10, bos_id: int = 2, eos_id: int = 3,
-                            prefix: Tensor | None = None, suppress: Sequence[int] = ()) -> SearchResult:
+                            prefix: Tensor | None = None, suppress: Sequence[int] = (),
+                            budget_lengths: Tensor | None = None) -> SearchResult:
     """Beam search in which every sentence's constraints appear in its output exactly once (module
     docstring), for all sentences at once.
 
@@ -163,7 +164,8 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
         constraints: ConstraintBatch of (batch, cons, cons_len) tokens and (batch, cons) lengths.
         beam_size: hypotheses kept per sentence and returned; 1 (greedy) searches with GREEDY_BEAM
             (one hypothesis cannot be in two banks) and returns the best.
-        length_penalty, max_len_ratio, max_len_offset, bos_id, eos_id, prefix, suppress: as search.beam_search;
+        length_penalty, max_len_ratio, max_len_offset, bos_id, eos_id, prefix, suppress, budget_lengths: as
+            search.beam_search;
             each budget is raised to at least the sentence's constraint tokens (+ prefix) + 1; the
             penalty's length is capped (module docstring: length-aware scores).
 
@@ -174,7 +176,7 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
     Raises:
         ValueError: bad shapes, beam_size < 1 or length_penalty < 0.
     """
-    check_search_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
+    check_search_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset, budget_lengths)
     if beam_size < 1 or length_penalty < 0:
         raise ValueError(f"constrained search needs beam_size >= 1 and length_penalty >= 0; got {beam_size}, "
                          f"{length_penalty}")
@@ -192,11 +194,12 @@ def constrained_beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor,
     window = max(int(cons_tokens.shape[2]), 1)  # the history suffix_matches reads: the longest constraint
     rewarded = _rewarded_lengths(model, src_ids, src_mask, src_lengths, cons_total, beam=beam, alpha=alpha,
                                  max_len_ratio=max_len_ratio, max_len_offset=max_len_offset, bos_id=bos_id,
-                                 eos_id=eos_id, prefix=prefix, suppress=suppress)  # (batch,)
+                                 eos_id=eos_id, prefix=prefix, suppress=suppress,
+                                 budget_lengths=budget_lengths)  # (batch,)
     with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
         state = model.reorder_state(state, tile_index(batch, beam, device))  # rows = batch*beam
-        max_lens = prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset), prefix)
+        max_lens = sentence_budgets(src_lengths, budget_lengths, max_len_ratio, max_len_offset, prefix, device)
         prefix_lens = (prefix >= 0).sum(dim=1) if prefix is not None else torch.zeros_like(max_lens)
         max_lens = torch.maximum(max_lens, prefix_lens + cons_total + 1)  # (batch,)
         active = torch.arange(batch, device=device)  # (n,)

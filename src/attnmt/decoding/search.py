@@ -22,7 +22,7 @@ from attnmt.decoding.hypotheses import BeamTrail, Hypothesis, SearchResult
 from attnmt.models import eval_mode
 
 __all__ = ["greedy_search", "beam_search", "sample_search", "gnmt_penalty", "tile_index", "output_budget",
-           "check_search_args", "prefix_budget", "force_prefix", "log_softmax"]
+           "sentence_budgets", "check_search_args", "prefix_budget", "force_prefix", "log_softmax"]
 
 
 
@@ -37,11 +37,13 @@ def tile_index(batch: int, beam: int, device: torch.device | str | None = None) 
 
 
 def check_search_args(src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, max_len_ratio: float,
-                max_len_offset: int) -> None:
+                max_len_offset: int, budget_lengths: Tensor | None = None) -> None:
     shapes = src_ids.shape, src_mask.shape, src_lengths.shape
     if src_ids.dim() != 2 or shapes[1] != shapes[0] or shapes[2] != shapes[0][:1]:
         raise ValueError(f"expected src_ids, src_mask (batch, src_len) and src_lengths (batch,); "
                          f"got {', '.join(str(tuple(shape)) for shape in shapes)}")
+    if budget_lengths is not None and budget_lengths.shape != src_lengths.shape:
+        raise ValueError(f"expected budget_lengths (batch={shapes[0][0]},); got {tuple(budget_lengths.shape)}")
     if max_len_ratio < 0 or max_len_offset < 0:
         raise ValueError(f"max_len_ratio and max_len_offset must be >= 0; got {max_len_ratio}, "
                          f"{max_len_offset}")
@@ -50,6 +52,14 @@ def check_search_args(src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, ma
 def output_budget(src_lengths: Tensor, ratio: float, offset: int) -> Tensor:
     """Per-sentence output budget, eos included: (batch,) source lengths -> (batch,) long, at least 1."""
     return (src_lengths.double() * ratio + offset).floor().long().clamp(min=1)
+
+
+def sentence_budgets(src_lengths: Tensor, budget_lengths: Tensor | None, ratio: float, offset: int,
+                     prefix: Tensor | None, device: torch.device) -> Tensor:
+    """(batch,) each sentence's output budget on `device`: output_budget of its `budget_lengths`
+    (default: its source tokens), raised to its prefix length + 1 (prefix_budget)."""
+    lengths = src_lengths if budget_lengths is None else budget_lengths
+    return prefix_budget(output_budget(lengths.to(device), ratio, offset), prefix)
 
 
 def prefix_budget(budgets: Tensor, prefix: Tensor | None) -> Tensor:
@@ -88,7 +98,7 @@ def log_softmax(logits: Tensor, suppress: Sequence[int] = ()) -> Tensor:
 def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, *,
                   max_len_ratio: float = 2.0, max_len_offset: int = 10, bos_id: int = 2,
                   eos_id: int = 3, check_every: int = 8, prefix: Tensor | None = None,
-                  suppress: Sequence[int] = ()) -> SearchResult:
+                  suppress: Sequence[int] = (), budget_lengths: Tensor | None = None) -> SearchResult:
     """Pick the most probable token at every step, for the whole batch at once.
 
     Every ``check_every`` steps the host reads how many sentences have ended (the loop's only
@@ -101,6 +111,7 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         model: encoder-decoder with the search interface.
         src_ids: (batch, src_len) long. src_mask: (batch, src_len) bool. src_lengths: (batch,).
         max_len_ratio, max_len_offset: output budget per sentence (module docstring).
+        budget_lengths: (batch,) the source lengths the budgets count (default src_lengths).
         bos_id, eos_id: special token ids.
         check_every: steps between checks that all sentences are finished.
         prefix: (batch, prefix_len) forced first tokens, -1 = none (module docstring).
@@ -111,7 +122,7 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
     Raises:
         ValueError: bad shapes, budget or check_every.
     """
-    check_search_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
+    check_search_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset, budget_lengths)
     if check_every < 1:
         raise ValueError(f"check_every must be >= 1; got {check_every}")
     batch, device = src_ids.shape[0], src_ids.device
@@ -119,8 +130,8 @@ def greedy_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         return SearchResult([], [], [], [], [])
     with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
-        budgets = prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset),
-                                 prefix)  # (batch,)
+        budgets = sentence_budgets(src_lengths, budget_lengths, max_len_ratio, max_len_offset, prefix,
+                                   device)  # (batch,)
         steps = int(budgets.max())
         # outputs per sentence, written at the rows' sentences: (batch, steps), (batch, steps, src_len)
         tokens = torch.full((batch, steps), eos_id, dtype=torch.long, device=device)
@@ -177,7 +188,8 @@ def _single_hypotheses(token_rows: list[list[int]], lengths: list[int], src_leng
 def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, *,
                 beam_size: int = 5, length_penalty: float = 1.0, max_len_ratio: float = 2.0,
                 max_len_offset: int = 10, bos_id: int = 2, eos_id: int = 3,
-                prefix: Tensor | None = None, suppress: Sequence[int] = ()) -> SearchResult:
+                prefix: Tensor | None = None, suppress: Sequence[int] = (),
+                budget_lengths: Tensor | None = None) -> SearchResult:
     """Beam search over all sentences at once (rows = active sentences x beam).
 
     Each step scores every hypothesis extension, ``topk`` over beam*vocab keeps 2*beam
@@ -201,6 +213,7 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
         beam_size: hypotheses kept per sentence; also the n-best list size.
         length_penalty: GNMT alpha >= 0.
         max_len_ratio, max_len_offset: output budget per sentence (module docstring).
+        budget_lengths: (batch,) the source lengths the budgets count (default src_lengths).
         bos_id, eos_id: special token ids.
         prefix: (batch, prefix_len) forced first tokens, -1 = none (module docstring): while a
             sentence's prefix lasts, its beams have one extension, so it keeps one live hypothesis.
@@ -211,7 +224,7 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
     Raises:
         ValueError: bad shapes, beam_size < 1 or length_penalty < 0.
     """
-    check_search_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
+    check_search_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset, budget_lengths)
     if beam_size < 1 or length_penalty < 0:
         raise ValueError(f"need beam_size >= 1 and length_penalty >= 0; got {beam_size}, "
                          f"{length_penalty}")
@@ -223,8 +236,8 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
     with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
         state = model.reorder_state(state, tile_index(batch, beam, device))  # rows = batch*beam
-        max_lens = prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset),
-                                  prefix)  # (batch,)
+        max_lens = sentence_budgets(src_lengths, budget_lengths, max_len_ratio, max_len_offset, prefix,
+                                    device)  # (batch,)
         active = torch.arange(batch, device=device)  # sentence ids still searched: (n,)
         beam_scores = torch.zeros(batch, beam, device=device)  # (n, beam) sum of log-probs
         beam_scores[:, 1:] = neg_inf  # all beams start equal: expand only the first
@@ -271,7 +284,8 @@ def beam_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths
 def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengths: Tensor, *,
                   topk: int = 0, temperature: float = 1.0, generator: torch.Generator | None = None,
                   max_len_ratio: float = 2.0, max_len_offset: int = 10, bos_id: int = 2,
-                  eos_id: int = 3, prefix: Tensor | None = None, suppress: Sequence[int] = ()) -> SearchResult:
+                  eos_id: int = 3, prefix: Tensor | None = None, suppress: Sequence[int] = (),
+                  budget_lengths: Tensor | None = None) -> SearchResult:
     """Random sampling, for back-translation (Edunov et al. 2018): at every step draw the next
     token from softmax(logits / temperature), restricted to the ``topk`` most probable tokens
     (0 = the whole vocabulary; 1 = greedy search), for the whole batch at once.
@@ -284,6 +298,7 @@ def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         topk: candidates per step (>= 0). temperature: > 0; below 1 sharpens, above 1 flattens.
         generator: source of randomness (on the model's device); None = torch's global one.
         max_len_ratio, max_len_offset: output budget per sentence (module docstring).
+        budget_lengths: (batch,) the source lengths the budgets count (default src_lengths).
         bos_id, eos_id: special token ids.
         prefix: (batch, prefix_len) forced first tokens, -1 = none (module docstring).
 
@@ -294,7 +309,7 @@ def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
     Raises:
         ValueError: bad shapes, budget, topk or temperature.
     """
-    check_search_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset)
+    check_search_args(src_ids, src_mask, src_lengths, max_len_ratio, max_len_offset, budget_lengths)
     if topk < 0 or not temperature > 0:
         raise ValueError(f"need topk >= 0 and temperature > 0; got {topk}, {temperature}")
     batch, device = src_ids.shape[0], src_ids.device
@@ -302,8 +317,8 @@ def sample_search(model: nn.Module, src_ids: Tensor, src_mask: Tensor, src_lengt
         return SearchResult([], [], [], [], [])
     with eval_mode(model):
         state = model.init_state(model.encode(src_ids, src_mask, src_lengths))
-        max_lens = prefix_budget(output_budget(src_lengths.to(device), max_len_ratio, max_len_offset),
-                                  prefix)  # (batch,)
+        max_lens = sentence_budgets(src_lengths, budget_lengths, max_len_ratio, max_len_offset, prefix,
+                                    device)  # (batch,)
         all_rows = torch.arange(batch, device=device)  # (batch,)
         prev_ids = torch.full((batch,), bos_id, dtype=torch.long, device=device)
         finished = torch.zeros(batch, dtype=torch.bool, device=device)

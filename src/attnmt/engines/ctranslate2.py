@@ -23,7 +23,7 @@ import torch
 from attnmt.config import Config, SearchConfig
 from attnmt.data.batching import length_sorted_chunks
 from attnmt.data.pipeline import TextPipeline
-from attnmt.decoding.inputs import encode_prefixes, encode_sources, prepare_pairs
+from attnmt.decoding.inputs import budget_lengths, encode_prefixes, encode_sources, prepare_pairs
 from attnmt.decoding.options import DecodingOptions
 from attnmt.decoding.results import Alternative, ScoreResult, TranslationResult, empty_result
 from attnmt.decoding.search import gnmt_penalty, output_budget
@@ -194,10 +194,11 @@ class CTranslate2Engine:
         warnings: list[list[str]] = [[] for _ in sentences]
         before, first = self.pipeline.language_ids(target_lang)
         src_tokens, src_ids = encode_sources(self.pipeline, sentences, cfg, warnings)
+        lengths = budget_lengths(self.pipeline, sentences, src_ids, cfg, extra=len(before))
         src_ids = [before + ids if ids else ids for ids in src_ids]
         prefix_ids = [first + ids for ids in encode_prefixes(self.pipeline, target_prefix, len(sentences), cfg,
                                                              warnings)]
-        budgets = output_budget(torch.tensor([len(ids) for ids in src_ids]), cfg.max_len_ratio,
+        budgets = output_budget(torch.tensor(lengths), cfg.max_len_ratio,
                                 cfg.max_len_offset).tolist() if sentences else []
         budgets = [max(budget, len(ids) + 1) for budget, ids in zip(budgets, prefix_ids)]
         settings = dict(beam_size=beam_size, num_hypotheses=beam_size if beam_size > 1 else n_best,

@@ -23,7 +23,8 @@ from attnmt.config import SearchConfig
 from attnmt.data.batching import Batch, length_sorted_chunks, make_batches, make_source_batch
 from attnmt.data.pipeline import TextPipeline
 from attnmt.decoding.constraints import constrained_beam_search, constraint_batch, count_occurrences
-from attnmt.decoding.inputs import encode_constraints, encode_prefixes, encode_sources, prepare_pairs
+from attnmt.decoding.inputs import (budget_lengths, encode_constraints, encode_prefixes, encode_sources,
+                                   prepare_pairs)
 from attnmt.decoding.options import DecodingOptions
 from attnmt.decoding.results import Alternative, ScoreResult, TranslationResult, empty_result
 from attnmt.decoding.search import beam_search, greedy_search, sample_search
@@ -35,14 +36,16 @@ log = logging.getLogger(__name__)
 def search_batch(model: nn.Module, batch: Batch, options: DecodingOptions, *, search_cfg: SearchConfig,
                  bos_id: int, eos_id: int, generator: torch.Generator | None = None,
                  prefix: torch.Tensor | None = None, constraints: list[list[list[int]]] | None = None,
-                 suppress: Sequence[int] = ()):
+                 suppress: Sequence[int] = (), budget_lengths: torch.Tensor | None = None):
     """The search `options` name over one source batch (their beam and length penalty resolved:
     DecodingOptions.with_defaults): greedy (beam 1), beam search, or random sampling
     (sampling_topk != 1, with beam 1), the first tokens forced to `prefix` (batch, prefix_len;
     -1 = none) if given; with `constraints` (per sentence, target id lists), constrained beam
-    search (decoding/constraints.py); `suppress`: target ids never produced. Returns the SearchResult."""
+    search (decoding/constraints.py); `suppress`: target ids never produced; `budget_lengths`:
+    (batch,) what each output budget counts (inputs.budget_lengths; default the source lengths).
+    Returns the SearchResult."""
     common = dict(max_len_ratio=search_cfg.max_len_ratio, max_len_offset=search_cfg.max_len_offset,
-                  bos_id=bos_id, eos_id=eos_id, prefix=prefix, suppress=suppress)
+                  bos_id=bos_id, eos_id=eos_id, prefix=prefix, suppress=suppress, budget_lengths=budget_lengths)
     if constraints is not None:
         return constrained_beam_search(model, batch.src_ids, batch.src_mask, batch.src_lengths,
                                        constraint_batch(constraints, batch.src_ids.device),
@@ -102,6 +105,7 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
     warnings: list[list[str]] = [[] for _ in sentences]
     before, first = pipeline.language_ids(target_lang)
     src_tokens, src_ids = encode_sources(pipeline, sentences, search_cfg, warnings)
+    lengths = budget_lengths(pipeline, sentences, src_ids, search_cfg, extra=len(before))
     src_ids = [before + ids if ids else ids for ids in src_ids]  # an empty source stays empty (no translation)
     prefix_ids = [first + ids for ids in encode_prefixes(pipeline, target_prefix, len(sentences), search_cfg, warnings)]
     phrases, constraint_ids = encode_constraints(pipeline, constraints, len(sentences), search_cfg)
@@ -123,7 +127,8 @@ def decode_sources(model: nn.Module, pipeline: TextPipeline, sentences: Sequence
                 found = search_batch(model, batch, options, search_cfg=search_cfg, bos_id=vocab.bos_id,
                                      eos_id=vocab.eos_id, generator=generator,
                                      prefix=prefix_batch([prefix_ids[i] for i in chunk], device), constraints=cons,
-                                     suppress=vocab.suppressed_ids)
+                                     suppress=vocab.suppressed_ids,
+                                     budget_lengths=torch.tensor([lengths[i] for i in chunk]))
                 for row, i in enumerate(chunk):
                     results[i] = _result(found, row, pipeline, src_tokens[i], len(src_ids[i]), options.n_best,
                                          phrases[i], constraint_ids[i], warnings[i], skip=(len(first), len(before)))
