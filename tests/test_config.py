@@ -149,6 +149,21 @@ def test_shipped_configs_are_valid_and_found_by_name(tmp_path, monkeypatch):
     assert load_config("multi30k_transformer").model.arch == "transformer"
 
 
+def test_the_budget_counts_in_lower_case_unless_the_model_learned_capitals(tmp_path):
+    """search.budget_in_lower_case left unset follows data.augment.uppercase: a model taught to
+    answer capitals in capitals needs their pieces in its budget; set, it is kept as set."""
+    assert Config().search.budget_in_lower_case is True
+    assert load_config("multi30k_transformer").search.budget_in_lower_case is True
+    assert load_config("multi30k_multilingual").search.budget_in_lower_case is False  # uppercase 0.05
+    taught = "data:\n  augment:\n    uppercase: 0.1\n"
+    assert load_config(write(tmp_path, taught)).search.budget_in_lower_case is False
+    kept = load_config(write(tmp_path, taught + "search:\n  budget_in_lower_case: true\n"))
+    assert kept.search.budget_in_lower_case is True
+    saved = tmp_path / "saved.json"
+    save_config(kept, saved)
+    assert load_saved_config(saved) == kept
+
+
 def test_a_name_that_is_neither_file_nor_packaged_lists_the_names(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match=r"multi30k_lstm: config file not found, and not the name of a "

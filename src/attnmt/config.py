@@ -214,6 +214,10 @@ class SearchConfig:
                                              # read with the one the training data's sentences end with
     short_phrases: bool = True               # an input of one to three words the training pairs' phrase table
                                              # knows is translated by it (data/phrases.py), not by the model
+    budget_in_lower_case: bool | None = None  # the output budget counts the source's tokens in lower case where
+                                             # fewer (decoding/inputs.py: a page of capitals costs what a page of
+                                             # text does); None: on, unless the model was trained with capitals
+                                             # (data.augment.uppercase > 0), which it answers in capitals
 
 
 @dataclass(frozen=True)
@@ -222,6 +226,11 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
+
+    def __post_init__(self) -> None:
+        if self.search.budget_in_lower_case is None:  # what the model was taught decides (SearchConfig)
+            object.__setattr__(self, "search", dataclasses.replace(
+                self.search, budget_in_lower_case=self.data.augment.uppercase == 0))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -37,3 +37,21 @@ def postnorm_run(tmp_path_factory):
 def random_run():
     """make_random_run, for tests."""
     return make_random_run
+
+
+@pytest.fixture
+def pieces_run(tmp_path, random_run):
+    """A random-weights run whose sentencepiece vocabulary was learned on sentence-case and
+    lowercase text only: a word in capitals is cut into single letters. Returns (run, export,
+    the sentencepiece processor). Needs ctranslate2 (its tests skip without it)."""
+    import sentencepiece
+
+    from attnmt.data.tokenizers import SentencePieceTokenizer, train_sentencepiece
+    from attnmt.engines.ctranslate2_export import export_run
+    from support.toy import SRC_WORDS, TGT_WORDS, copy_pairs
+
+    texts = [text for source, target in copy_pairs(300, seed=5) for text in (source, target)]
+    texts += [text[:1].upper() + text[1:] for text in texts] + [" ".join(SRC_WORDS + TGT_WORDS)]
+    model = train_sentencepiece(texts, vocab_size=160, cache_dir=tmp_path / "spm")
+    run = random_run(tmp_path / "run", tokenizer=SentencePieceTokenizer(model))
+    return run, export_run(run, tmp_path / "ct2"), sentencepiece.SentencePieceProcessor(model_file=str(model))

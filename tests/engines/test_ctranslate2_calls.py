@@ -175,23 +175,6 @@ def test_beam_attention_is_each_sentences_own_from_the_first_step(random_export)
             np.testing.assert_allclose(a.attention, b.attention, atol=1e-4)
 
 
-@pytest.fixture
-def pieces_run(tmp_path, random_run):
-    """A random-weights run whose sentencepiece vocabulary was learned on sentence-case and
-    lowercase text only: a word in capitals is cut into single letters. Returns (run, export,
-    the sentencepiece processor)."""
-    import sentencepiece
-
-    from attnmt.data.tokenizers import SentencePieceTokenizer, train_sentencepiece
-    from support.toy import SRC_WORDS, TGT_WORDS, copy_pairs
-
-    texts = [text for source, target in copy_pairs(300, seed=5) for text in (source, target)]
-    texts += [text[:1].upper() + text[1:] for text in texts] + [" ".join(SRC_WORDS + TGT_WORDS)]
-    model = train_sentencepiece(texts, vocab_size=160, cache_dir=tmp_path / "spm")
-    run = random_run(tmp_path / "run", tokenizer=SentencePieceTokenizer(model))
-    return run, export_run(run, tmp_path / "ct2"), sentencepiece.SentencePieceProcessor(model_file=str(model))
-
-
 @pytest.mark.parametrize("beam", [1, 3])
 def test_a_source_in_capitals_gets_the_budget_of_the_same_source_in_lower_case(pieces_run, beam):
     """Each output runs to its budget (random weights), counted on the source's pieces in lower
@@ -208,3 +191,7 @@ def test_a_source_in_capitals_gets_the_budget_of_the_same_source_in_lower_case(p
         assert [len(r.source_tokens) for r in results] == counts  # the model still reads what was typed
         assert [len(r.tokens) for r in results] == budgets
         assert all(r.at_length_bound for r in results)
+        # a model taught capitals (data.augment.uppercase > 0) answers in them: the pieces count
+        translator.engine.search_cfg = dataclasses.replace(translator.engine.search_cfg, budget_in_lower_case=False)
+        results = translator.translate(sources, beam_size=beam)
+        assert [len(r.tokens) for r in results] == [2 * c + 10 for c in counts]

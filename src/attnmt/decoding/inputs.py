@@ -76,8 +76,12 @@ def budget_lengths(pipeline: TextPipeline, sentences: Sequence[str], src_ids: Se
     letters: "EIN MANN" is three to five times the tokens of "ein mann", and a budget counted on
     them lets a model that never saw capitals run on for that many more steps (docs/results.md,
     "student_tiny"). Counted in lower case, a page of capitals gets the budget of the same page of
-    text; any other text changes by a token or two at most, never upwards."""
+    text; any other text changes by a token or two at most, never upwards. Not for a model taught to
+    answer capitals in capitals (search.budget_in_lower_case false: its answer needs the pieces
+    too): then each sentence's own ids count."""
     lengths = [len(ids) + extra if ids else 0 for ids in src_ids]
+    if search_cfg.budget_in_lower_case is False:
+        return lengths
     changed = [i for i, text in enumerate(sentences) if lengths[i] and text.lower() != text]
     _, folded = encode_sources(pipeline, [sentences[i].lower() for i in changed], search_cfg)
     for i, ids in zip(changed, folded):
