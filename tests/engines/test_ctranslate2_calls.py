@@ -65,6 +65,26 @@ def test_random_model_sentences_end_as_alone(random_export, beam):
         assert [r.tokens for r in native] == [r.tokens for r in together]
 
 
+def test_a_beam_at_the_calls_largest_budget_is_not_decoded_again(random_export, monkeypatch):
+    """Random weights: every beam runs to its budget. Alone, a sentence's budget is the call's: one
+    decode (and the one-step greedy that mends the first attention row), not a second with the
+    same budget; beside a longer sentence, it runs again with its own, and ends as it did alone."""
+    _, export = random_export
+    ct2 = Translator.load(export, engine="ctranslate2")
+    budgets = []
+    decode = ct2.engine._decode
+    monkeypatch.setattr(ct2.engine, "_decode", lambda translator, group, src_ids, prefix_ids, budget, *rest:
+                        budgets.append(budget) or decode(translator, group, src_ids, prefix_ids, budget, *rest))
+    short, long = "hund katze haus", "groß klein auto rot hund katze"
+    alone = ct2.translate([short], beam_size=3, n_best=3)[0]
+    assert budgets == [2 * 3 + 10, 1] and len(alone.tokens) == 16
+    budgets.clear()
+    together = ct2.translate([short, long], beam_size=3, n_best=3)
+    assert budgets == [2 * 6 + 10, 2 * 3 + 10, 1]
+    assert [a.tokens for a in together[0].alternatives] == [a.tokens for a in alone.alternatives]
+    assert together[0].score == pytest.approx(alone.score, abs=1e-5)
+
+
 def test_cut_hypotheses_with_a_prefix_score_as_alone(random_export):
     run, export = random_export
     ct2 = Translator.load(export, engine="ctranslate2")

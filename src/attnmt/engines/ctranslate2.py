@@ -131,9 +131,10 @@ class CTranslate2Engine:
     one per call: all sentences of a call go into one translate_batch with the largest budget.
     Greedy and sampled hypotheses are then cut to their own sentence's budget (exact: a sentence's
     tokens do not depend on the budget). A beam with a hypothesis that reached the sentence's own
-    budget (its last step) is decoded again with it; one whose hypotheses all ended earlier is
-    kept, which is exact unless its search ran past its own budget while returning only shorter
-    hypotheses (possible, rare: budgets are 2 x source + 10 tokens by default).
+    budget (its last step) is decoded again with it, unless its budget is the call's largest (one
+    sentence alone: never); one whose hypotheses all ended earlier is kept, which is exact unless
+    its search ran past its own budget while returning only shorter hypotheses (possible, rare:
+    budgets are 2 x source + 10 tokens by default).
     """
 
     name = "ctranslate2"
@@ -207,14 +208,15 @@ class CTranslate2Engine:
                         sampling_topk=options.sampling_topk, sampling_temperature=options.sampling_temperature,
                         use_vmap=self.use_vmap, **self._suppressed())
         todo = [i for i, ids in enumerate(src_ids) if ids]  # an empty source gets an empty result
-        found = dict(zip(todo, self._decode(translator, todo, src_ids, prefix_ids,
-                                            max((budgets[i] for i in todo), default=1),
-                                            batch_size, settings)))
+        largest = max((budgets[i] for i in todo), default=1)
+        found = dict(zip(todo, self._decode(translator, todo, src_ids, prefix_ids, largest, batch_size, settings)))
         if beam_size == 1:  # greedy / sampling: each sentence's tokens do not depend on the budget
             self._cut_to_budgets(found, src_ids, prefix_ids, budgets)
         else:  # a beam may end differently with a smaller budget: those that reached it run again
-            # (a hypothesis of budget - 1 tokens ended with eos at the budget's last step)
-            again = [i for i in todo if any(len(tokens) + 1 >= budgets[i] for tokens, _, _ in found[i])]
+            # (a hypothesis of budget - 1 tokens ended with eos at the budget's last step); one whose
+            # budget is the call's largest already ran with it
+            again = [i for i in todo if budgets[i] < largest
+                     and any(len(tokens) + 1 >= budgets[i] for tokens, _, _ in found[i])]
             for budget in sorted({budgets[i] for i in again}):
                 group = [i for i in again if budgets[i] == budget]
                 found.update(zip(group, self._decode(translator, group, src_ids, prefix_ids, budget,
