@@ -7,6 +7,7 @@ refused with an attnmt error, never anything else."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -76,7 +77,9 @@ def test_a_package_without_attnmts_files_translates_and_scores_as_the_export(arg
     cfg = run.config()
     assert (cfg.model.d_model, cfg.model.heads, cfg.model.enc_layers, cfg.model.ff_dim) == (32, 4, 2, 64)
     assert (cfg.search.beam_size, cfg.search.length_penalty, cfg.search.replace_unk) == (4, 0.2, True)
+    assert cfg.search.budget_in_lower_case is False  # a foreign model may answer capitals in capitals
     a, b = Translator.load(exported, engine="ctranslate2"), Translator.load(run.path, engine="ctranslate2")
+    a.engine.search_cfg = dataclasses.replace(a.engine.search_cfg, budget_in_lower_case=False)  # the same budgets
     for options in (dict(beam_size=1), dict(beam_size=4, length_penalty=0.2)):
         x, y = a.translate(argos.COPY_SOURCES, **options), b.translate(argos.COPY_SOURCES, **options)
         assert [r.text for r in x] == [r.text for r in y]

@@ -69,7 +69,8 @@ def test_scores_equal_transformers(marian_folder, marian_run):
 
 def generate(hf, tokenizer, sentence: str, beam: int) -> list[int]:
     """transformers' output ids, without the start token, cut at </s>: with attnmt's budget of
-    floor(2.0 * source ids + 10) tokens (the run's search config), no length penalty, no forced eos."""
+    floor(2.0 * source ids + 10) tokens (the run's search config: an import counts the source's ids
+    as typed, search.budget_in_lower_case false), no length penalty, no forced eos."""
     batch = tokenizer([sentence], return_tensors="pt")
     budget = math.floor(2.0 * batch["input_ids"].shape[1] + 10)
     with torch.no_grad():

@@ -381,13 +381,15 @@ def _languages(folder: Path, src_lang: str | None, tgt_lang: str | None) -> tupl
 
 def imported_config(settings: MarianSettings, src_lang: str, tgt_lang: str, vocab_size: int, source: str) -> Config:
     """The run's config: the model as Marian's, sentencepiece on both sides, corpus Multi30k when
-    it has the pair (so that `attnmt evaluate` works at once), else none."""
+    it has the pair (so that `attnmt evaluate` works at once), else none. Its output budget counts
+    the source's pieces as typed (search.budget_in_lower_case false), as Marian and transformers
+    count them: a model trained on what the web holds answers capitals in capitals."""
     multi30k = src_lang in MULTI30K_LANGS and tgt_lang in MULTI30K_LANGS and src_lang != tgt_lang
     raw = {"data": {"corpus": "multi30k" if multi30k else "none", "src_lang": src_lang, "tgt_lang": tgt_lang,
                     "tokenizer": "sentencepiece", "spm_joint": False, "spm_vocab_size": vocab_size},
-           "model": settings.model}
+           "model": settings.model, "search": {"budget_in_lower_case": False}}
     if settings.beam_size is not None:
-        raw["search"] = {"beam_size": min(settings.beam_size, BEAM.high)}
+        raw["search"]["beam_size"] = min(settings.beam_size, BEAM.high)
     return config_from_dict(raw, source=source)
 
 

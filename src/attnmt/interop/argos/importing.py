@@ -265,9 +265,12 @@ def _write_pipeline(folder: Path, metadata: dict, where: str) -> None:
              "enc_layers": arch["enc_layers"], "dec_layers": arch["dec_layers"], "pre_norm": arch["pre_norm"],
              "activation": arch["activation"], "dropout": 0.1}
     # argostranslate's decoding: beam 4 and unknown words copied from the source (its length penalty
-    # is CTranslate2's, length^0.2; attnmt's engine ranks beams by the GNMT penalty: docs/interop.md)
+    # is CTranslate2's, length^0.2; attnmt's engine ranks beams by the GNMT penalty: docs/interop.md);
+    # the budget counts the pieces as typed: a model trained on what the web holds answers capitals
+    # in capitals (search.budget_in_lower_case)
     cfg = config_from_dict({"data": data, "model": model,
-                            "search": {"beam_size": 4, "length_penalty": 0.2, "replace_unk": True}},
+                            "search": {"beam_size": 4, "length_penalty": 0.2, "replace_unk": True,
+                                       "budget_in_lower_case": False}},
                            source=f"{where} (as attnmt's config)")
     save_config(cfg, folder / EXPORT_CONFIG)
     ctranslate2 = import_ctranslate2()
