@@ -215,3 +215,16 @@ def test_a_source_in_capitals_gets_the_budget_of_the_same_source_in_lower_case(p
         translator.engine.search_cfg = dataclasses.replace(translator.engine.search_cfg, budget_in_lower_case=False)
         results = translator.translate(sources, beam_size=beam)
         assert [len(r.tokens) for r in results] == [2 * c + 10 for c in counts]
+
+
+def test_a_cut_input_is_logged_once(random_export, caplog):
+    """The budget reads a sentence with capitals a second time, in lower case, without logging its
+    cut again (before: a second line, at another index, with the lower-case reading's count)."""
+    run, export = random_export
+    long = "Hund " + "katze " * 300 + "."
+    for translator in (Translator.load(run, device="cpu"), Translator.load(export, engine="ctranslate2")):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="attnmt.decoding.inputs"):
+            translator.translate(["Baum .", long], beam_size=1, split_sentences=False)
+        cuts = [r.getMessage() for r in caplog.records if "cut to search.max_input_tokens" in r.getMessage()]
+        assert cuts == ["input 1: input has 302 tokens: cut to search.max_input_tokens=250"]

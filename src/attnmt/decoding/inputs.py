@@ -27,11 +27,13 @@ log = logging.getLogger(__name__)
 
 
 def encode_texts(tokenizer: Tokenizer, vocab: Vocab, texts: Sequence[str], search_cfg: SearchConfig,
-                 warnings: list[list[str]] | None = None) -> tuple[list[list[str]], list[list[int]]]:
+                 warnings: list[list[str]] | None = None, *, quiet: bool = False
+                 ) -> tuple[list[list[str]], list[list[int]]]:
     """Tokenize raw texts for decoding or scoring, cut to search.max_input_tokens (and, before
     tokenizing, to a character bound); returns (tokens, ids) per text.
 
-    When `warnings` is given (one list per text), each cut is also appended there.
+    Each cut is logged (not when `quiet`: a second reading of texts already read) and, when
+    `warnings` is given (one list per text), also appended there.
     """
     all_tokens, all_ids = [], []
     max_chars = MAX_CHARS_PER_TOKEN * search_cfg.max_input_tokens
@@ -45,7 +47,7 @@ def encode_texts(tokenizer: Tokenizer, vocab: Vocab, texts: Sequence[str], searc
             notes.append(f"input has {len(tokens)} tokens: cut to search.max_input_tokens="
                          f"{search_cfg.max_input_tokens}")
             tokens = tokens[: search_cfg.max_input_tokens]
-        for note in notes:
+        for note in notes if not quiet else ():
             log.warning("input %d: %s", i, note)
         if warnings is not None:
             warnings[i].extend(notes)
@@ -55,10 +57,12 @@ def encode_texts(tokenizer: Tokenizer, vocab: Vocab, texts: Sequence[str], searc
 
 
 def encode_sources(pipeline: TextPipeline, sentences: Sequence[str], search_cfg: SearchConfig,
-                   warnings: list[list[str]] | None = None) -> tuple[list[list[str]], list[list[int]]]:
+                   warnings: list[list[str]] | None = None, *, quiet: bool = False
+                   ) -> tuple[list[list[str]], list[list[int]]]:
     """`encode_texts` with the pipeline's source tokenizer and vocabulary; with the pipeline's
     `source_eos` (Marian), a non-empty source ends with the eos token, shown among its tokens."""
-    tokens, ids = encode_texts(pipeline.src_tokenizer, pipeline.src_vocab, sentences, search_cfg, warnings)
+    tokens, ids = encode_texts(pipeline.src_tokenizer, pipeline.src_vocab, sentences, search_cfg, warnings,
+                               quiet=quiet)
     if pipeline.source_eos:
         vocab = pipeline.src_vocab
         tokens = [t + [vocab.EOS] if t else t for t in tokens]
@@ -83,7 +87,7 @@ def budget_lengths(pipeline: TextPipeline, sentences: Sequence[str], src_ids: Se
     if search_cfg.budget_in_lower_case is False:
         return lengths
     changed = [i for i, text in enumerate(sentences) if lengths[i] and text.lower() != text]
-    _, folded = encode_sources(pipeline, [sentences[i].lower() for i in changed], search_cfg)
+    _, folded = encode_sources(pipeline, [sentences[i].lower() for i in changed], search_cfg, quiet=True)
     for i, ids in zip(changed, folded):
         lengths[i] = min(lengths[i], len(ids) + extra)
     return lengths
