@@ -251,7 +251,8 @@ class Translator:
         coverage, length ratio, uncovered source words, flagged), `coverage`, `flagged`, `uncovered`.
 
         `target_lang` says which language a multilingual model writes (needed when it writes
-        several); `source_lang`, when given, must make one of its directions with it. A
+        several); `source_lang`, when given, must make one of its directions with it; left out, each
+        text is read in the language its lexicons find (`unnamed_sources`, Lexicons.identify). A
         one-direction model takes either only as its own languages. A wrong one is a
         LanguageError naming the model's directions.
 
@@ -284,6 +285,47 @@ class Translator:
             sentences = [sentences]
             target_prefix = [target_prefix] if isinstance(target_prefix, str) else target_prefix
             constraints = None if constraints is None else [constraints]
+        sources = self.unnamed_sources(options)
+        if sources:
+            return self._by_language(list(sentences), sources, options, target_prefix, constraints)
+        return self._translate_as(list(sentences), options, target_prefix, constraints)
+
+    def unnamed_sources(self, options: DecodingOptions) -> list[str]:
+        """The languages a multilingual call may read when it names none (options.source_lang): those
+        its lexicons know that translate into its target; [] for a call that names one, a model of
+        one source language into the target, or one without lexicons (a text is then read as typed)."""
+        lexicons = self.pipeline.lexicon
+        if options.source_lang is not None or not isinstance(lexicons, Lexicons):
+            return []
+        target = self.target_language(None, options.target_lang)
+        sources = sorted({s for s, t in self.directions if t == target and lexicons.of(s) is not None})
+        return sources if len(sources) > 1 else []
+
+    def _by_language(self, sentences: list[str], sources: list[str], options: DecodingOptions,
+                     target_prefix, constraints) -> list[TranslationResult]:
+        """A multilingual call that names no source language: each text read in its own, identified by
+        the model's lexicons among `sources` (Lexicons.identify: the language whose training words make
+        it likeliest), one call per language, results in input order; a text none of them knows a word
+        of is read as typed (no source language: as before)."""
+        if target_prefix is not None:  # checked whole: a wrong length is named, not an IndexError
+            check_prefixes(target_prefix, len(sentences))
+        if constraints is not None:
+            check_constraints(constraints, len(sentences))
+        languages = [self.pipeline.lexicon.identify(text, sources) if isinstance(text, str) else None
+                     for text in sentences]  # not a text: refused below as in any call
+        results: list[TranslationResult | None] = [None] * len(sentences)
+        for lang in dict.fromkeys(languages):
+            where = [i for i, found in enumerate(languages) if found == lang]
+            pick = (lambda values: None if values is None else [values[i] for i in where])
+            found = self._translate_as([sentences[i] for i in where], options.replace(source_lang=lang),
+                                       pick(target_prefix), pick(constraints))
+            for i, result in zip(where, found):
+                results[i] = result
+        return results
+
+    def _translate_as(self, sentences: list[str], options: DecodingOptions, target_prefix, constraints
+                      ) -> list[TranslationResult]:
+        """`translate` of a list, its options complete and its source language settled."""
         lexicon = self._reading(options)
         seen = self.read_as_trained(list(sentences), lexicon)
         texts = [n.text for n in seen] if seen is not None else list(sentences)

@@ -23,6 +23,26 @@ def test_langid_reports_accuracy_per_word_cut(multi30k_dir, tmp_path, monkeypatc
         assert row["accuracy"] == pytest.approx(sum(row["per_language"].values()) / 4, abs=1e-4)
     assert rows[0]["accuracy"] >= 0.9  # whole Multi30k sentences are easy
     assert langid_multi30k.main(["--words", "-1"]) == 2
+    assert langid_multi30k.main(["--identifiers", "lexicon"]) == 2  # whose lexicons: --run RUN
+
+
+def test_langid_by_a_runs_lexicons_reads_text_typed_another_way(multi30k_dir, tmp_path, monkeypatch):
+    """`--identifiers lexicon --run RUN`: a multilingual run's lexicons (here counted on the first 2,000
+    training captions of each language), the sentences typed as robustness.py varies them."""
+    from attnmt.data.corpus import multi30k_path, read_lines
+    from attnmt.data.lexicon import Lexicon, Lexicons
+
+    monkeypatch.setenv("ATTNMT_DATA", str(multi30k_dir))
+    langs = ("de", "fr", "en")
+    Lexicons({lang: Lexicon.from_sentences(s.split() for s in read_lines(multi30k_path("train", lang))[:2000])
+              for lang in langs}).save(tmp_path)
+    out = tmp_path / "langid.json"
+    assert langid_multi30k.main(["--identifiers", "lexicon", "--run", str(tmp_path), "--langs", *langs,
+                                 "--typed", "clean", "uppercase", "--sentences", "20", "--words", "0",
+                                 "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert [(r["typed"], r["sentences"]) for r in rows] == [("clean", 60), ("uppercase", 60)]
+    assert all(row["accuracy"] >= 0.95 for row in rows), rows
 
 
 class _Pieces:

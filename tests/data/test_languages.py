@@ -235,7 +235,9 @@ def test_each_source_language_is_read_with_its_own_lexicon(multilingual_run):
     """A multilingual run keeps one lexicon per source language (lexicon.json, attnmt-lexicons/1):
     a text in capitals is read in its own language's words (the multiway corpus is in small
     letters), translated as typed so, and written back in capitals; a call that does not say
-    which of several languages it reads is read as typed."""
+    which of several languages it reads reads each text in the language its lexicons find
+    (Lexicons.identify), as a call that names it, in input order; a text none of them knows a word
+    of is read as typed."""
     from attnmt.data.lexicon import Lexicons, restore_case
 
     t = Translator.load(multilingual_run)
@@ -246,8 +248,15 @@ def test_each_source_language_is_read_with_its_own_lexicon(multilingual_run):
         plain, = t.translate([text], source_lang=source, target_lang="en", beam_size=1)
         shouted, = t.translate([text.upper()], source_lang=source, target_lang="en", beam_size=1)
         assert shouted.read_as == text and shouted.text == restore_case(plain.text, "upper")
-    unsaid, = t.translate(["HUND ROT KATZE"], target_lang="en", beam_size=1)  # de or fr: not said
-    assert unsaid.read_as is None and unsaid.source_tokens[0].upper() == unsaid.source_tokens[0]
+    texts, prefixes = ["HUND ROT KATZE", "CHIEN ROUGE CHAT", "QXZ WVY", "katze blau"], [None, "red", None, None]
+    unsaid = t.translate(texts, target_lang="en", beam_size=1, target_prefix=prefixes)  # de or fr: not said
+    assert [r.read_as for r in unsaid[:3]] == ["hund rot katze", "chien rouge chat", None]
+    for text, prefix, source, found in zip(texts, prefixes, ["de", "fr", None, "de"], unsaid):
+        named, = t.translate([text], source_lang=source, target_lang="en", beam_size=1, target_prefix=[prefix])
+        assert (found.text, found.tokens, found.read_as) == (named.text, named.tokens, named.read_as), text
+    assert unsaid[2].source_tokens[0].upper() == unsaid[2].source_tokens[0]  # as typed
+    with pytest.raises(ValueError, match="target_prefix must be a list"):
+        t.translate(texts, target_lang="en", target_prefix=[None])
 
 
 def test_each_direction_keeps_its_own_phrase_table_and_short_inputs_are_read_by_it(multilingual_run, tmp_path):

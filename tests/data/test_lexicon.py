@@ -223,6 +223,28 @@ def test_a_multilingual_lexicon_round_trips_and_a_damaged_language_is_refused_by
     assert load_lexicon(tmp_path / LEXICON_FILE) == LEXICON
 
 
+def test_a_text_is_identified_by_the_lexicon_whose_word_counts_make_it_likeliest():
+    """Lexicons.identify: a unigram model of each language's word counts, add-half smoothed; the
+    expected log-probabilities are counted here from the sentences themselves."""
+    import math
+    from collections import Counter
+
+    french_sentences = ["Un chien court dans la rue .", "Deux chats jouent dans la neige .", "Un homme lit ."] * 2
+    french = Lexicon.from_sentences(s.split() for s in french_sentences)
+    both = Lexicons({"de": LEXICON, "fr": french})
+    words = Counter(w.lower() for s in SENTENCES for w in s.split() if w != ".")
+    by_hand = sum(math.log(words[w] + 0.5) - math.log(sum(words.values()) + 0.5 * (len(words) + 1))
+                  for w in ["zwei", "hunde", "quark"])
+    assert LEXICON.log_likelihood(["zwei", "hunde", "quark"]) == pytest.approx(by_hand, abs=1e-12)
+    for text, language in [("Zwei Hunde", "de"), ("ZWEI HUNDE SPIELEN", "de"), ("deux chats", "fr"),
+                           ("UN CHIEN COURT", "fr"), ("Strasse", "de"), ("fahrt", "de"),  # spelled out, no accents
+                           ("Der Mann und die Hunde", "de")]:
+        assert both.identify(text) == language, text
+    assert both.identify("Quark 42 !") is None and both.identify("") is None  # no word either knows
+    assert both.identify("un chien", among=["de"]) is None and both.identify("Hunde", among=["de", "cs"]) == "de"
+    assert LEXICON.count("strasse") == LEXICON.count("straße") == 3 and LEXICON.count("fahrt") == 3
+
+
 @pytest.fixture(scope="module")
 def lexicon_run(tmp_path_factory):
     """A toy run trained now: it keeps its training data's source words (lexicon.json)."""

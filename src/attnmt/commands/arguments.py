@@ -212,7 +212,8 @@ def direction_or_all(text: str) -> Direction | str:
 def add_language_args(p: argparse.ArgumentParser) -> None:
     """A multilingual model's direction (translate, score)."""
     p.add_argument("--source-lang", type=language, default=None,
-                   help="the input's language (a multilingual model: checked against its directions)")
+                   help="the input's language (a multilingual model: checked against its directions; "
+                        "left out, each text's is found by the model's lexicons)")
     p.add_argument("--target-lang", type=language, default=None,
                    help="the language to write (a multilingual model that writes several needs it)")
 

@@ -34,6 +34,7 @@ Shapes: none (text).
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from bisect import bisect_right
 import unicodedata
@@ -148,6 +149,11 @@ def with_final_marks(seen: Normalized, spans: Sequence[tuple[int, int]], mark: s
     edits += [(seen.to_typed(p), seen.to_typed(p), moved(p) - 1, moved(p)) for p in at]
     marked = dataclasses.replace(seen, text="".join(pieces), edits=tuple(sorted(edits, key=lambda e: e[2])))
     return marked, [(moved(start), moved(end)) for start, end in spans]
+
+
+def _plain(word: str) -> str:
+    """`word`'s letters without their accents ("fährt" -> "fahrt")."""
+    return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))
 
 
 def _letters(alphabet: str, word: str) -> str:
@@ -272,7 +278,7 @@ class Lexicon:
         for spelled, letter in _SPELLED_OUT:
             if spelled in word:
                 found.add(word.replace(spelled, letter))
-        stripped = "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))
+        stripped = _plain(word)
         found |= {w for w in self._accented(stripped) if w != word}
         return found
 
@@ -286,8 +292,7 @@ class Lexicon:
         """Lower-cased words by their letters without accents."""
         found: dict[str, set[str]] = {}
         for lower in self.forms:
-            key = "".join(c for c in unicodedata.normalize("NFD", lower) if not unicodedata.combining(c))
-            found.setdefault(key, set()).add(lower)
+            found.setdefault(_plain(lower), set()).add(lower)
         return found
 
     def _accented(self, plain: str) -> set[str]:
@@ -332,6 +337,25 @@ class Lexicon:
             last = match.end()
         out.append(text[last:])
         return Normalized("".join(out), text, pattern, tuple(edits))
+
+    @cached_property
+    def _words_seen(self) -> int:
+        """How many words the counts hold (every occurrence of every form)."""
+        return sum(count for _, count in self.forms.values())
+
+    def count(self, word: str) -> int:
+        """How often the training data had lower-cased `word`; an unknown one: its forms with accents
+        or spelled out ("muz" -> "muž", "strasse" -> "straße"), together."""
+        if word in self.forms:
+            return self.forms[word][1]
+        spelled = {word} | {word.replace(out, letter) for out, letter in _SPELLED_OUT if out in word}
+        return sum(self.forms[form][1] for form in {f for w in spelled for f in self._accented(_plain(w))})
+
+    def log_likelihood(self, words: Sequence[str]) -> float:
+        """The log-probability of lower-cased `words` under this lexicon's word counts (`count`) as a
+        unigram model, add-half smoothed (an unknown word: half a count among the words seen)."""
+        denominator = math.log(self._words_seen + 0.5 * (len(self.forms) + 1))
+        return sum(math.log(self.count(word) + 0.5) - denominator for word in words)
 
     def writes_small(self, word: str) -> bool:
         """Whether the training data writes `word` with a small first letter (an unknown word: as typed)."""
@@ -422,6 +446,16 @@ class Lexicons:
 
     def known(self, word: str) -> bool:
         return any(lexicon.known(word) for lexicon in self.languages.values())
+
+    def identify(self, text: str, among: Sequence[str] | None = None) -> str | None:
+        """The language of `text` among `among` (default: every one it has a lexicon of): the one
+        whose word counts make its words most likely (Lexicon.log_likelihood); None when no such
+        lexicon knows any of its words (nothing to tell them apart)."""
+        words = [word.lower() for word in _WORD.findall(text)]
+        candidates = [lang for lang in (among if among is not None else sorted(self.languages)) if lang in self.languages]
+        if not any(self.languages[lang].count(word) for lang in candidates for word in words):
+            return None
+        return max(candidates, key=lambda lang: (self.languages[lang].log_likelihood(words), lang))
 
     def save(self, folder) -> None:
         write_json(folder / LEXICON_FILE, {"format": LEXICONS_FORMAT, "languages": {
