@@ -96,6 +96,13 @@ def toy_config(tmp_path, toy_corpus):
 
 
 @pytest.fixture(scope="session")
+def multilingual_run(tmp_path_factory):
+    """A tiny Transformer trained once per session on the six directions between de, en and fr of a
+    multiway toy corpus, the language token first in the target (forced when decoding)."""
+    return toy.train_multilingual(tmp_path_factory, "target")
+
+
+@pytest.fixture(scope="session")
 def toy_run(tmp_path_factory):
     """A tiny RNN trained once per test session on the toy corpus; returns its run directory."""
     from attnmt.cli import main

@@ -20,7 +20,11 @@ words out (by the run's phrase table, search.short_phrases, where it knows them;
 the model).
 
     benchmarks/quality/robustness.py RUN_OR_EXPORT [--split test_2016_flickr] [--limit N] [--beam 5]
-        [--as-typed] [--no-phrases] [--short-only] [--pieces 500] [--json report.json]
+        [--as-typed] [--no-phrases] [--short-only] [--pieces 500] [--pair de-en [--unnamed]] [--json report.json]
+
+A multilingual model is measured on one direction (`--pair`, default de-en), each call naming it, or
+with `--unnamed` naming only the target (the library then finds each text's source language by the
+model's lexicons). The hand-written short inputs are German -> English: other pairs have only the pieces.
 
 Beside the hand-written test, `--pieces N` cuts one short piece from each of the first held-out
 pairs (word links counted on the training pairs: data/fragments.py), translates it and scores it
@@ -195,6 +199,12 @@ def run(args) -> dict:
 
     engine = args.engine or RunDir(args.run).engine
     translator = Translator.load(args.run, engine=engine)
+    direction, languages = None, {}
+    if translator.pipeline.languages is not None:  # a multilingual model: one of its directions
+        direction = tuple((args.pair or "de-en").split("-"))
+        languages = dict(target_lang=direction[1], **({} if args.unnamed else {"source_lang": direction[0]}))
+    elif args.pair or args.unnamed:
+        raise SystemExit("robustness: --pair and --unnamed are for a multilingual model")
     off = {}
     if args.as_typed:  # the model alone: no case restored, no slip mended, no final mark written, no phrase table
         off = dict(restore_case=False, correct_spelling=False, complete_final_mark=False, short_phrases=False)
@@ -204,15 +214,16 @@ def run(args) -> dict:
         import dataclasses
 
         translator.cfg = dataclasses.replace(translator.cfg, search=dataclasses.replace(translator.cfg.search, **off))
-    corpus = load_corpus(corpus_spec(translator.cfg.data), args.split)
+    corpus = load_corpus(corpus_spec(translator.cfg.data), args.split, direction)
     sources, refs = corpus.src[:args.limit], corpus.tgt[:args.limit]
     results, clean = [], {}
     # warm up on the clean set itself: with 8 sentences the clean pass, timed first, still took 1.4x
     # the identical doubled-spaces pass (2-core AMD EPYC, 2026-12-07), and every ratio divides by it
-    translator.translate(sources, beam_size=args.beam, batch_size=args.batch_size)
+    translator.translate(sources, beam_size=args.beam, batch_size=args.batch_size, **languages)
     for name, texts in ({} if args.short_only else variants(sources)).items():
         start = time.perf_counter()
-        outputs = [r.text for r in translator.translate(texts, beam_size=args.beam, batch_size=args.batch_size)]
+        outputs = [r.text for r in translator.translate(texts, beam_size=args.beam, batch_size=args.batch_size,
+                                                        **languages)]
         seconds = time.perf_counter() - start
         lower = name in CASED
         hyps, gold = ([o.lower() for o in outputs], [r.lower() for r in refs]) if lower else (outputs, refs)
@@ -236,26 +247,13 @@ def run(args) -> dict:
               f"{seconds:7.2f} s ({row['time_ratio']}x)" + (f"  target {TARGETS[name]}x: "
                                                            f"{'met' if row['met'] else 'NOT met'}" if name in TARGETS else ""),
               flush=True)
-    inputs = [text for text, _ in SHORT_INPUTS]
-    start = time.perf_counter()
-    found = translator.translate(inputs, beam_size=args.beam)
-    seconds = time.perf_counter() - start
-    outputs = [r.text for r in found]
-    passed = [short_input_passes(o, s, req) for o, (s, req) in zip(outputs, SHORT_INPUTS)]
-    share = sum(passed) / len(passed)
-    phrased = sum(r.from_phrases for r in found)
-    results.append({"kind": "short_inputs", "inputs": len(inputs), "passed": sum(passed), "share": round(share, 3),
-                    "target": 0.8, "met": share >= 0.8, "from_phrases": phrased, "seconds": round(seconds, 2),
-                    "failed": [{"input": s, "output": o} for o, (s, _), ok in zip(outputs, SHORT_INPUTS, passed) if not ok]})
-    print(f"short inputs: {sum(passed)} of {len(passed)} ({share:.0%}; target 80%), {phrased} by the phrase table, "
-          f"{seconds:.2f} s")
-    for failure in results[-1]["failed"][:20]:
-        print(f"   {failure['input']!r} -> {failure['output']!r}")
+    if direction in (None, ("de", "en")):  # the hand-written short inputs are German -> English
+        short_inputs(translator, args, languages, results)
     if args.pieces:  # short pieces of the held-out pairs, against their own reference pieces
-        train = load_corpus(corpus_spec(translator.cfg.data), "train")
+        train = load_corpus(corpus_spec(translator.cfg.data), "train", direction)
         pieces = held_out_pieces((train.src, train.tgt), (sources, refs), limit=args.pieces)
         start = time.perf_counter()
-        found = translator.translate([p for p, _ in pieces], beam_size=args.beam)
+        found = translator.translate([p for p, _ in pieces], beam_size=args.beam, **languages)
         seconds = time.perf_counter() - start
         outputs = [r.text for r in found]
         same = sum(words_of(o) == words_of(t) for o, (_, t) in zip(outputs, pieces))
@@ -272,8 +270,28 @@ def run(args) -> dict:
               f"{results[-1]['from_phrases']} by the phrase table, {seconds:.2f} s")
     return make_report("robustness", command=command(__file__, args.argv), environment=environment(),
                        settings={"run": args.run, "engine": engine, "split": args.split, "sentences": len(sources),
-                                 "beam": args.beam, "as_typed": args.as_typed, "search_off": sorted(off)},
+                                 "beam": args.beam, "as_typed": args.as_typed, "search_off": sorted(off),
+                                 "pair": "-".join(direction) if direction else None, "unnamed": args.unnamed},
                        results=results)
+
+
+def short_inputs(translator, args, languages: dict, results: list[dict]) -> None:
+    """The hand-written test (SHORT_INPUTS): its row appended to `results`, printed."""
+    inputs = [text for text, _ in SHORT_INPUTS]
+    start = time.perf_counter()
+    found = translator.translate(inputs, beam_size=args.beam, **languages)
+    seconds = time.perf_counter() - start
+    outputs = [r.text for r in found]
+    passed = [short_input_passes(o, s, req) for o, (s, req) in zip(outputs, SHORT_INPUTS)]
+    share = sum(passed) / len(passed)
+    phrased = sum(r.from_phrases for r in found)
+    results.append({"kind": "short_inputs", "inputs": len(inputs), "passed": sum(passed), "share": round(share, 3),
+                    "target": 0.8, "met": share >= 0.8, "from_phrases": phrased, "seconds": round(seconds, 2),
+                    "failed": [{"input": s, "output": o} for o, (s, _), ok in zip(outputs, SHORT_INPUTS, passed) if not ok]})
+    print(f"short inputs: {sum(passed)} of {len(passed)} ({share:.0%}; target 80%), {phrased} by the phrase table, "
+          f"{seconds:.2f} s")
+    for failure in results[-1]["failed"][:20]:
+        print(f"   {failure['input']!r} -> {failure['output']!r}")
 
 
 def main(argv=None) -> int:
@@ -293,6 +311,9 @@ def main(argv=None) -> int:
     parser.add_argument("--pieces", type=int, default=500,
                         help="short pieces cut from the held-out pairs, translated and scored against their "
                              "reference pieces (0: none)")
+    parser.add_argument("--pair", default=None, help="a multilingual model's direction SRC-TGT (default de-en)")
+    parser.add_argument("--unnamed", action="store_true",
+                        help="a multilingual model's calls name the target only (the source found by its lexicons)")
     parser.add_argument("--json", type=Path, default=None, help="write the report here")
     args = parser.parse_args(argv)
     args.argv = argv if argv is not None else sys.argv[1:]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from support import toy
 from benchmarks.quality import alignment_toy, constraints_multi30k, langid_multi30k, moses_before_bpe
 from benchmarks.quality.alignment_toy import accuracy, gold
 from benchmarks.speed import serve_models
@@ -232,6 +233,29 @@ def test_robustness_reports_every_variant_and_the_short_inputs(toy_run, tmp_path
     assert rows["lowercase"]["scored"] == "lowercased" and rows["typo"]["scored"] == "cased"
     short, = [r for r in report["results"] if r["kind"] == "short_inputs"]
     assert short["inputs"] == len(robustness.SHORT_INPUTS) and 0 <= short["passed"] <= short["inputs"]
+
+
+@pytest.mark.learned
+def test_robustness_measures_one_direction_of_a_multilingual_model(multilingual_run, tmp_path):
+    """`--pair fr-en`: the direction's own held-out pairs, each call naming it (or with `--unnamed`
+    naming the target only: the source found by the run's lexicons, the same translations here); no
+    hand-written short inputs (they are German -> English); `--pair` refused for a bilingual run."""
+    from benchmarks.quality import robustness
+
+    reports = []
+    for extra in ([], ["--unnamed"]):
+        out = tmp_path / f"r{len(extra)}.json"
+        assert robustness.main([str(multilingual_run), "--split", "test", "--pair", "fr-en", "--limit", "8",
+                                "--beam", "1", "--pieces", "4", "--json", str(out), *extra]) == 0
+        reports.append(json.loads(out.read_text()))
+    named, unnamed = reports
+    assert named["settings"]["pair"] == "fr-en" and unnamed["settings"]["unnamed"] is True
+    assert [r["kind"] for r in named["results"]] == ["variant"] * len(robustness.variants(["x"])) + ["held_out_pieces"]
+    assert [r["bleu"] for r in named["results"][:-1]] == [r["bleu"] for r in unnamed["results"][:-1]]
+    pieces = named["results"][-1]["examples"]
+    assert pieces and all(w in toy.WORDS["fr"] for p in pieces for w in p["input"].split())  # the French side
+    assert all(w in toy.WORDS["en"] for p in pieces for w in p["reference"].split())
+    assert named["results"][0]["chrf"] > 40, named["results"][0]  # 70.3 (seed 1): the model read French
 
 
 def test_truecasing_scores_words_as_written_by_hand():

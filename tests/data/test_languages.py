@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from support import toy
-from support.once import once
 from attnmt.cli import main
 from attnmt.config import load_config
 from attnmt.data.epochs import Batching, Epoch, epoch_examples, epoch_rng
@@ -26,26 +25,10 @@ pytestmark = pytest.mark.learned  # asserts what a small training learned (make 
 DIRECTIONS = ["de-en", "de-fr", "en-de", "en-fr", "fr-de", "fr-en"]
 
 
-def _train(tmp_path_factory, placement: str):
-    def build(base):
-        config = toy.write_multilingual_config(base / "ml.yaml", lang_token=placement)
-        assert main(["train", str(config), "--run-dir", str(base / "run")]) == 0
-        return base / "run"
-
-    return once(tmp_path_factory, f"multilingual-{placement}", build)
-
-
-@pytest.fixture(scope="session")
-def multilingual_run(tmp_path_factory):
-    """A run trained on the six directions between de, en and fr, the language token first in
-    the target (forced when decoding)."""
-    return _train(tmp_path_factory, "target")
-
-
 @pytest.fixture(scope="session")
 def source_token_run(tmp_path_factory):
-    """The same with the language token first in the source."""
-    return _train(tmp_path_factory, "source")
+    """multilingual_run (tests/conftest.py) with the language token first in the source."""
+    return toy.train_multilingual(tmp_path_factory, "source")
 
 
 BOTH = pytest.mark.parametrize("run", ["multilingual_run", "source_token_run"])

@@ -204,6 +204,20 @@ def write_multilingual_config(path: Path, *, lang_token: str = "target", epochs:
     return path
 
 
+def train_multilingual(tmp_path_factory, placement: str) -> Path:
+    """A run of write_multilingual_config's (every direction between de, en, fr; the language token
+    where `placement` says), trained once per test session (support/once.py)."""
+    from attnmt.cli import main
+    from support.once import once
+
+    def build(base):
+        config = write_multilingual_config(base / "ml.yaml", lang_token=placement)
+        assert main(["train", str(config), "--run-dir", str(base / "run")]) == 0
+        return base / "run"
+
+    return once(tmp_path_factory, f"multilingual-{placement}", build)
+
+
 # ----------------------------------------------------------------------------- runs with random weights
 
 def make_random_run(run_dir, *, pre_norm=True, share=False, tie=False, positions="sinusoidal", seed=0,
