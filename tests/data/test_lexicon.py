@@ -241,6 +241,10 @@ def test_a_text_is_identified_by_the_lexicon_whose_word_counts_make_it_likeliest
                            ("Der Mann und die Hunde", "de")]:
         assert both.identify(text) == language, text
     assert both.identify("Quark 42 !") is None and both.identify("") is None  # no word either knows
+    german, french_ll = LEXICON.log_likelihood(["zwei", "hunde"]), french.log_likelihood(["zwei", "hunde"])
+    (first, p), (second, q) = both.ranked("Zwei Hunde")
+    assert (first, second) == ("de", "fr") and p + q == pytest.approx(1.0)
+    assert p / q == pytest.approx(math.exp(german - french_ll))  # equal priors: the likelihoods' ratio
     assert both.identify("un chien", among=["de"]) is None and both.identify("Hunde", among=["de", "cs"]) == "de"
     assert LEXICON.count("strasse") == LEXICON.count("straße") == 3 and LEXICON.count("fahrt") == 3
 

@@ -45,6 +45,24 @@ def test_each_direction_is_translated_by_its_language_token(server, model, sourc
     assert v1["translations"][0]["text"] == answer["translatedText"]
 
 
+def test_auto_and_detect_read_the_models_own_source_words(server, model):
+    """`source: auto` and /detect tell the served sources apart by the model's lexicons (py3langid
+    reads the toy's German "auto" as French, its "enfant" as 44% French), in any case, and the text
+    goes to its own direction; a text no lexicon knows a word of goes to py3langid."""
+    from attnmt.server.langid import LanguageDetector
+
+    assert LanguageDetector(["de", "fr"]).detect("auto")[0]["language"] == "fr"  # py3langid alone
+    for text, language in (("auto", "de"), ("AUTO ROT", "de"), ("enfant", "fr"), ("Voiture Rouge", "fr")):
+        ranked = post(server, "/detect", {"q": text}).json()
+        assert ranked[0]["language"] == language and ranked[0]["confidence"] > 50, (text, ranked)
+        assert {d["language"] for d in ranked} == {"de", "en", "fr"} and abs(sum(d["confidence"] for d in ranked) - 100) < 0.5
+        answer = post(server, "/translate", {"q": text, "source": "auto", "target": "en"}).json()
+        expected = model.translate([text], source_lang=language, target_lang="en",
+                                   beam_size=model.cfg.search.beam_size)[0].text
+        assert answer["translatedText"] == expected and answer["detectedLanguage"]["language"] == language
+    assert post(server, "/detect", {"q": "Deux chiens jouent dans la neige ."}).json()[0]["language"] == "fr"
+
+
 def test_a_direction_through_english_says_so(server, model):
     text = "chien rouge maison"
     answer = post(server, "/translate", {"q": [text], "source": "fr", "target": "de"}).json()

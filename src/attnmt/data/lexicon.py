@@ -447,15 +447,26 @@ class Lexicons:
     def known(self, word: str) -> bool:
         return any(lexicon.known(word) for lexicon in self.languages.values())
 
-    def identify(self, text: str, among: Sequence[str] | None = None) -> str | None:
-        """The language of `text` among `among` (default: every one it has a lexicon of): the one
-        whose word counts make its words most likely (Lexicon.log_likelihood); None when no such
+    def ranked(self, text: str, among: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """The languages of `among` (default: every one it has a lexicon of) with the probability
+        that `text` is in each, most likely first: its words' likelihood under each language's word
+        counts (Lexicon.log_likelihood), normalized over them (equal priors); [] when no such
         lexicon knows any of its words (nothing to tell them apart)."""
         words = [word.lower() for word in _WORD.findall(text)]
         candidates = [lang for lang in (among if among is not None else sorted(self.languages)) if lang in self.languages]
         if not any(self.languages[lang].count(word) for lang in candidates for word in words):
-            return None
-        return max(candidates, key=lambda lang: (self.languages[lang].log_likelihood(words), lang))
+            return []
+        scores = {lang: self.languages[lang].log_likelihood(words) for lang in candidates}
+        best = max(scores.values())
+        total = sum(math.exp(score - best) for score in scores.values())
+        return sorted(((lang, math.exp(score - best) / total) for lang, score in scores.items()),
+                      key=lambda item: (-item[1], item[0]))
+
+    def identify(self, text: str, among: Sequence[str] | None = None) -> str | None:
+        """The likeliest language of `text` among `among` (`ranked`); None when no lexicon of them
+        knows any of its words."""
+        found = self.ranked(text, among)
+        return found[0][0] if found else None
 
     def save(self, folder) -> None:
         write_json(folder / LEXICON_FILE, {"format": LEXICONS_FORMAT, "languages": {

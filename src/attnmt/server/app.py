@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 
 from attnmt import __version__
 from attnmt.direction import names as direction_names
-from attnmt.server.langid import LanguageDetector
+from attnmt.server.langid import LanguageDetector, source_lexicons
 from attnmt.server.api_errors import install_error_handlers
 from attnmt.server.filestore import FileStore
 from attnmt.server.limits import RequestLimits
@@ -60,7 +60,7 @@ def create_app(settings: ServeSettings, load: Callable[[], object] | None = None
                      direction_names(translator.directions), time.perf_counter() - start)
         model_set = ModelSet(services)  # refuses two models of one direction
         start = time.perf_counter()
-        app.state.detector = await asyncio.to_thread(LanguageDetector, model_set.sources)
+        app.state.detector = await asyncio.to_thread(LanguageDetector, model_set.sources, source_lexicons(services))
         log.info("language identification (%s) loaded in %.1f s", ", ".join(app.state.detector.languages),
                  time.perf_counter() - start)
         batchers = list({id(s.batcher): s.batcher for s in services}.values())  # a multilingual model's: one
