@@ -15,7 +15,7 @@ import numpy as np
 
 from attnmt.config import Config, save_config
 from attnmt.data.augment import Augmenter, TextSide
-from attnmt.data.fragments import Fragments
+from attnmt.data.fragments import SAMPLE as FRAGMENT_SAMPLE, Fragments
 from attnmt.data.lexicon import Lexicon, Lexicons
 from attnmt.data.batching import Batch, make_batches
 from attnmt.data.corpus import ParallelCorpus, corpus_spec, load_corpus
@@ -96,14 +96,15 @@ def source_lexicon(prepared: PreparedData, *, limit: int = LEXICON_SAMPLE, fragm
     directions = {}  # direction -> its first corpus
     for corpus, entry in enumerate(inputs):
         directions.setdefault(Direction.parse(entry["pair"], "manifest: inputs", error=DataError), corpus)
+    target_side = TextSide(prepared.pipeline, "tgt")
     lexicons: dict[str, Lexicon] = {}
-    for direction, corpus in directions.items():
+    for direction, corpus in directions.items():  # each direction's pairs read (decoded) once
+        texts = [(side.text(src), target_side.text(tgt))
+                 for src, tgt in prepared_examples(prepared, corpus=corpus, limit=limit)]
         if direction.source not in lexicons:
-            texts = (side.text(src) for src, _ in prepared_examples(prepared, corpus=corpus, limit=limit))
-            lexicons[direction.source] = Lexicon.from_sentences(text.split() for text in texts if text is not None)
-        links = Fragments.for_pipeline(prepared_examples(prepared, corpus=corpus, limit=limit), prepared.pipeline)
-        lexicons[direction.source].phrases_to[direction.target] = links.phrases_of(
-            prepared_examples(prepared, corpus=corpus, limit=limit))
+            lexicons[direction.source] = Lexicon.from_sentences(s.split() for s, _ in texts if s is not None)
+        pairs = [(s.split(), t.split()) for s, t in texts[:FRAGMENT_SAMPLE] if s is not None and t is not None]
+        lexicons[direction.source].phrases_to[direction.target] = Fragments.from_pairs(pairs).phrases(pairs)
     return Lexicons(lexicons)
 
 
