@@ -249,6 +249,17 @@ def test_a_text_is_identified_by_the_lexicon_whose_word_counts_make_it_likeliest
     assert LEXICON.count("strasse") == LEXICON.count("straße") == 3 and LEXICON.count("fahrt") == 3
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+def test_any_text_is_identified_as_a_candidate_or_none(text):
+    french = Lexicon.from_sentences(s.split() for s in ["Un chien court .", "Deux chats jouent ."])
+    both = Lexicons({"de": LEXICON, "fr": french})
+    ranked = both.ranked(text)
+    assert both.identify(text) in ("de", "fr", None) and len(ranked) in (0, 2)
+    if ranked:
+        assert sum(p for _, p in ranked) == pytest.approx(1.0) and ranked[0][1] >= ranked[1][1]
+
+
 @pytest.fixture(scope="module")
 def lexicon_run(tmp_path_factory):
     """A toy run trained now: it keeps its training data's source words (lexicon.json)."""
