@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -178,11 +178,35 @@ class Augmenter:
                 src_text = no_diacritics(src_text, rng)
         new_src = self.src.ids(src_text, src.dtype)
         new_tgt = self.tgt.ids(tgt_text, tgt.dtype) if tgt_text is not None else tgt
+        return (new_src, new_tgt) if self._fits(src, tgt, new_src, new_tgt) else (src, tgt)
+
+    def _fits(self, src: np.ndarray, tgt: np.ndarray, new_src: np.ndarray, new_tgt: np.ndarray) -> bool:
+        """Whether a modified example may replace its original: not empty, within max_len, and at
+        most twice its length + 2 (the batch was planned on its lengths: a far longer example would
+        pad the whole batch to it)."""
         if not len(new_src) or not len(new_tgt) or max(len(new_src), len(new_tgt)) > self.max_len:
-            return src, tgt
-        if len(new_src) > 2 * len(src) + 2 or len(new_tgt) > 2 * len(tgt) + 2:  # the batch was planned on its
-            return src, tgt  # lengths: a far longer example would pad the whole batch to it
-        return new_src, new_tgt
+            return False
+        return len(new_src) <= 2 * len(src) + 2 and len(new_tgt) <= 2 * len(tgt) + 2
+
+    def case_shares(self, examples: Iterable[tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
+        """Of each case modifier with a rate above 0, the share of `examples` (source and target ids)
+        it changes that `_fits` lets it replace (1.0: none changed). A vocabulary learned on sentence
+        case cuts capitals into pieces of a letter or two, so that most examples in capitals are more
+        than twice as long and stay as they were: such a rate applies to few of the examples it draws."""
+        found = {}
+        for name, _ in self.cases:
+            changed = kept = 0
+            for src, tgt in examples:
+                src_text, tgt_text = self.src.text(src), self.tgt.text(tgt)
+                if src_text is None or tgt_text is None:
+                    continue
+                new_src, new_tgt = _CASES[name](src_text), _CASES[name](tgt_text)
+                if (new_src, new_tgt) == (src_text, tgt_text):
+                    continue
+                changed += 1
+                kept += self._fits(src, tgt, self.src.ids(new_src, src.dtype), self.tgt.ids(new_tgt, tgt.dtype))
+            found[name] = kept / changed if changed else 1.0
+        return found
 
     def _case(self, draw: float) -> str | None:
         """The case modifier of a draw in [0, 1): each one's probability is its share of [0, 1)."""

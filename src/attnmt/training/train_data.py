@@ -7,6 +7,7 @@ Shapes:
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import Iterator
@@ -31,6 +32,8 @@ from attnmt.files import read_json, write_json
 from attnmt.run_dir import CONFIG, PREPARED, RunDir
 from attnmt.world import SINGLE, World, barrier, broadcast_from_main
 from attnmt.training.init_from import init_pipeline
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -60,6 +63,7 @@ class TrainData:
 
 
 LEXICON_SAMPLE = 500_000  # source sentences the lexicon is counted on
+CASE_SAMPLE = 500  # training examples a case modifier's share of applicable edits is checked on
 
 
 def prepared_examples(prepared: PreparedData, *, corpus: int | None = None, limit: int | None = None,
@@ -147,6 +151,14 @@ def load_data(cfg: Config, run: RunDir, *, resume: bool, world: World = SINGLE) 
     elif fragments is None:
         fragments = Fragments.for_pipeline(prepared_examples(prepared), pipeline)
     augment = Augmenter(data_cfg.augment, pipeline, seed=train_cfg.seed, max_len=data_cfg.max_len, fragments=fragments)
+    if augment.cases and world.main:  # a case rate that mostly cannot apply is said, not silently lost
+        sample = list(prepared_examples(prepared, limit=CASE_SAMPLE))
+        for name, share in augment.case_shares(sample).items():
+            if share < 0.5:
+                log.warning("data.augment.%s: of its changes to the first %d training examples, %.0f%% are too "
+                            "long and not made (in this case their pieces are more than twice as many: the "
+                            "vocabulary rarely saw it), so it applies to about %.2g of the examples, not %g", name, len(sample),
+                            100 * (1 - share), share * getattr(data_cfg.augment, name), getattr(data_cfg.augment, name))
     data = TrainData(prepared, pipeline, corpus_weights(data_cfg, inputs), batching, _val_sets(cfg, pipeline, ids), prefixes,
                      augment if augment.active else None)
     pairs = [i["pairs"] for i in inputs]
