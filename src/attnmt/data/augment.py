@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Callable, Iterable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -188,18 +188,17 @@ class Augmenter:
             return False
         return len(new_src) <= 2 * len(src) + 2 and len(new_tgt) <= 2 * len(tgt) + 2
 
-    def case_shares(self, examples: Iterable[tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
+    def case_shares(self, examples: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
         """Of each case modifier with a rate above 0, the share of `examples` (source and target ids)
         it changes that `_fits` lets it replace (1.0: none changed). A vocabulary learned on sentence
         case cuts capitals into pieces of a letter or two, so that most examples in capitals are more
         than twice as long and stay as they were: such a rate applies to few of the examples it draws."""
+        texts = [(src, tgt, self.src.text(src), self.tgt.text(tgt)) for src, tgt in examples]
+        texts = [example for example in texts if example[2] is not None and example[3] is not None]
         found = {}
         for name, _ in self.cases:
             changed = kept = 0
-            for src, tgt in examples:
-                src_text, tgt_text = self.src.text(src), self.tgt.text(tgt)
-                if src_text is None or tgt_text is None:
-                    continue
+            for src, tgt, src_text, tgt_text in texts:
                 new_src, new_tgt = _CASES[name](src_text), _CASES[name](tgt_text)
                 if (new_src, new_tgt) == (src_text, tgt_text):
                     continue

@@ -156,6 +156,11 @@ def _plain(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))
 
 
+def _spelled_in(word: str) -> set[str]:
+    """`word` with each spelled-out letter it holds written as the letter ("strasse" -> "straße")."""
+    return {word.replace(spelled, letter) for spelled, letter in _SPELLED_OUT if spelled in word}
+
+
 def _letters(alphabet: str, word: str) -> str:
     return "".join(dict.fromkeys(alphabet + word))
 
@@ -275,11 +280,8 @@ class Lexicon:
         found |= {a + c + b for a, b in splits for c in alphabet}
         found.add(_RUN.sub(r"\1", word))
         found.add(_RUN.sub(r"\1\1", word))
-        for spelled, letter in _SPELLED_OUT:
-            if spelled in word:
-                found.add(word.replace(spelled, letter))
-        stripped = _plain(word)
-        found |= {w for w in self._accented(stripped) if w != word}
+        found |= _spelled_in(word)
+        found |= {w for w in self._accented(_plain(word)) if w != word}
         return found
 
     @cached_property
@@ -348,14 +350,18 @@ class Lexicon:
         or spelled out ("muz" -> "muž", "strasse" -> "straße"), together."""
         if word in self.forms:
             return self.forms[word][1]
-        spelled = {word} | {word.replace(out, letter) for out, letter in _SPELLED_OUT if out in word}
-        return sum(self.forms[form][1] for form in {f for w in spelled for f in self._accented(_plain(w))})
+        return sum(self.forms[form][1] for form in {f for w in {word} | _spelled_in(word)
+                                                     for f in self._accented(_plain(w))})
 
     def log_likelihood(self, words: Sequence[str]) -> float:
         """The log-probability of lower-cased `words` under this lexicon's word counts (`count`) as a
         unigram model, add-half smoothed (an unknown word: half a count among the words seen)."""
+        return self._log_likelihood([self.count(word) for word in words])
+
+    def _log_likelihood(self, counts: Sequence[int]) -> float:
+        """`log_likelihood` of words whose `count`s are given."""
         denominator = math.log(self._words_seen + 0.5 * (len(self.forms) + 1))
-        return sum(math.log(self.count(word) + 0.5) - denominator for word in words)
+        return sum(math.log(count + 0.5) - denominator for count in counts)
 
     def writes_small(self, word: str) -> bool:
         """Whether the training data writes `word` with a small first letter (an unknown word: as typed)."""
@@ -454,9 +460,10 @@ class Lexicons:
         lexicon knows any of its words (nothing to tell them apart)."""
         words = [word.lower() for word in _WORD.findall(text)]
         candidates = [lang for lang in (among if among is not None else sorted(self.languages)) if lang in self.languages]
-        if not any(self.languages[lang].count(word) for lang in candidates for word in words):
+        counts = {lang: [self.languages[lang].count(word) for word in words] for lang in candidates}
+        if not any(any(found) for found in counts.values()):
             return []
-        scores = {lang: self.languages[lang].log_likelihood(words) for lang in candidates}
+        scores = {lang: self.languages[lang]._log_likelihood(found) for lang, found in counts.items()}
         best = max(scores.values())
         total = sum(math.exp(score - best) for score in scores.values())
         return sorted(((lang, math.exp(score - best) / total) for lang, score in scores.items()),

@@ -102,12 +102,18 @@ def source_lexicon(prepared: PreparedData, *, limit: int = LEXICON_SAMPLE, fragm
         directions.setdefault(Direction.parse(entry["pair"], "manifest: inputs", error=DataError), corpus)
     target_side = TextSide(prepared.pipeline, "tgt")
     lexicons: dict[str, Lexicon] = {}
-    for direction, corpus in directions.items():  # each direction's pairs read (decoded) once
-        texts = [(side.text(src), target_side.text(tgt))
-                 for src, tgt in prepared_examples(prepared, corpus=corpus, limit=limit)]
-        if direction.source not in lexicons:
-            lexicons[direction.source] = Lexicon.from_sentences(s.split() for s, _ in texts if s is not None)
-        pairs = [(s.split(), t.split()) for s, t in texts[:FRAGMENT_SAMPLE] if s is not None and t is not None]
+    for direction, corpus in directions.items():  # each direction's pairs read (decoded) once, as far as needed:
+        new_source = direction.source not in lexicons  # its sources for a lexicon, the first ones for the links
+        sources, pairs = [], []
+        for n, (src, tgt) in enumerate(prepared_examples(prepared, corpus=corpus,
+                                                         limit=limit if new_source else min(limit, FRAGMENT_SAMPLE))):
+            text = side.text(src)
+            sources.append(text)
+            target = target_side.text(tgt) if text is not None and n < FRAGMENT_SAMPLE else None
+            if target is not None:
+                pairs.append((text.split(), target.split()))
+        if new_source:
+            lexicons[direction.source] = Lexicon.from_sentences(text.split() for text in sources if text is not None)
         lexicons[direction.source].phrases_to[direction.target] = Fragments.from_pairs(pairs).phrases(pairs)
     return Lexicons(lexicons)
 
