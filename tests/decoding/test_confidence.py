@@ -1,4 +1,4 @@
-"""Confidence (decoding/confidence.py, calibration.py, attnmt calibrate): the isotonic step and the
+"""Confidence (decoding/confidence.py, calibration.py, attnmt calibrate): the logistic curve and the
 quality figures against independent computations, a map read back equal to the one written, a
 damaged one refused by name, and models made unsure on purpose (random weights, an input in
 another language) less confident than a trained one on its own data."""
@@ -17,15 +17,43 @@ from support import toy
 from attnmt.calibration import quality_of
 from attnmt.cli import main
 from attnmt.data.phrases import Phrases
-from attnmt.decoding.confidence import CALIBRATION_FILE, FEATURES, Calibration, _isotonic, adequacy
+from attnmt.decoding.confidence import CALIBRATION_FILE, FEATURES, Calibration, _logistic, adequacy
 from attnmt.errors import AttnmtError, DataError
 
 
-def test_isotonic_pools_adjacent_violators():
-    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
-    y = np.array([0.0, 1.0, 0.0, 1.0, 1.0])  # 1, 0 violate: pooled to 0.5, 0.5
-    steps_x, steps_y = _isotonic(x, y)
-    assert steps_x.tolist() == [1.0, 2.0, 4.0] and steps_y.tolist() == [0.0, 0.5, 1.0]
+def test_the_logistic_curve_is_the_penalized_maximum_likelihood_and_finds_a_known_curve():
+    rng = np.random.default_rng(5)
+    x = rng.normal(50, 12, 40_000)  # a predicted chrF
+    good = (rng.random(len(x)) < 1 / (1 + np.exp(-(0.2 * x - 10)))).astype(float)
+    slope, intercept = _logistic(x, good)
+    assert slope == pytest.approx(0.2, rel=0.05) and intercept == pytest.approx(-10, rel=0.05)
+    # stationary: the log-likelihood's gradient plus the unit penalty on the standardized slope, in plain floats
+    center, spread = statistics.fmean(x), statistics.pstdev(x)
+    a, b = slope * spread, intercept + slope * center
+    p = [1 / (1 + math.exp(-(a * (v - center) / spread + b))) for v in x]
+    assert abs(sum((pi - g) * (v - center) / spread for pi, g, v in zip(p, good, x)) + a) < 1e-6
+    assert abs(sum(pi - g for pi, g in zip(p, good))) < 1e-6
+    separable = np.array([0.0, 0.0, 1.0, 1.0])
+    assert 0 < _logistic(np.array([1.0, 2.0, 3.0, 4.0]), separable)[0] < 10  # finite, for the penalty
+    assert _logistic(np.array([4.0, 3.0, 2.0, 1.0]), separable) == (0.0, 0.0)  # backwards: no signal, the rate
+    assert _logistic(np.array([1.0, 2.0]), np.array([1.0, 1.0]))[0] == 0.0
+
+
+def test_the_curve_sees_the_regression_as_on_unseen_sentences():
+    """Features that say nothing of chrF: a regression fitted on 40 sentences and ten features finds
+    some pattern in its own sentences all the same; its out-of-fold predictions find none, so the
+    curve stays flat at the rate of good (a half), where one fitted in-sample would spread."""
+    rng = np.random.default_rng(7)
+    rows = [{name: float(rng.normal()) for name in FEATURES} for _ in range(40)]
+    chrf = [float(rng.normal(50, 10)) for _ in rows]
+    calibration = Calibration.fit(rows, chrf)
+    confidences = [calibration.confidence(r) for r in rows]
+    assert max(confidences) - min(confidences) < 0.2 and abs(statistics.mean(confidences) - 0.5) < 0.1
+    in_sample = np.array([calibration.predicted_chrf(r) for r in rows])
+    good = (np.array(chrf) >= calibration.threshold).astype(float)
+    slope, intercept = _logistic(in_sample, good)
+    spread = 1 / (1 + np.exp(-(slope * in_sample + intercept)))
+    assert spread.max() - spread.min() > 0.4
 
 
 def test_adequacy_is_the_share_of_table_words_whose_translation_the_output_holds():
@@ -92,7 +120,8 @@ def test_a_map_read_back_equals_the_one_written_and_a_damaged_one_is_refused_by_
                             (lambda r: r.update(features=["mean_logprob", "nonsense"]), "features must name"),
                             (lambda r: r["weights"].pop(), f"weights must be a list of {len(FEATURES)}"),
                             (lambda r: r["mean"].__setitem__(0, "a"), "mean must be a list"),
-                            (lambda r: r["steps_y"].__setitem__(0, 2.0), "non-decreasing probabilities"),
+                            (lambda r: r.update(slope=-0.1), "slope must not be negative"),
+                            (lambda r: r.pop("intercept"), "intercept must be a finite number"),
                             (lambda r: r.update(threshold=None), "threshold must be a finite number"),
                             (lambda r: r["low"].pop(), f"low must be a list of {len(FEATURES)}"),
                             (lambda r: r.update(low=r["high"], high=r["low"]), "low must not exceed high")]:
@@ -101,6 +130,33 @@ def test_a_map_read_back_equals_the_one_written_and_a_damaged_one_is_refused_by_
         (tmp_path / CALIBRATION_FILE).write_text(json.dumps(broken))
         with pytest.raises(DataError, match=message):
             Calibration.load(tmp_path / CALIBRATION_FILE)
+
+
+def test_a_map_of_format_1_is_read_with_its_isotonic_steps(tmp_path):
+    """A model calibrated before the curve keeps its map: the step of the last breakpoint at or below
+    the predicted chrF (the first step's value below it)."""
+    rows, chrf = _rows(100)
+    raw = json.loads(json.dumps({**{k: v for k, v in _saved(Calibration.fit(rows, chrf), tmp_path).items()
+                                    if k not in ("slope", "intercept")},
+                                 "format": "attnmt-calibration/1", "steps_x": [40.0, 50.0, 60.0],
+                                 "steps_y": [0.1, 0.5, 0.9]}))
+    (tmp_path / CALIBRATION_FILE).write_text(json.dumps(raw))
+    old = Calibration.load(tmp_path / CALIBRATION_FILE)
+    for row in rows:
+        predicted = old.predicted_chrf(row)
+        expected = 0.9 if predicted >= 60 else 0.5 if predicted >= 50 else 0.1
+        assert old.confidence(row) == expected
+    old.save(tmp_path)  # written back as it was read
+    assert json.loads((tmp_path / CALIBRATION_FILE).read_text()) == raw
+    raw["steps_y"] = [0.5, 0.1, 0.9]
+    (tmp_path / CALIBRATION_FILE).write_text(json.dumps(raw))
+    with pytest.raises(DataError, match="the steps must be non-decreasing probabilities"):
+        Calibration.load(tmp_path / CALIBRATION_FILE)
+
+
+def _saved(calibration, folder) -> dict:
+    calibration.save(folder)
+    return json.loads((folder / CALIBRATION_FILE).read_text())
 
 
 def test_a_feature_beyond_the_fits_range_reads_as_its_edge():
@@ -118,8 +174,8 @@ def test_a_feature_beyond_the_fits_range_reads_as_its_edge():
     trailing = dict(rows[0], beam_margin=-3.0)
     assert calibration.predicted_chrf(trailing) == pytest.approx(calibration.predicted_chrf(dict(rows[0],
                                                                                               beam_margin=edge)))
-    old = Calibration(*[getattr(calibration, f) for f in ("features", "mean", "scale", "weights", "bias", "steps_x",
-                                                          "steps_y", "threshold", "sentences")])
+    old = Calibration(*[getattr(calibration, f) for f in ("features", "mean", "scale", "weights", "bias", "threshold",
+                                                          "sentences", "slope", "intercept")])
     assert old.predicted_chrf(trailing) > calibration.predicted_chrf(trailing) + 20  # 8 x 3 over the edge's
 
 
