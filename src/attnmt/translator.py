@@ -493,8 +493,8 @@ class Translator:
 
     def scored_confidence(self, result: ScoreResult) -> tuple[float, float | None]:
         """A forced decoding's confidence (Translator.score: a given translation, e.g. a teacher's
-        output) and, with a calibration, the chrF its map predicts (the order within a calibrated
-        step); the features as a search's lone hypothesis has them (decoding/confidence.py)."""
+        output) and, with a calibration, the chrF its map predicts (the order where confidences
+        tie); the features as a search's lone hypothesis has them (decoding/confidence.py)."""
         if result.num_tokens <= 0 or result.log_prob != result.log_prob:  # an empty source: no score
             return 0.0, (None if self.calibration is None else -math.inf)
         words = self._source_words(result.source_tokens)

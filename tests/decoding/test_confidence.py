@@ -11,6 +11,8 @@ import statistics
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from support import toy
 
@@ -130,6 +132,35 @@ def test_a_map_read_back_equals_the_one_written_and_a_damaged_one_is_refused_by_
         (tmp_path / CALIBRATION_FILE).write_text(json.dumps(broken))
         with pytest.raises(DataError, match=message):
             Calibration.load(tmp_path / CALIBRATION_FILE)
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=12) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                    max_leaves=15)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(changes=st.lists(st.tuples(st.sampled_from(["format", "features", "mean", "scale", "weights", "bias", "slope",
+                                                   "intercept", "threshold", "sentences", "low", "high", "steps_x",
+                                                   "steps_y"]), st.none() | JSON), min_size=1, max_size=3))
+def test_any_damage_to_a_map_is_refused_by_name_or_read_as_a_probability(tmp_path, changes):
+    """A key removed (None) or given any JSON value: the file is read, and every confidence is a
+    probability, or it is refused with a DataError naming it; nothing else escapes."""
+    rows, chrf = _rows(60, seed=2)
+    raw = _saved(Calibration.fit(rows, chrf), tmp_path)
+    for key, value in changes:
+        if value is None:
+            raw.pop(key, None)
+        else:
+            raw[key] = value
+    path = tmp_path / CALIBRATION_FILE
+    path.write_text(json.dumps(raw))
+    try:
+        calibration = Calibration.load(path)
+    except DataError as refused:
+        assert str(path) in str(refused)
+        return
+    assert all(0.0 <= calibration.confidence(r) <= 1.0 for r in rows[:5])
 
 
 def test_a_map_of_format_1_is_read_with_its_isotonic_steps(tmp_path):

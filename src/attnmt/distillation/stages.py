@@ -318,7 +318,7 @@ def stage_filter(d: DistillDir, settings: DistillSettings, cfg: Config, runtime:
                     runtime.budget.check(d.path, "filter")
                     sources, outputs = [_decode(x) for x in columns[0]], [_decode(x) for x in columns[1]]
                     found = teacher.score(sources, outputs, **languages)
-                    if by_confidence:  # worse first: the lower confidence, within a step the lower predicted chrF
+                    if by_confidence:  # worse first: the lower confidence, then (a tie) the lower predicted chrF
                         return [f"{-c:.6f}\t{-p:.6f}\n" for c, p in map(teacher.scored_confidence, found)]
                     return [f"{cross_entropy(r):.6f}\n" for r in found]
                 _sharded(d, [src_path, out_path], scores, settings,
