@@ -2,7 +2,9 @@
 """What sentence splitting costs plain-text translation: test_2016_flickr's sentences (one per
 line, as a line-aligned file) translated with split_sentences off and on, the two alternated
 within one run so that both see the same machine load (docs/performance.md, "Sentence splitting");
-and the time that measuring each result's coverage (decoding/coverage.py, in both) takes.
+and the time that what every translation adds takes, split or not: measuring each result's
+coverage (decoding/coverage.py) and its confidence (decoding/confidence.py: the features and the
+model's map, calibrated or not; docs/results.md, "Confidence").
 
     benchmarks/speed/split_cost.py RUN_OR_EXPORT [--engine ctranslate2] [--beam 5] [--repeats 3] [--threads 2]
 """
@@ -38,6 +40,7 @@ def main(argv=None) -> int:
     from attnmt import Translator
     from attnmt.data.corpus import load_multi30k
     from attnmt.data.sentences import split_sentences
+    from attnmt.decoding.options import DecodingOptions
     from attnmt.decoding.paragraphs import join_sentences
     from attnmt.run_dir import RunDir
 
@@ -66,8 +69,12 @@ def main(argv=None) -> int:
     plain = translator.translate(sentences, beam_size=args.beam)
     start = time.perf_counter()
     for sentence, result in zip(sentences, plain):  # what every translation now adds, split or not
-        translator._measure(sentence, result)
+        translator._measure(sentence, result, DecodingOptions(beam_size=args.beam))
     measuring = time.perf_counter() - start
+    start = time.perf_counter()
+    for result in plain:
+        translator._confide(result)
+    confiding = time.perf_counter() - start
     off, on = statistics.median(times[False]), statistics.median(times[True])
     print(f"  split off: {len(sentences) / off:8.1f} sentences/s (median of {args.repeats}: {off:.2f} s)")
     print(f"  split on:  {len(sentences) / on:8.1f} sentences/s (median of {args.repeats}: {on:.2f} s)")
@@ -83,6 +90,9 @@ def main(argv=None) -> int:
           f"{100 * (segmenting + joining) / off:.1f}% of the translation")
     print(f"  coverage measured after every translation (both runs): {1e3 * measuring:.1f} ms "
           f"({100 * measuring / off:.1f}% of the translation)")
+    calibrated = "calibrated" if translator.calibration is not None else "uncalibrated"
+    print(f"  confidence of every translation ({calibrated}): {1e3 * confiding:.1f} ms "
+          f"({100 * confiding / off:.1f}% of the translation)")
     differ = sum(a != b for a, b in zip(outputs_plain, outputs_split))
     print(f"  outputs that differ (lines that split into several sentences): {differ}/{len(sentences)}")
     print(f"  load after: {os.getloadavg()}")

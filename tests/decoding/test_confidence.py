@@ -73,6 +73,19 @@ def test_adequacy_is_the_share_of_table_words_whose_translation_the_output_holds
     assert adequacy(source, output, None) == 1.0
 
 
+@settings(max_examples=300, deadline=None)
+@given(tokens=st.lists(st.text(alphabet="\u2581aZß9_-'\u2019.,", min_size=1, max_size=6), max_size=8))
+def test_plain_words_are_those_of_the_tokens_words(tokens):
+    """The words adequacy reads: PLAIN's matches in each word that token_texts joins (a subword
+    model's pieces when any token has the word mark), lower-cased, in order."""
+    from attnmt.data.phrases import PLAIN
+    from attnmt.decoding.alignment import token_texts
+    from attnmt.decoding.confidence import _plain_words
+
+    subword = any("\u2581" in t for t in tokens)
+    assert _plain_words(tokens) == [w.lower() for text in token_texts(tokens, subword) for w in PLAIN.findall(text)]
+
+
 def _rows(n: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     rows = [{name: float(rng.normal()) for name in FEATURES} for _ in range(n)]

@@ -44,13 +44,14 @@ Shapes: none (one result's scalars).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from attnmt.data.phrases import PLAIN
-from attnmt.decoding.alignment import SPM_WORD_START, token_texts
+from attnmt.decoding.alignment import SPM_WORD_START
 from attnmt.errors import DataError
 from attnmt.files import read_json, write_json
 
@@ -63,17 +64,23 @@ RIDGE = 1.0  # the regression's L2 penalty on standardized features
 FOLDS = 5  # the out-of-fold predictions the curve is fitted on
 
 
+ALNUM = re.compile(r"[^\W_]")  # a letter or digit: what str.isalnum() holds, one character
+
+
 def _words(tokens: Sequence[str]) -> list[str]:
     text = " ".join(tokens).replace(" \u2581", " ").replace("\u2581", " ")
-    return [w.lower() for w in text.split() if any(c.isalnum() for c in w)]
+    return [w.lower() for w in text.split() if ALNUM.search(w)]
 
 
 def _plain_words(tokens: Sequence[str]) -> list[str]:
     """The lower-cased plain words (phrases.PLAIN) of tokens: a subword model's pieces (a piece with
     the word mark opens a word) joined into their words (alignment.token_texts), a word model's
     tokens as they are."""
-    subword = any(SPM_WORD_START in t for t in tokens)
-    return [w.lower() for text in token_texts(tokens, subword) for w in PLAIN.findall(text)]
+    if any(SPM_WORD_START in t for t in tokens):  # token_texts' words, a space between them
+        text = "".join((" " if t.startswith(SPM_WORD_START) else "") + t.replace(SPM_WORD_START, "") for t in tokens)
+    else:
+        text = " ".join(tokens)
+    return [w.lower() for w in PLAIN.findall(text)]  # no word spans a space
 
 
 def adequacy(source: Sequence[str], tokens: Sequence[str], phrases) -> float:
@@ -126,8 +133,8 @@ def features_of(tokens: Sequence[str], log_prob: float, token_log_probs: Sequenc
     scores = list(beam_scores)
     rivals = [score for j, score in enumerate(scores) if j != rank]
     margin = scores[rank] - max(rivals) if rank < len(scores) and rivals else 0.0
-    own = set(_words(tokens))
     others = [set(_words(t)) for j, t in enumerate(beam_tokens) if j != rank]
+    own = set(_words(tokens)) if others else set()
     agreement = (float(np.mean([len(own & o) / max(len(own), 1) for o in others])) if others and own else 1.0)
     ratio = math.log((len(tokens) + 1) / (len(source) + 1))
     entropy = 0.0
