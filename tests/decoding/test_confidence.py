@@ -76,14 +76,20 @@ def test_adequacy_is_the_share_of_table_words_whose_translation_the_output_holds
 @settings(max_examples=300, deadline=None)
 @given(tokens=st.lists(st.text(alphabet="\u2581aZß9_-'\u2019.,", min_size=1, max_size=6), max_size=8))
 def test_plain_words_are_those_of_the_tokens_words(tokens):
-    """The words adequacy reads: PLAIN's matches in each word that token_texts joins (a subword
-    model's pieces when any token has the word mark), lower-cased, in order."""
+    """The words adequacy reads: PLAIN's matches in each word the tokens make (grouped by
+    alignment.token_words: a subword model's pieces when any token has the word mark, each joined
+    without the mark), lower-cased, in order; and token_texts gives those words."""
     from attnmt.data.phrases import PLAIN
-    from attnmt.decoding.alignment import token_texts
+    from attnmt.decoding.alignment import token_texts, token_words
     from attnmt.decoding.confidence import _plain_words
 
     subword = any("\u2581" in t for t in tokens)
-    assert _plain_words(tokens) == [w.lower() for text in token_texts(tokens, subword) for w in PLAIN.findall(text)]
+    grouped: dict[int, str] = {}
+    for token, word in zip(tokens, token_words(tokens, subword)):
+        grouped[word] = grouped.get(word, "") + (token.replace("\u2581", "") if subword else token)
+    words = [grouped[k] for k in sorted(grouped)]
+    assert token_texts(tokens, subword) == words
+    assert _plain_words(tokens) == [w.lower() for text in words for w in PLAIN.findall(text)]
 
 
 def _rows(n: int, seed: int = 0):

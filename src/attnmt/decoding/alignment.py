@@ -28,13 +28,15 @@ def token_words(tokens: Sequence[str], subword: bool) -> list[int]:
 def token_texts(tokens: Sequence[str], subword: bool) -> list[str]:
     """The words the tokens make (token_words' grouping), each its pieces joined without the word
     mark: ["▁Ein", "▁Hund", "es"] -> ["Ein", "Hundes"]; words are their own text."""
+    if not subword:
+        return list(tokens)
     words: list[str] = []
-    for token, index in zip(tokens, token_words(tokens, subword)):
-        piece = token.replace(SPM_WORD_START, "") if subword else token
-        if index == len(words):
+    for i, token in enumerate(tokens):  # one pass: token_words' rule, without its indices
+        piece = token.replace(SPM_WORD_START, "")
+        if i == 0 or token.startswith(SPM_WORD_START):
             words.append(piece)
         else:
-            words[index] += piece
+            words[-1] += piece
     return words
 
 

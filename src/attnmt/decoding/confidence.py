@@ -51,7 +51,7 @@ from typing import Sequence
 import numpy as np
 
 from attnmt.data.phrases import PLAIN
-from attnmt.decoding.alignment import SPM_WORD_START
+from attnmt.decoding.alignment import SPM_WORD_START, token_texts
 from attnmt.errors import DataError
 from attnmt.files import read_json, write_json
 
@@ -74,11 +74,8 @@ def _plain_words(tokens: Sequence[str]) -> list[str]:
     """The lower-cased plain words (phrases.PLAIN) of tokens: a subword model's pieces (a piece with
     the word mark opens a word) joined into their words (alignment.token_texts), a word model's
     tokens as they are."""
-    if any(SPM_WORD_START in t for t in tokens):  # token_texts' words, a space between them
-        text = "".join((" " if t.startswith(SPM_WORD_START) else "") + t.replace(SPM_WORD_START, "") for t in tokens)
-    else:
-        text = " ".join(tokens)
-    return [w.lower() for w in PLAIN.findall(text)]  # no word spans a space
+    words = token_texts(tokens, any(SPM_WORD_START in t for t in tokens))
+    return [w.lower() for w in PLAIN.findall(" ".join(words))]  # one pass: no plain word spans a space
 
 
 def adequacy(source: Sequence[str], tokens: Sequence[str], phrases) -> float:
@@ -179,11 +176,12 @@ def _logistic(x: np.ndarray, good: np.ndarray) -> tuple[float, float]:
     stays finite); a slope that comes out negative (more predicted chrF, fewer good) is read as no
     signal: slope 0, the observed rate (plus a half, so 0 and 1 stay finite)."""
     rate = (good.sum() + 0.5) / (len(good) + 1)
+    flat = 0.0, float(math.log(rate / (1 - rate)))
     if good.all() or not good.any() or x.std() < 1e-9:
-        return 0.0, float(math.log(rate / (1 - rate)))
+        return flat
     center, spread = x.mean(), x.std()
     u = (x - center) / spread
-    a, b = 0.0, float(math.log(rate / (1 - rate)))
+    a, b = flat
     for _ in range(100):
         p = 1 / (1 + np.exp(-(a * u + b)))
         w = p * (1 - p)
@@ -194,7 +192,7 @@ def _logistic(x: np.ndarray, good: np.ndarray) -> tuple[float, float]:
         if np.abs(step).max() < 1e-12:
             break
     if a <= 0:
-        return 0.0, float(math.log(rate / (1 - rate)))
+        return flat
     return a / spread, b - a * center / spread
 
 
@@ -254,15 +252,12 @@ class Calibration:
 
     def save(self, folder) -> None:
         write_json(folder / CALIBRATION_FILE, {
-            "format": FORMAT, "features": list(self.features), "mean": self.mean.tolist(), "scale": self.scale.tolist(),
-            "weights": self.weights.tolist(), "bias": self.bias, **self._link(), "threshold": self.threshold,
-            "sentences": self.sentences,
+            "format": FORMAT if self.steps is None else STEPS_FORMAT, "features": list(self.features),
+            "mean": self.mean.tolist(), "scale": self.scale.tolist(), "weights": self.weights.tolist(), "bias": self.bias,
+            **({"slope": self.slope, "intercept": self.intercept} if self.steps is None else
+               {"steps_x": self.steps[0].tolist(), "steps_y": self.steps[1].tolist()}),
+            "threshold": self.threshold, "sentences": self.sentences,
             **({} if self.low is None else {"low": self.low.tolist(), "high": self.high.tolist()})})
-
-    def _link(self) -> dict:
-        if self.steps is None:
-            return {"slope": self.slope, "intercept": self.intercept}
-        return {"format": STEPS_FORMAT, "steps_x": self.steps[0].tolist(), "steps_y": self.steps[1].tolist()}
 
     @classmethod
     def load(cls, path) -> Calibration:
